@@ -1,0 +1,5 @@
+"""``python -m repairloop`` runs the command line."""
+
+from repairloop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,440 @@
+"""Frozen records and enums shared by every module, and the Proposer protocol.
+
+Nothing here imports from the rest of the package: this module is the bottom of
+the import graph (see STYLE.md, "Who may import whom"). Every record is a frozen
+dataclass so that loop state is a growing tuple of values, never mutated.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Protocol, Tuple
+
+
+class FailureKind(str, enum.Enum):
+    """Why a test failed, as DESIGN.md's "Failure kinds" table defines it."""
+
+    SYNTAX = "syntax"
+    DEPENDENCY = "dependency"
+    LOGIC = "logic"
+    FLAKY = "flaky"
+    TIMEOUT = "timeout"
+    TEST_CONFIG = "test_config"
+    ENVIRONMENT = "environment"
+
+
+class TestOutcome(str, enum.Enum):
+    """Outcome of one test id, pytest's vocabulary (collection errors are ``error``)."""
+
+    __test__ = False  # keep pytest from collecting this enum
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+
+
+class Outcome(str, enum.Enum):
+    """How a run ended, the ``outcome`` field of ``run --json``."""
+
+    FIXED = "fixed"
+    PARTIALLY_FIXED = "partially_fixed"
+    NOT_FIXED = "not_fixed"
+    NOTHING_TO_FIX = "nothing_to_fix"
+    UNRECOVERABLE = "unrecoverable"
+
+
+class StopReason(str, enum.Enum):
+    """Why the loop stopped; the first match of DESIGN.md's stop policy wins."""
+
+    SUCCESS = "success"
+    NOTHING_TO_FIX = "nothing_to_fix"
+    UNRECOVERABLE = "unrecoverable"
+    NO_MODEL_LEFT = "no_model_left"
+    BUDGET_ITERATIONS = "budget_iterations"
+    BUDGET_TOKENS = "budget_tokens"
+    BUDGET_COST = "budget_cost"
+    BUDGET_TIME = "budget_time"
+    STAGNATION = "stagnation"
+    NO_PROGRESS = "no_progress"
+    INTERRUPTED = "interrupted"
+
+
+class Decision(str, enum.Enum):
+    """What the loop did with one iteration's candidate patch."""
+
+    KEPT = "kept"  # fixed at least one test and broke none: stays in the workspace
+    REVERTED = "reverted"  # applied and tested, fixed nothing or broke something
+    REJECTED = "rejected"  # never tested: no patch, did not apply, guard, syntax
+    DUPLICATE = "duplicate"  # equal to an earlier candidate: never re-tested
+    STAGNANT = "stagnant"  # too similar to an earlier candidate
+    NO_CANDIDATE = "no_candidate"  # the proposer had nothing (model error, engine exhausted)
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes, DESIGN.md's command-line contract."""
+
+    OK = 0  # fixed, or nothing to fix
+    NOT_FIXED = 1  # not fixed, or only partly
+    USAGE = 2  # usage or configuration error, repository in a state we cannot work in
+    UNRECOVERABLE = 3  # a blocking failure kind was found and reported
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame. ``path`` is relative to the project root when inside it."""
+
+    path: str
+    line: int
+    function: str = ""
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test id's result from one test-suite run.
+
+    ``phase`` is where it ended: ``setup``, ``call``, ``teardown`` or ``collect``
+    (a collection error, whose ``test_id`` is the module's node id). ``frames``
+    run outermost first; ``output`` is the tail of captured stdout/stderr.
+    """
+
+    __test__ = False
+
+    test_id: str
+    outcome: TestOutcome
+    duration: float = 0.0  # seconds
+    phase: str = "call"
+    exc_type: Optional[str] = None
+    message: str = ""
+    frames: Tuple[Frame, ...] = ()
+    output: str = ""
+    longrepr: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """The structured result of one run of the test command.
+
+    ``exit_code`` is None when the run was killed (timeout or signal).
+    ``source`` says where per-test results came from: ``plugin`` (our pytest
+    plugin), ``junit`` (a JUnit XML file) or ``exit_code`` (nothing structured;
+    only the exit code and the output are known). ``output`` is the combined,
+    capped output (head and tail kept). ``coverage_file`` is a coverage.py data
+    file with one dynamic context per test, when coverage was requested.
+    """
+
+    __test__ = False
+
+    command: Tuple[str, ...]
+    exit_code: Optional[int]
+    results: Tuple[TestResult, ...] = ()
+    output: str = ""
+    seconds: float = 0.0
+    timed_out: bool = False
+    source: str = "exit_code"
+    collected: Optional[int] = None
+    coverage_file: Optional[str] = None
+    signal: Optional[int] = None
+
+    @property
+    def failing(self) -> Tuple[TestResult, ...]:
+        return tuple(r for r in self.results if r.failed)
+
+    @property
+    def failing_ids(self) -> Tuple[str, ...]:
+        return tuple(sorted({r.test_id for r in self.failing}))
+
+    @property
+    def passed_ids(self) -> Tuple[str, ...]:
+        failing = set(self.failing_ids)
+        return tuple(
+            sorted(
+                {
+                    r.test_id
+                    for r in self.results
+                    if r.outcome in (TestOutcome.PASSED, TestOutcome.XPASSED)
+                    and r.test_id not in failing
+                }
+            )
+        )
+
+    @property
+    def green(self) -> bool:
+        """True only when the run passed by its structured results and exit code.
+
+        A suite that collected nothing (pytest exit 5), a command that was not
+        found (127), a killed run, or any failing result is never green; what
+        the tests print is never read for this verdict.
+        """
+        if self.timed_out or self.exit_code != 0 or self.failing:
+            return False
+        if self.source == "exit_code":
+            return True
+        return bool(self.passed_ids) or (self.collected or 0) > 0
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A classified failing test: DESIGN.md's ``classify --json`` failure record."""
+
+    test_id: str
+    kind: FailureKind
+    retryable: bool
+    message: str
+    location: Optional[str] = None  # "path:line"
+    hint: str = ""
+    exc_type: Optional[str] = None
+    frames: Tuple[Frame, ...] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "test_id": self.test_id,
+            "kind": self.kind.value,
+            "retryable": self.retryable,
+            "message": self.message,
+            "location": self.location,
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class CodeSlice:
+    """A piece of source shown to the model: a function or class, 1-based inclusive lines."""
+
+    path: str
+    start_line: int
+    end_line: int
+    name: str
+    text: str
+    read_only: bool = False  # the failing test itself: shown, never to be edited
+
+
+@dataclass(frozen=True)
+class LastAttempt:
+    """The previous candidate and what it did, shown in the next prompt."""
+
+    diff: str
+    decision: Decision
+    reason: str
+    fixed: Tuple[str, ...] = ()
+    broke: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RepairContext:
+    """Everything a proposer is shown for one iteration (built by ``context.py``).
+
+    ``failing_tests`` is the group being repaired (same root cause), largest
+    group first; ``other_failing`` are the rest. ``tokens`` is the size of the
+    rendered material counted with litellm's offline counter; ``trimmed`` names
+    what the token budget removed, in order.
+    """
+
+    failing_tests: Tuple[str, ...]
+    message: str
+    traceback: str
+    slices: Tuple[CodeSlice, ...]
+    last_attempt: Optional[LastAttempt] = None
+    other_failing: Tuple[str, ...] = ()
+    tokens: int = 0
+    trimmed: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What proposing cost: tokens, USD (None when the model is not priced), seconds, calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Optional[float] = 0.0
+    seconds: float = 0.0
+    calls: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        cost: Optional[float]
+        if self.cost_usd is None and other.cost_usd is None:
+            cost = None
+        else:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            cost,
+            self.seconds + other.seconds,
+            self.calls + other.calls,
+        )
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A structural error about the previous answer, sent back once in the same thread."""
+
+    answer: str
+    error: str
+
+
+@dataclass(frozen=True)
+class BudgetLeft:
+    """What the run may still spend; None means unlimited. Units: tokens, USD, seconds."""
+
+    tokens: Optional[int] = None
+    cost_usd: Optional[float] = None
+    seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ProposalRequest:
+    """What the loop hands a proposer for one attempt."""
+
+    context: RepairContext
+    budget: BudgetLeft = field(default_factory=BudgetLeft)
+    feedback: Optional[Feedback] = None
+    iteration: int = 1
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposer's answer: raw text (a diff or SEARCH/REPLACE blocks) and its cost.
+
+    ``answer`` is what the model said, verbatim; for the offline engine it is a
+    unified diff. ``notes`` carries engine details for the journal (the offline
+    engine's localisation and the candidates it tried).
+    """
+
+    answer: str
+    engine: str  # "llm" or "builtin"
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    prompt: Tuple[Dict[str, str], ...] = ()
+    notes: Dict[str, Any] = field(default_factory=dict)
+
+
+class Proposer(Protocol):
+    """Context in, candidate out. Implemented by ``propose.llm`` and ``propose.builtin``.
+
+    ``propose`` raises ``repairloop.errors.ProposerError`` subclasses for the
+    model-side error classes of DESIGN.md (transient after retries, model
+    error, unrecoverable); every attempt's usage rides on the exception.
+    """
+
+    name: str
+    engine: str
+
+    def propose(self, request: ProposalRequest) -> Proposal: ...
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One turn of the loop, as journalled and as ``run --json`` reports it."""
+
+    number: int
+    engine: str
+    model: str
+    usage: Usage
+    decision: Decision
+    reason: str
+    diff: str = ""
+    similarity_to_previous: Optional[float] = None  # 0..1
+    similarity_max: Optional[float] = None  # 0..1, against every earlier candidate
+    tests_failed: Optional[int] = None
+    fixed: Tuple[str, ...] = ()
+    broke: Tuple[str, ...] = ()
+    seconds_model: float = 0.0
+    seconds_tests: float = 0.0
+    seconds_total: float = 0.0
+    attempts: int = 1
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "number": self.number,
+            "engine": self.engine,
+            "model": self.model,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "cost_usd": self.usage.cost_usd,
+            "similarity_to_previous": self.similarity_to_previous,
+            "similarity_max": self.similarity_max,
+            "tests_failed": self.tests_failed,
+            "fixed": list(self.fixed),
+            "broke": list(self.broke),
+            "decision": self.decision.value,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "seconds": {
+                "model": round(self.seconds_model, 3),
+                "tests": round(self.seconds_tests, 3),
+                "total": round(self.seconds_total, 3),
+            },
+            "diff": self.diff,
+        }
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The whole run: DESIGN.md's ``run --json`` document is ``to_json()``."""
+
+    run_id: str
+    outcome: Outcome
+    stop_reason: StopReason
+    stop_detail: str
+    failure_kinds: Dict[str, int]
+    failures: Tuple[Failure, ...]
+    iterations: Tuple[Iteration, ...]
+    patch: Optional[str]
+    run_dir: str
+    fixed_tests: Tuple[str, ...] = ()
+    still_failing: Tuple[str, ...] = ()
+    flaky_tests: Tuple[str, ...] = ()
+    applied: bool = False
+    notes: Tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def totals(self) -> Dict[str, Any]:
+        usage = Usage()
+        for it in self.iterations:
+            usage = usage + it.usage
+        return {
+            "iterations": len(self.iterations),
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost_usd": usage.cost_usd,
+            "model_calls": usage.calls,
+            "seconds": {
+                "model": round(sum(i.seconds_model for i in self.iterations), 3),
+                "tests": round(sum(i.seconds_tests for i in self.iterations), 3),
+                "total": round(self.seconds, 3),
+            },
+        }
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome.value,
+            "stop_reason": self.stop_reason.value,
+            "stop_detail": self.stop_detail,
+            "failure_kinds": dict(self.failure_kinds),
+            "failures": [f.to_json() for f in self.failures],
+            "iterations": [i.to_json() for i in self.iterations],
+            "totals": self.totals,
+            "patch": self.patch,
+            "fixed_tests": list(self.fixed_tests),
+            "still_failing": list(self.still_failing),
+            "flaky_tests": list(self.flaky_tests),
+            "applied": self.applied,
+            "notes": list(self.notes),
+            "run_dir": self.run_dir,
+        }

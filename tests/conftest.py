@@ -1,0 +1,77 @@
+"""Shared test fixtures: real git repositories built from ``fixtures/projects/<case>``.
+
+Every project fixture is copied into a temporary directory and committed with a
+fixed identity, so tests run against real git state (see STYLE.md habit 12).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "fixtures"
+PROJECTS = FIXTURES / "projects"
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Fixture Author",
+    "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
+    "GIT_COMMITTER_NAME": "Fixture Author",
+    "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` with a fixed identity; return stdout (raises on failure)."""
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def init_repo(path: Path, message: str = "initial") -> Path:
+    """Make ``path`` a git repository with everything in it committed."""
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", GIT_ENV["GIT_AUTHOR_NAME"])
+    git(path, "config", "user.email", GIT_ENV["GIT_AUTHOR_EMAIL"])
+    git(path, "config", "commit.gpgsign", "false")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", message)
+    return path
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> Callable[..., Path]:
+    """Copy ``fixtures/projects/<name>`` to a temp dir; a git repo unless ``git=False``.
+
+    Usage: ``project = make_project("off_by_one")``.
+    """
+
+    def _make(name: str, *, git_repo: bool = True, dest: Optional[str] = None) -> Path:
+        src = PROJECTS / name
+        if not src.is_dir():
+            raise FileNotFoundError(f"no fixture project {src}")
+        target = tmp_path / (dest or name)
+        shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+        if git_repo:
+            init_repo(target)
+        return target
+
+    return _make
+
+
+@pytest.fixture
+def python_env() -> Dict[str, str]:
+    """Environment for subprocesses: this interpreter's bin dir first on PATH, no color."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["NO_COLOR"] = "1"
+    return env
