@@ -438,3 +438,19 @@ class RunResult:
             "notes": list(self.notes),
             "run_dir": self.run_dir,
         }
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """What the loop yields for the console and journal to show.
+
+    ``kind`` is one of: ``phase`` (a step starts: baseline, classify, confirm,
+    propose, test), ``note`` (something worth telling the user), ``iteration``
+    (``iteration`` set), ``stopped`` (``result`` set; always the last event).
+    """
+
+    kind: str
+    message: str = ""
+    data: Dict[str, Any] = field(default_factory=dict)
+    iteration: Optional[Iteration] = None
+    result: Optional[RunResult] = None

@@ -1,0 +1,132 @@
+"""Rendering results for people: the console (rich, on stderr) and Markdown.
+
+Only this module and ``cli.py`` touch rich. Colour is off when stderr is not a
+terminal or ``NO_COLOR`` is set; the text is then plain.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Dict, Optional, Sequence
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+
+from repairloop.types import Decision, Failure, LoopEvent, Outcome, RunResult, TestReport
+
+_DECISION_STYLE = {
+    Decision.KEPT: "green",
+    Decision.REVERTED: "yellow",
+    Decision.REJECTED: "red",
+    Decision.DUPLICATE: "magenta",
+    Decision.STAGNANT: "magenta",
+    Decision.NO_CANDIDATE: "red",
+}
+
+_OUTCOME_STYLE = {
+    Outcome.FIXED: "green",
+    Outcome.NOTHING_TO_FIX: "green",
+    Outcome.PARTIALLY_FIXED: "yellow",
+    Outcome.NOT_FIXED: "red",
+    Outcome.UNRECOVERABLE: "red",
+}
+
+
+def make_console(stream: Any = None) -> Console:
+    """A console on stderr; plain text when not a terminal or NO_COLOR is set."""
+    stream = stream or sys.stderr
+    plain = bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
+    return Console(file=stream, no_color=plain, highlight=False, soft_wrap=True, force_terminal=None if not plain else False)
+
+
+class ConsoleRenderer:
+    """Shows loop events as they come: phases with a spinner on a terminal, a line per iteration."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.status: Optional[Any] = None
+
+    def __call__(self, event: LoopEvent) -> None:
+        if event.kind == "phase":
+            self._phase(event.message)
+            return
+        self._stop_status()
+        if event.kind == "note":
+            self.console.print(f"  {event.message}")
+        elif event.kind == "iteration" and event.iteration is not None:
+            it = event.iteration
+            style = _DECISION_STYLE.get(it.decision, "")
+            sim = "" if it.similarity_max is None else f" sim={it.similarity_max:.2f}"
+            cost = "" if it.usage.cost_usd in (None, 0) else f" ${it.usage.cost_usd:.4f}"
+            line = Text(f"  #{it.number} {it.model}: ")
+            line.append(it.decision.value, style=style)
+            line.append(f" ({it.usage.tokens} tok{cost}, {it.seconds_total:.1f}s{sim}) {it.reason}")
+            self.console.print(line)
+
+    def _phase(self, message: str) -> None:
+        self._stop_status()
+        if self.console.is_terminal:
+            self.status = self.console.status(message)
+            self.status.start()
+        else:
+            self.console.print(f"- {message}")
+
+    def _stop_status(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+    def close(self) -> None:
+        self._stop_status()
+
+
+def render_result(console: Console, result: RunResult) -> None:
+    """The final panel: outcome, stop reason, totals, where the run is kept, and the diff."""
+    totals = result.totals
+    cost = totals["cost_usd"]
+    lines = [
+        f"outcome: {result.outcome.value}",
+        f"stopped: {result.stop_reason.value} ({result.stop_detail})",
+        f"iterations: {totals['iterations']}, tokens: {totals['prompt_tokens'] + totals['completion_tokens']:,}, "
+        f"cost: {'unknown' if cost is None else f'${cost:.4f}'}, time: {totals['seconds']['total']:.1f}s",
+    ]
+    if result.fixed_tests:
+        lines.append("fixed: " + ", ".join(result.fixed_tests))
+    if result.still_failing:
+        lines.append("still failing: " + ", ".join(result.still_failing))
+    if result.flaky_tests:
+        lines.append("flaky (left alone): " + ", ".join(result.flaky_tests))
+    for note in result.notes:
+        lines.append(note)
+    if result.patch and result.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
+        lines.append("The patch passes the tests: plausible, not proven correct. Review it.")
+        lines.append(f"patch: {result.run_dir}/fix.patch" + (" (applied)" if result.applied else ""))
+    lines.append(f"run: {result.run_dir}")
+    style = _OUTCOME_STYLE.get(result.outcome, "")
+    console.print(Panel("\n".join(lines), title="repairloop", border_style=style, expand=False))
+    if result.patch:
+        console.print(Syntax(result.patch, "diff", theme="ansi_dark", background_color="default"))
+
+
+def render_classification(console: Console, report: TestReport, failures: Sequence[Failure], kind: str) -> None:
+    """``repairloop classify`` as text: the summary line, then one block per failure."""
+    console.print(f"{summary_counts(report)} -> kind: {kind}")
+    for f in failures:
+        where = f" at {f.location}" if f.location else ""
+        console.print(f"- {f.test_id}: {f.kind.value}{where}" + ("" if f.retryable else " (blocking)"))
+        if f.message:
+            console.print(f"    {f.message.splitlines()[0][:200]}")
+        if f.hint:
+            console.print(f"    hint: {f.hint}")
+
+
+def summary_counts(report: TestReport) -> Dict[str, int]:
+    """passed, failed, errors, skipped counts of one test report."""
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    for r in report.results:
+        key = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors"}.get(r.outcome.value, "skipped")
+        counts[key] += 1
+    return counts

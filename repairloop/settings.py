@@ -1,0 +1,187 @@
+"""Configuration: packaged defaults < config file < environment < flags.
+
+Sources, lowest precedence first (STYLE.md habit 7):
+
+1. the defaults written on the fields of :class:`Settings` (``configs/default.toml``
+   documents them and a test keeps the two equal);
+2. ``[tool.repairloop]`` in the project's ``pyproject.toml``, or a
+   ``repairloop.toml`` at the project root (which wins if both exist);
+3. environment variables ``REPAIRLOOP_<FIELD>`` (lists comma-separated);
+4. command-line flags (a flag not given stays unset and does not override).
+
+Unknown keys are errors that name the key and the file they came from.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from repairloop.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+ENV_PREFIX = "REPAIRLOOP_"
+
+# Provider key variables that mean "a hosted model is reachable" when no model is
+# configured, with the model used then (a cheap, capable default per provider).
+DEFAULT_MODEL_BY_KEY: Tuple[Tuple[str, str], ...] = (
+    ("OPENAI_API_KEY", "openai/gpt-4o-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic/claude-3-5-haiku-latest"),
+)
+
+
+class Settings(BaseModel):
+    """Every knob of a run. Units are in the field descriptions."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    test_cmd: Optional[str] = Field(None, description="Test command; default: the project's python -m pytest.")
+    junit_xml: Optional[str] = Field(None, description="JUnit XML file a non-pytest test command writes.")
+    models: List[str] = Field(default_factory=list, description="Model chain (litellm names, or 'builtin').")
+    fallback_to_builtin: bool = Field(True, description="Append the offline engine to every model chain.")
+    api_base: Optional[str] = Field(None, description="Base URL of an OpenAI-compatible server.")
+    max_iterations: int = Field(8, ge=1, description="Iterations of the loop.")
+    max_tokens: int = Field(200_000, ge=1, description="Tokens (prompt + completion) for the run.")
+    max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only).")
+    timeout: float = Field(900.0, gt=0, description="Wall-clock seconds for the whole run.")
+    test_timeout: float = Field(300.0, gt=0, description="Seconds for one run of the test command.")
+    model_timeout: float = Field(120.0, gt=0, description="Seconds per model request.")
+    model_retries: int = Field(3, ge=0, description="Retries of a transient model error, per request.")
+    max_completion_tokens: int = Field(2048, ge=16, description="Completion tokens per request.")
+    context_tokens: int = Field(6000, ge=500, description="Token budget of one prompt's material.")
+    similarity_threshold: float = Field(0.90, ge=0, le=1, description="Candidate similarity that counts as stagnation.")
+    patience: int = Field(3, ge=1, description="Iterations in a row without fewer failing tests before stopping.")
+    retry_kinds: List[str] = Field(default_factory=lambda: ["logic"], description="Failure kinds the loop repairs.")
+    downgrade_at: float = Field(0.5, ge=0, le=1, description="Budget share after which the next, cheaper model is used.")
+    allow_test_edits: bool = Field(False, description="Let candidates edit test files.")
+    test_globs: List[str] = Field(
+        default_factory=lambda: [
+            "tests/**",
+            "test/**",
+            "test_*.py",
+            "**/test_*.py",
+            "*_test.py",
+            "**/*_test.py",
+            "conftest.py",
+            "**/conftest.py",
+        ],
+        description="Files that are tests (read-only to candidates).",
+    )
+    max_files: int = Field(5, ge=1, description="Files one candidate may touch.")
+    max_changed_lines: int = Field(200, ge=1, description="Lines (added + removed) one candidate may change.")
+    fuzzy_threshold: float = Field(0.85, ge=0.5, le=1, description="Similarity a fuzzily located hunk needs.")
+    confirm_runs: int = Field(1, ge=0, description="Re-runs of the failing tests before repairing (flaky check).")
+    workers: int = Field(2, ge=1, description="Candidates the offline engine validates in parallel.")
+    builtin_candidates: int = Field(2000, ge=1, description="Candidates the offline engine may try per run.")
+    builtin_candidate_timeout: float = Field(10.0, gt=0, description="Seconds for one offline candidate's tests.")
+    builtin_extra_search: float = Field(0.2, ge=0, le=1, description="Share of time searching on after a plausible patch.")
+
+
+FIELD_NAMES = tuple(Settings.model_fields)
+
+
+def _validation_message(err: ValidationError, origin: str) -> str:
+    parts = []
+    for item in err.errors():
+        key = ".".join(str(p) for p in item["loc"]) or "(root)"
+        if item["type"] == "extra_forbidden":
+            parts.append(f"unknown key '{key}' in {origin}")
+        else:
+            parts.append(f"'{key}' in {origin}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def _check(values: Mapping[str, Any], origin: str) -> Dict[str, Any]:
+    """Validate a partial layer on its own so errors name where they came from."""
+    try:
+        Settings(**values)
+    except ValidationError as err:
+        raise ConfigError(
+            _validation_message(err, origin),
+            hint=f"the keys are listed in configs/default.toml; fix or remove it in {origin}",
+        ) from None
+    return dict(values)
+
+
+def read_file_layer(project: Path) -> Tuple[Dict[str, Any], Optional[Path]]:
+    """Read ``repairloop.toml`` or ``[tool.repairloop]`` of ``pyproject.toml``.
+
+    Returns (values, file) with file None when neither exists.
+    Raises ConfigError on unreadable TOML or unknown keys.
+    """
+    own = project / "repairloop.toml"
+    pyproject = project / "pyproject.toml"
+    for path in (own, pyproject):
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise ConfigError(f"cannot read {path}: {err}", hint="fix the TOML syntax") from None
+        if path is pyproject:
+            data = data.get("tool", {}).get("repairloop")
+            if data is None:
+                continue
+            origin = f"{path} [tool.repairloop]"
+        else:
+            origin = str(path)
+        return _check(data, origin), path
+    return {}, None
+
+
+def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
+    """``REPAIRLOOP_<FIELD>`` variables; list fields split on commas."""
+    values: Dict[str, Any] = {}
+    for name in FIELD_NAMES:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is None:
+            continue
+        annotation = str(Settings.model_fields[name].annotation)
+        values[name] = [p.strip() for p in raw.split(",") if p.strip()] if "List" in annotation or "list" in annotation else raw
+    return _check(values, "the environment (REPAIRLOOP_*)")
+
+
+def load_settings(
+    project: Path,
+    flags: Optional[Mapping[str, Any]] = None,
+    environ: Optional[Mapping[str, str]] = None,
+) -> Settings:
+    """Merge the layers for ``project``; ``flags`` holds only options the user gave.
+
+    Raises ConfigError naming the key and its source on any invalid value.
+    """
+    environ = os.environ if environ is None else environ
+    merged: Dict[str, Any] = {}
+    merged.update(read_file_layer(project)[0])
+    merged.update(read_env_layer(environ))
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    merged.update(_check(given, "the command-line flags"))
+    return Settings(**merged)
+
+
+def model_chain(settings: Settings, environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """The ordered proposers for a run: configured models, else one per provider key, then builtin.
+
+    With no model configured and no provider key in the environment, the
+    offline engine is the whole chain (DESIGN.md, "Errors from the model side").
+    """
+    environ = os.environ if environ is None else environ
+    chain = list(settings.models)
+    if not chain:
+        chain = [model for key, model in DEFAULT_MODEL_BY_KEY if environ.get(key)][:1]
+    if settings.fallback_to_builtin and "builtin" not in chain:
+        chain.append("builtin")
+    if not chain:
+        raise ConfigError(
+            "the model chain is empty",
+            hint="pass --model NAME, or drop --no-builtin so the offline engine can run",
+        )
+    return chain

@@ -1,0 +1,263 @@
+"""End to end: `repairloop run` on real fixture repositories with a scripted model.
+
+The model is the scripted OpenAI-compatible server on 127.0.0.1, reached
+through the real litellm with ``openai/<name>`` and ``--api-base``; the tests
+are real pytest subprocesses in a real git worktree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import pytest
+
+from repairloop.cli import main
+from scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.slow
+
+RIGHT = """\
+--- a/calc/lists.py
++++ b/calc/lists.py
+@@ -12,4 +12,4 @@ def last_n(items, n):
+     \"\"\"Return the last ``n`` items of ``items``.\"\"\"
+     if n <= 0:
+         return []
+-    return items[-n - 1:]
++    return items[-n:]
+"""
+
+WRONG = RIGHT.replace("+    return items[-n:]", "+    return items[-n + 1:]")
+
+OTHER_WRONG = """\
+--- a/calc/lists.py
++++ b/calc/lists.py
+@@ -11,5 +11,5 @@
+ def last_n(items, n):
+     \"\"\"Return the last ``n`` items of ``items``.\"\"\"
+-    if n <= 0:
++    if n < 0 or not items:
+         return []
+     return items[-n - 1:]
+"""
+
+EDITS_TEST = """\
+--- a/tests/test_lists.py
++++ b/tests/test_lists.py
+@@ -8,2 +8,2 @@
+ def test_last_n():
+-    assert last_n([1, 2, 3, 4], 2) == [3, 4]
++    assert last_n([1, 2, 3, 4], 2) == [2, 3, 4]
+"""
+
+# The second context line differs from the file (a docstring reworded): found fuzzily.
+FUZZY = """\
+```diff
+--- calc/lists.py
++++ calc/lists.py
+@@ -11,5 +11,5 @@
+ def last_n(items, n):
+     \"\"\"Return the final n entries of items.\"\"\"
+     if n <= 0:
+         return []
+-    return items[-n - 1:]
++    return items[-n:]
+```
+"""
+
+
+SLUG_FIX = """\
+--- a/src/textkit/slug.py
++++ b/src/textkit/slug.py
+@@ -10,2 +10,2 @@
+     words = _NON_WORD.split(text.lower())
+-    return separator.join(word for word in words)
++    return separator.join(word for word in words if word)
+"""
+
+
+def snapshot(repo: Path) -> Dict[str, object]:
+    """HEAD, index, status and every file's bytes: what must not change without --apply."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+    files = {
+        str(p.relative_to(repo)): p.read_bytes()
+        for p in sorted(repo.rglob("*"))
+        if p.is_file() and ".git" not in p.parts and ".repairloop" not in p.parts and "__pycache__" not in p.parts
+    }
+    return {
+        "head": git("rev-parse", "HEAD"),
+        "index": git("ls-files", "-s"),
+        "status": git("status", "--porcelain", "--untracked-files=all"),
+        "stash": git("stash", "list"),
+        "files": files,
+    }
+
+
+def run_cli(args: Sequence[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def scripted_run(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
+    return [
+        "run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
+        "--no-builtin", "--json", *extra,
+    ]
+
+
+def user_messages(body: dict) -> str:
+    return "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def test_right_on_the_first_try(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    before = snapshot(project)
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed" and doc["stop_reason"] == "success"
+    assert len(doc["iterations"]) == 1 and doc["iterations"][0]["decision"] == "kept"
+    assert "+    return items[-n:]" in doc["patch"]
+    assert (Path(doc["run_dir"]) / "fix.patch").read_text() == doc["patch"]
+    assert snapshot(project) == before  # no --apply: the user's tree is untouched
+
+
+def test_wrong_then_right(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        second_prompt = user_messages(srv.requests[1])
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed"
+    assert [i["decision"] for i in doc["iterations"]] == ["reverted", "kept"]
+    assert "items[-n + 1:]" in second_prompt  # the last diff and what it did are shown
+
+
+def test_same_wrong_patch_twice_stops_on_stagnation(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", WRONG)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        calls = len(srv.requests)
+    doc = json.loads(out)
+    assert code == 1 and doc["outcome"] == "not_fixed" and doc["stop_reason"] == "stagnation"
+    assert [i["decision"] for i in doc["iterations"]] == ["reverted", "duplicate"]
+    assert calls == 2
+
+
+def test_a_b_a_oscillation_stops_at_the_third(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", WRONG), ("ok", OTHER_WRONG), ("ok", WRONG)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["stop_reason"] == "stagnation"
+    assert [i["decision"] for i in doc["iterations"]] == ["reverted", "reverted", "duplicate"]
+    assert doc["iterations"][2]["similarity_max"] == 1.0
+
+
+def test_token_budget_gates_the_call_before_it_is_sent(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-tokens", "500"), capsys)
+        calls = len(srv.requests)
+    doc = json.loads(out)
+    assert code == 1 and doc["stop_reason"] == "budget_tokens" and calls == 0
+
+
+def test_answer_without_patch_is_retried_with_the_error(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", "The bug is in last_n, it slices one too many."), ("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        retry = srv.requests[1]["messages"]
+    doc = json.loads(out)
+    assert code == 0 and len(doc["iterations"]) == 1 and doc["iterations"][0]["attempts"] == 2
+    assert retry[-2]["role"] == "assistant" and "one too many" in retry[-2]["content"]
+    assert "no patch" in retry[-1]["content"].lower()
+
+
+def test_patch_touching_a_test_file_is_rejected(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", EDITS_TEST), ("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        retry = srv.requests[1]["messages"][-1]["content"]
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed"
+    assert "tests/test_lists.py" in retry and "test file" in retry
+    assert "tests/test_lists.py" not in doc["patch"]
+
+
+def test_slightly_wrong_context_is_applied_fuzzily(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", FUZZY)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed"
+    assert '"""Return the last ``n`` items of ``items``."""' in (project / "calc/lists.py").read_text()
+    assert "final n entries" not in doc["patch"]  # the file's own context is kept
+
+
+def test_json_follows_the_contract(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        _, out, _ = run_cli(scripted_run(project, srv), capsys)
+    doc = json.loads(out)
+    for key in ("run_id", "outcome", "stop_reason", "failure_kinds", "iterations", "totals", "patch", "run_dir"):
+        assert key in doc
+    assert doc["failure_kinds"] == {"logic": 1}
+    it = doc["iterations"][0]
+    for key in ("engine", "model", "prompt_tokens", "completion_tokens", "cost_usd",
+                "similarity_to_previous", "tests_failed", "decision"):
+        assert key in it
+    assert set(it["seconds"]) == {"model", "tests", "total"} and it["engine"] == "llm"
+    assert set(doc["totals"]["seconds"]) == {"model", "tests", "total"}
+    assert doc["totals"]["prompt_tokens"] == it["prompt_tokens"] > 0
+    events = [json.loads(l)["event"] for l in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    assert events[0] == "start" and "iteration" in events and events[-1] == "stopped"
+
+
+def test_stdout_is_only_json_in_a_subprocess(make_project) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        done = subprocess.run(
+            [sys.executable, "-m", "repairloop", *scripted_run(project, srv)],
+            capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"] == "fixed"
+    assert "outcome: fixed" in done.stderr
+
+
+def test_apply_writes_only_the_fix(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv, "--apply", "--yes"), capsys)
+    assert code == 0 and json.loads(out)["applied"] is True
+    assert "return items[-n:]" in (project / "calc/lists.py").read_text()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout
+    assert status.strip() == "M calc/lists.py"  # unstaged, uncommitted
+
+
+def test_editable_install_tests_the_workspace(make_project, tmp_path, capsys) -> None:
+    """With the project installed editable, the candidate must be what the tests import."""
+    project = make_project("src_layout")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    ours = next(p for p in sys.path if p.endswith("site-packages"))
+    Path(site, "outer.pth").write_text(ours + "\n")  # pytest from repairloop's environment
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(project)],
+                   check=True, capture_output=True)
+    answer = SLUG_FIX
+    with ScriptedServer([("ok", answer)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv, "--test-cmd", f"{py} -m pytest -q"), capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed", doc
