@@ -1,0 +1,231 @@
+"""Compute new file texts from a model's answer, purely: read under a root, write nothing.
+
+Each file is worked on as ``\\n`` lines and written back in its own newline
+style (CRLF stays CRLF) and with its own final-newline state, unless a hunk
+that reaches the end of the file says otherwise (``\\ No newline at end of file``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from repairloop.errors import PatchError
+from repairloop.patch.blocks import has_blocks, parse_blocks
+from repairloop.patch.diffparse import parse_unified_diff
+from repairloop.patch.guards import normalize_path, resolve_inside
+from repairloop.patch.locate import locate
+from repairloop.patch.model import (
+    ADDED,
+    CONTEXT,
+    MATCH_RANK,
+    REMOVED,
+    AppliedPatch,
+    FileChange,
+    FileEdit,
+    Hunk,
+)
+
+_NO_PATCH_HINT = (
+    "answer with a unified diff ('--- a/path', '+++ b/path', '@@ ... @@' hunks) in a ```diff "
+    "fence, or with SEARCH/REPLACE blocks: the path on its own line, then '<<<<<<< SEARCH', "
+    "the current lines, '=======', the new lines, '>>>>>>> REPLACE'"
+)
+
+
+def parse_answer(answer: str) -> List[FileEdit]:
+    """The edits a model's answer asks for, in order (paths normalised, not yet checked).
+
+    SEARCH/REPLACE blocks win when the answer has a ``<<<<<<< SEARCH`` line;
+    otherwise a unified diff, fenced or not, CRLF or not.
+    Raises PatchError("no patch found in the answer") when there is neither,
+    and PatchError for malformed blocks or diffs.
+    """
+    text = answer.replace("\r\n", "\n").replace("\r", "\n")
+    edits = parse_blocks(text) if has_blocks(text) else parse_unified_diff(text)
+    if not edits:
+        raise PatchError("no patch found in the answer", hint=_NO_PATCH_HINT)
+    return [FileEdit(normalize_path(e.path), e.kind, e.hunks, e.format) for e in edits]
+
+
+@dataclass
+class _FileState:
+    """One file while edits are applied to it (mutable, internal)."""
+
+    path: str
+    old_text: Optional[str]  # as read, None when the file does not exist
+    lines: List[str] = field(default_factory=list)
+    newline: str = "\n"
+    final_newline: bool = True
+    exists: bool = True
+    match: str = "exact"
+    score: float = 1.0
+
+    def note(self, match: str, score: float) -> None:
+        if MATCH_RANK[match] > MATCH_RANK.get(self.match, 0):
+            self.match = match
+        self.score = min(self.score, score)
+
+    def text(self) -> Optional[str]:
+        if not self.exists:
+            return None
+        body = "\n".join(self.lines) + ("\n" if self.final_newline and self.lines else "")
+        return body.replace("\n", self.newline) if self.newline != "\n" else body
+
+
+def _load(root: Path, path: str) -> _FileState:
+    target = resolve_inside(root, path)
+    if not target.exists():
+        return _FileState(path, None, exists=False, match="new")
+    if not target.is_file():
+        raise PatchError(f"the patch edits {path}, which is not a regular file", hint="edit source files only")
+    data = target.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchError(
+            f"the patch edits {path}, a binary or non-UTF-8 file ({exc.reason} at byte {exc.start})",
+            hint="edit only UTF-8 text files",
+        ) from exc
+    crlf = text.count("\r\n")
+    newline = "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+    plain = text.replace("\r\n", "\n")
+    lines = plain.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return _FileState(path, text, lines, newline, plain.endswith("\n") or not plain)
+
+
+def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85) -> AppliedPatch:
+    """Parse ``answer`` and compute every touched file's new text under ``root``.
+
+    Nothing is written. ``fuzzy_threshold`` (0..1) is the least mean line
+    similarity of a fuzzily located block. Raises PatchError when there is no
+    patch, a file is missing, binary or non-UTF-8, a block does not match (the
+    message names it and the closest text, with line and similarity), a block
+    is ambiguous, or nothing would change; GuardError (a PatchError) for a path
+    outside ``root``, in ``.git/`` or ``.repairloop/``.
+    """
+    edits = parse_answer(answer)
+    states: Dict[str, _FileState] = {}
+    for edit in edits:
+        state = states.get(edit.path) or _load(root, edit.path)
+        states[edit.path] = state
+        _apply_edit(state, edit, root, fuzzy_threshold)
+    changes = tuple(c for c in (_change(s) for s in states.values()) if c is not None)
+    if not changes:
+        raise PatchError(
+            "the patch changes nothing: every edit leaves its file as it was",
+            hint="make sure the new lines differ from the current ones",
+        )
+    return AppliedPatch(changes, edits[0].format)
+
+
+def _change(state: _FileState) -> Optional[FileChange]:
+    new_text = state.text()
+    if new_text == state.old_text:
+        return None
+    if state.old_text is None:
+        return FileChange(state.path, None, new_text, "new", 1.0)
+    if new_text is None:
+        return FileChange(state.path, state.old_text, None, "delete", 1.0)
+    return FileChange(state.path, state.old_text, new_text, state.match, round(state.score, 4))
+
+
+def _apply_edit(state: _FileState, edit: FileEdit, root: Path, threshold: float) -> None:
+    if edit.kind == "create":
+        if state.exists and any(line.strip() for line in state.lines):
+            raise PatchError(
+                f"the patch creates {edit.path}, which already exists",
+                hint=f"edit {edit.path} with a diff against its current text (or a SEARCH block quoting it)",
+            )
+        state.exists, state.lines = True, [t for h in edit.hunks for tag, t in h.lines if tag != REMOVED]
+        state.final_newline = not (edit.hunks and edit.hunks[-1].target_no_newline)
+        return
+    if not state.exists:
+        verb = "deletes" if edit.kind == "delete" else "edits"
+        raise PatchError(
+            f"the patch {verb} {edit.path}, which does not exist", hint=_missing_hint(root, edit.path)
+        )
+    offset = 0
+    for hunk in edit.hunks:
+        offset += _apply_hunk(state, hunk, offset, threshold)
+    if edit.kind == "delete":
+        state.exists = False
+
+
+def _apply_hunk(state: _FileState, hunk: Hunk, offset: int, threshold: float) -> int:
+    """Rewrite the located block keeping the file's own context lines; return the line shift."""
+    hint = None if hunk.hint is None else max(hunk.hint + offset, 0)
+    loc = locate(state.lines, hunk, hint, threshold)
+    state.note(loc.match, loc.score)
+    window = state.lines[loc.start : loc.end]
+    shift = _indent_shift(hunk.before, window) if loc.match == "whitespace" else None
+    file_lines = iter(window)
+    block: List[str] = []
+    for tag, text in hunk.lines:
+        if tag == CONTEXT:
+            block.append(next(file_lines))
+        elif tag == REMOVED:
+            next(file_lines)
+        elif tag == ADDED:
+            block.append(_reindent(text, shift) if shift else text)
+    at_end = loc.end == len(state.lines)
+    state.lines[loc.start : loc.end] = block
+    if at_end and hunk.target_no_newline:
+        state.final_newline = False
+    elif at_end and hunk.source_no_newline:
+        state.final_newline = True
+    return len(block) - (loc.end - loc.start)
+
+
+def _indent_shift(before: List[str], window: List[str]) -> Optional[Tuple[str, str]]:
+    """(drop, add): the uniform indentation the file has instead of the answer's, if any.
+
+    Models often quote a method without its class indentation (or with one
+    level too many); the located lines then differ only by a leading prefix,
+    and the new lines need the same correction to land at the right depth.
+    """
+    shift: Optional[Tuple[str, str]] = None
+    for want, have in zip(before, window):
+        if not want.strip() or not have.strip():
+            continue
+        if want.strip() != have.strip():
+            return None
+        w_ind, h_ind = want[: len(want) - len(want.lstrip())], have[: len(have) - len(have.lstrip())]
+        if h_ind.endswith(w_ind):
+            pair = ("", h_ind[: len(h_ind) - len(w_ind)])
+        elif w_ind.endswith(h_ind):
+            pair = (w_ind[: len(w_ind) - len(h_ind)], "")
+        else:
+            return None
+        if shift is not None and pair != shift:
+            return None
+        shift = pair
+    return shift if shift and shift != ("", "") else None
+
+
+def _reindent(line: str, shift: Tuple[str, str]) -> str:
+    drop, add = shift
+    if not line.strip():
+        return line
+    if drop and line.startswith(drop):
+        line = line[len(drop) :]
+    return add + line
+
+
+def _missing_hint(root: Path, path: str, limit: int = 5000) -> str:
+    """'did you mean ...' from files with the same name under ``root`` (a bounded walk)."""
+    name, seen, found = os.path.basename(path), 0, []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        seen += len(filenames)
+        if name in filenames:
+            found.append(Path(dirpath, name).relative_to(root).as_posix())
+        if seen > limit or len(found) >= 3:
+            break
+    if found:
+        return "did you mean " + " or ".join(found) + "? Paths are relative to the project root"
+    return "name an existing file, by its path relative to the project root, or create it with --- /dev/null"

@@ -1,0 +1,120 @@
+"""SEARCH/REPLACE blocks (aider's edit format) as FileEdits.
+
+    path/to/file.py
+    <<<<<<< SEARCH
+    old lines
+    =======
+    new lines
+    >>>>>>> REPLACE
+
+The path is the nearest line above the block that is not blank nor a fence
+(``File: path``, ``**path**``, `` `path` `` and a trailing ``:`` are tolerated);
+a block right after another one reuses its path. An empty SEARCH creates a file.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from repairloop.errors import PatchError
+from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
+
+SEARCH = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$")
+_DIVIDER = re.compile(r"^[ \t]*={5,9}[ \t]*$")
+_REPLACE = re.compile(r"^[ \t]*>{5,9}[ \t]*REPLACE[ \t]*$")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_LABEL = re.compile(r"^(?:#+\s*)?(?:file(?:name)?|path)\s*:\s*", re.I)
+_HINT = (
+    "write each edit as: the file path on its own line, then '<<<<<<< SEARCH', the exact "
+    "current lines, '=======', the new lines, '>>>>>>> REPLACE'"
+)
+
+
+def has_blocks(text: str) -> bool:
+    """True when some line of ``text`` opens a SEARCH block."""
+    return any(SEARCH.match(line) for line in text.split("\n"))
+
+
+def parse_blocks(text: str) -> List[FileEdit]:
+    """One FileEdit per block, in order (``text`` has ``\\n`` newlines).
+
+    Raises PatchError for an unterminated block or a block without a path.
+    """
+    lines = text.split("\n")
+    edits: List[FileEdit] = []
+    path: Optional[str] = None
+    i, number, last_end = 0, 0, 0
+    while i < len(lines):
+        if not SEARCH.match(lines[i]):
+            i += 1
+            continue
+        number += 1
+        found = _path_above(lines, i, stop=last_end)
+        path = found or path
+        if path is None:
+            raise PatchError(f"SEARCH/REPLACE block {number} names no file", hint=_HINT)
+        search, replace, i = _block_body(lines, i + 1, number)
+        last_end = i
+        edits.append(_edit(path, search, replace, number))
+    return edits
+
+
+def _block_body(lines: List[str], i: int, number: int) -> Tuple[List[str], List[str], int]:
+    search: List[str] = []
+    while i < len(lines) and not _DIVIDER.match(lines[i]):
+        if SEARCH.match(lines[i]) or _REPLACE.match(lines[i]):
+            break
+        search.append(lines[i])
+        i += 1
+    if i >= len(lines) or not _DIVIDER.match(lines[i]):
+        raise PatchError(f"SEARCH/REPLACE block {number} has no '=======' divider", hint=_HINT)
+    replace: List[str] = []
+    i += 1
+    while i < len(lines) and not _REPLACE.match(lines[i]):
+        replace.append(lines[i])
+        i += 1
+    if i >= len(lines):
+        raise PatchError(f"SEARCH/REPLACE block {number} has no '>>>>>>> REPLACE' end", hint=_HINT)
+    return search, replace, i + 1
+
+
+def _path_above(lines: List[str], i: int, stop: int) -> Optional[str]:
+    """The path written above line ``i`` (looking no higher than line ``stop``)."""
+    j = i - 1
+    while j >= max(stop, i - 4):
+        line = lines[j].strip()
+        if line and not _FENCE.match(line):
+            return _clean(line)
+        j -= 1
+    return None
+
+
+def _clean(line: str) -> Optional[str]:
+    line = _LABEL.sub("", line).strip().strip("*`'\"").rstrip(":").strip("*`'\"")
+    if not line:
+        return None
+    if any(c.isspace() for c in line):
+        # Prose like "Here is the fix for calc.py:" -> the last word that looks like a path.
+        words = [w.strip("*`'\":,") for w in line.split()]
+        paths = [w for w in words if "." in w.strip(".") or "/" in w]
+        return paths[-1].replace("\\", "/") if paths else None
+    return line.replace("\\", "/")
+
+
+def _edit(path: str, search: List[str], replace: List[str], number: int) -> FileEdit:
+    label = f"SEARCH/REPLACE block {number} ({path})"
+    if not any(s.strip() for s in search):
+        return FileEdit(path, "create", (Hunk(label, tuple((ADDED, r) for r in replace)),), "search_replace")
+    # Lines shared at both ends become context, so a fuzzy match keeps the file's own text.
+    head = 0
+    while head < min(len(search), len(replace)) and search[head] == replace[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(search), len(replace)) - head and search[-1 - tail] == replace[-1 - tail]:
+        tail += 1
+    pairs = [(CONTEXT, s) for s in search[:head]]
+    pairs += [(REMOVED, s) for s in search[head : len(search) - tail]]
+    pairs += [(ADDED, r) for r in replace[head : len(replace) - tail]]
+    pairs += [(CONTEXT, s) for s in search[len(search) - tail :]]
+    return FileEdit(path, "modify", (Hunk(label, tuple(pairs)),), "search_replace")

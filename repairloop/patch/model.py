@@ -1,0 +1,161 @@
+"""Records of the patch module: parsed edits (internal), applied changes, guard policy.
+
+``FileEdit``/``Hunk`` are what ``parse_answer`` understood from a model's answer;
+``FileChange``/``AppliedPatch`` are what ``apply_answer`` computed against the
+files under a root (old and new texts, nothing written).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple
+
+# How a hunk line is tagged, as in a unified diff.
+CONTEXT, REMOVED, ADDED = " ", "-", "+"
+
+# Worst-first order of how a file's blocks were located (FileChange.match).
+MATCH_RANK = {"new": 0, "delete": 0, "exact": 0, "whitespace": 1, "fuzzy": 2}
+
+
+@dataclass(frozen=True)
+class GuardPolicy:
+    """What one candidate patch may touch and how big it may be.
+
+    Globs use fnmatch semantics on the relative POSIX path, where ``**/`` also
+    matches zero directories (see ``is_test_path``). Sizes: files per candidate,
+    added plus removed lines, bytes of one resulting file.
+    """
+
+    test_globs: Tuple[str, ...] = (
+        "tests/**",
+        "test_*.py",
+        "**/test_*.py",
+        "*_test.py",
+        "**/*_test.py",
+        "conftest.py",
+        "**/conftest.py",
+    )
+    allow_test_edits: bool = False
+    max_files: int = 5
+    max_changed_lines: int = 200
+    max_file_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One block to locate and rewrite: a diff hunk or a SEARCH/REPLACE block.
+
+    ``lines`` are ``(tag, text)`` pairs, tag one of ``" "``, ``"-"``, ``"+"``, text
+    without its newline. ``hint`` is the 0-based line the diff header claims (for a
+    pure insertion: the index to insert at); None when unknown (SEARCH/REPLACE,
+    ``@@`` without numbers), in which case several exact matches are an error.
+    ``source_no_newline``/``target_no_newline`` carry ``\\ No newline at end of file``.
+    """
+
+    label: str  # "hunk 2 of calc.py" or "SEARCH/REPLACE block 3 (calc.py)", for messages
+    lines: Tuple[Tuple[str, str], ...]
+    hint: Optional[int] = None
+    source_no_newline: bool = False
+    target_no_newline: bool = False
+
+    @property
+    def before(self) -> List[str]:
+        """The lines the file must contain: context and removed lines, in order."""
+        return [text for tag, text in self.lines if tag != ADDED]
+
+    @property
+    def after(self) -> List[str]:
+        """The lines the block becomes: context and added lines, in order."""
+        return [text for tag, text in self.lines if tag != REMOVED]
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """What an answer asks of one file: ``kind`` is "modify", "create" or "delete"."""
+
+    path: str  # relative POSIX path as the answer names it (a/ b/ prefixes removed)
+    kind: str
+    hunks: Tuple[Hunk, ...]
+    format: str  # "unified_diff" | "search_replace"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file's old and new text (in the file's own newline style).
+
+    ``old_text`` is None when the file is created, ``new_text`` None when it is
+    deleted. ``match`` is the loosest tier any block of the file needed
+    ("exact", "whitespace", "fuzzy"; "new"/"delete" for whole files) and ``score``
+    the lowest similarity (0..1) of a located block, 1.0 when exact.
+    """
+
+    path: str
+    old_text: Optional[str]
+    new_text: Optional[str]
+    match: str
+    score: float
+
+
+@dataclass(frozen=True)
+class AppliedPatch:
+    """A candidate patch computed against a root: per-file changes, nothing written."""
+
+    changes: Tuple[FileChange, ...]
+    format: str  # "unified_diff" | "search_replace"
+
+    def diff(self) -> str:
+        """Canonical unified diff: ``a/``/``b/`` prefixes, 3 lines of context.
+
+        CRLF lines keep their ``\\r``; a last line without newline gets git's
+        ``\\ No newline at end of file`` marker, so ``git apply`` reproduces the texts.
+        """
+        return "".join(_file_diff(change) for change in self.changes)
+
+    @property
+    def changed_lines(self) -> int:
+        """Added plus removed lines over all files."""
+        total = 0
+        for change in self.changes:
+            old = _split_keepends(change.old_text)
+            new = _split_keepends(change.new_text)
+            matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+                if tag != "equal":
+                    total += (i2 - i1) + (j2 - j1)
+        return total
+
+
+def _split_keepends(text: Optional[str]) -> List[str]:
+    return [] if text is None else text.splitlines(keepends=True)
+
+
+def _marked(lines: Iterator[str]) -> Iterator[str]:
+    # difflib leaves a last line without newline glued to the next one; git
+    # expects the line ended and followed by its marker.
+    for line in lines:
+        if line.endswith("\n"):
+            yield line
+        else:
+            yield line + "\n\\ No newline at end of file\n"
+
+
+def _file_diff(change: FileChange) -> str:
+    old = _split_keepends(change.old_text)
+    new = _split_keepends(change.new_text)
+    if old == new and change.old_text is not None and change.new_text is not None:
+        return ""
+    src = "/dev/null" if change.old_text is None else f"a/{change.path}"
+    dst = "/dev/null" if change.new_text is None else f"b/{change.path}"
+    head = [f"diff --git a/{change.path} b/{change.path}\n"]
+    if change.old_text is None:
+        head.append("new file mode 100644\n")
+    body = list(_marked(difflib.unified_diff(old, new, src, dst, n=3)))
+    if not body:  # an empty file created or deleted: git needs the mode line alone
+        if change.new_text is None:
+            head.append("deleted file mode 100644\n")
+        return "".join(head)
+    # No "deleted file mode" with a body: the file's real mode is unknown here and
+    # git warns when it differs; "+++ /dev/null" already says the file goes.
+    # difflib ends its own ---/+++ lines with "\n" (lineterm default).
+    return "".join(head + body)
