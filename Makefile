@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/repairloop run fixtures/demo
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tests/bench/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -23,7 +23,7 @@ from repairloop.errors import (
     TransientModelError,
     UnrecoverableModelError,
 )
-from repairloop.patch import AppliedPatch, GuardPolicy, apply_answer, check_guards, check_syntax
+from repairloop.patch import AppliedPatch, GuardPolicy, apply_answer, change_signature, check_guards, check_syntax
 from repairloop.propose.prompts import render_context
 from repairloop.runner import is_pytest_command
 from repairloop.types import (
@@ -95,9 +95,10 @@ class AttemptRunner:
             self.record(it, context, proposal, None)
             return it
         diff = applied.diff()
-        earlier = [it.diff for it in s.state.history if it.diff]
-        sim_prev, sim_max = stop.similarities(diff, earlier)
-        if stop.is_repeat(diff, earlier):
+        signature = change_signature(diff)
+        earlier = [change_signature(it.diff) for it in s.state.history if it.diff]
+        sim_prev, sim_max = stop.similarities(signature, earlier)
+        if stop.is_repeat(signature, earlier):
             it = Iteration(decision=Decision.DUPLICATE, reason="the same patch as an earlier candidate; not re-tested",
                            diff=diff, similarity_to_previous=sim_prev, similarity_max=1.0,
                            seconds_model=model_seconds, seconds_total=s.clock() - began,

@@ -171,6 +171,38 @@ def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
     return int(ExitCode.NOT_FIXED if kind == "logic" else ExitCode.UNRECOVERABLE)
 
 
+@app.command()
+def bench(
+    cases_dir: Path = typer.Argument(..., help="Directory of cases (each a project with a case.toml)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model chain (default: the offline engine)."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per case (a case.toml timeout may lower it)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a Markdown table."),
+) -> None:
+    """Run the loop on every case of CASES_DIR, each in a temporary copy; report the repair rate."""
+    flags = {"workers": workers, "models": model or None, "api_base": api_base}
+    _guarded(lambda: _bench(cases_dir, flags, timeout, as_json))
+
+
+def _bench(cases_dir: Path, flags: Dict[str, Any], timeout: Optional[float], as_json: bool) -> int:
+    from repairloop.integrations.bench import markdown_table, run_bench, settings_for_bench, totals
+
+    settings_for_bench(flags)
+    console = _console()
+
+    def progress(case: Any) -> None:
+        console.print(f"- {case.name}: {case.outcome} ({case.stop_reason}, {case.seconds:.1f}s)")
+
+    results = run_bench(cases_dir, {k: v for k, v in flags.items() if v is not None}, timeout=timeout, on_case=progress)
+    if as_json:
+        document = {"cases": [r.to_json() for r in results], "totals": totals(results)}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(markdown_table(results) + "\n")
+    return int(ExitCode.OK)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Console-script entry point; returns the exit code."""
     try:

@@ -8,15 +8,12 @@ owns the rest, plus candidate similarity.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Tuple
 
 from rapidfuzz import fuzz
 
 from repairloop.types import Decision, Iteration, StopReason, Usage
-
-_WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -31,49 +28,31 @@ class Limits:
     patience: int = 3
 
 
-def change_signature(diff_text: str) -> str:
-    """Only what a patch changes: its '+'/'-' lines, tagged with their file, whitespace collapsed.
+def similarity(sig_a: str, sig_b: str) -> float:
+    """0..1 likeness of two candidate patches: rapidfuzz ``fuzz.ratio`` on their change signatures.
 
-    Comparing full diffs moves with context size and hunk headers (the same fix
-    scored 0.89 with one line of context instead of three; TECH-NOTES section 4).
-    """
-    out = []
-    path = ""
-    for line in diff_text.replace("\r\n", "\n").split("\n"):
-        if line.startswith("+++ "):
-            path = line[4:].strip()
-            path = path[2:] if path.startswith("b/") else path
-        elif line.startswith("--- "):
-            continue
-        elif line[:1] in ("+", "-"):
-            out.append(f"{path}:{line[0]}{_WHITESPACE.sub(' ', line[1:].strip())}")
-    return "\n".join(out)
-
-
-def similarity(diff_a: str, diff_b: str) -> float:
-    """0..1 likeness of two candidate patches: rapidfuzz ``fuzz.ratio`` on change signatures.
-
+    A signature holds only the changed lines (``patch.change_signature``): full
+    diffs move with context size and hunk headers (the same fix scored 0.89
+    with one line of context instead of three; TECH-NOTES section 4).
     ``token_set_ratio`` is not used: it calls a patch that does half the work
-    identical (TECH-NOTES section 4).
+    identical.
     """
-    sig_a, sig_b = change_signature(diff_a), change_signature(diff_b)
     if not sig_a and not sig_b:
         return 1.0
     return fuzz.ratio(sig_a, sig_b) / 100.0
 
 
-def similarities(diff: str, earlier: Sequence[str]) -> Tuple[Optional[float], Optional[float]]:
-    """(similarity to the previous candidate, highest similarity to any earlier one)."""
+def similarities(signature: str, earlier: Sequence[str]) -> Tuple[Optional[float], Optional[float]]:
+    """(similarity to the previous candidate, highest similarity to any earlier one), by signature."""
     if not earlier:
         return None, None
-    scores = [similarity(diff, other) for other in earlier]
+    scores = [similarity(signature, other) for other in earlier]
     return scores[-1], max(scores)
 
 
-def is_repeat(diff: str, earlier: Iterable[str]) -> bool:
-    """True when ``diff`` changes exactly what an earlier candidate changed (never re-tested)."""
-    signature = change_signature(diff)
-    return any(signature == change_signature(other) for other in earlier)
+def is_repeat(signature: str, earlier: Iterable[str]) -> bool:
+    """True when a candidate changes exactly what an earlier one changed (it is never re-tested)."""
+    return any(signature == other for other in earlier)
 
 
 def total_usage(history: Sequence[Iteration]) -> Usage:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from repairloop import stop
+from repairloop.patch import change_signature as sig
 from repairloop.types import Decision, Iteration, StopReason, Usage
 
 A = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n x = 1\n-return n - 1\n+return n + 1\n y = 2\n"
@@ -15,15 +16,15 @@ def it(n: int, decision: Decision, failed: int = 1, tokens: int = 0, sim: float 
 
 
 def test_similarity_ignores_context_and_whitespace() -> None:
-    assert stop.similarity(A, A_WIDER) == 1.0
-    assert stop.is_repeat(A_WIDER, [B, A])
-    assert stop.similarity(A, B) < 0.5
+    assert stop.similarity(sig(A), sig(A_WIDER)) == 1.0
+    assert stop.is_repeat(sig(A_WIDER), [sig(B), sig(A)])
+    assert stop.similarity(sig(A), sig(B)) < 0.5
 
 
 def test_similarities_previous_and_max() -> None:
-    prev, best = stop.similarities(A, [A_WIDER, B])
+    prev, best = stop.similarities(sig(A), [sig(A_WIDER), sig(B)])
     assert prev is not None and prev < 0.5 and best == 1.0
-    assert stop.similarities(A, []) == (None, None)
+    assert stop.similarities(sig(A), []) == (None, None)
 
 
 def test_success_wins_over_budget() -> None:
