@@ -1,0 +1,228 @@
+"""The run journal, run directories and the project lock, on real files and real processes."""
+
+from __future__ import annotations
+
+import enum
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from repairloop.errors import LockedError, ProjectError
+from repairloop.journal import (
+    Journal,
+    ProjectLock,
+    list_runs,
+    new_run_id,
+    pending_intents,
+    pid_alive,
+    read_journal,
+    resolve_run,
+    run_dir_for,
+)
+from repairloop.types import FailureKind, Frame
+
+
+def fixed_clock() -> datetime:
+    return datetime(2026, 11, 30, 2, 11, 40, tzinfo=timezone.utc)
+
+
+class Colour(enum.Enum):
+    RED = 1
+
+
+@dataclass(frozen=True)
+class Sample:
+    kind: FailureKind
+    where: Path
+
+
+def test_run_ids_sort_by_time_and_are_unique() -> None:
+    first = new_run_id(fixed_clock)
+    assert first.startswith("20261130-021140-") and len(first) == len("20261130-021140-3f2a")
+    later = new_run_id(lambda: datetime(2026, 11, 30, 2, 11, 41, tzinfo=timezone.utc))
+    assert sorted([later, first]) == [first, later]
+    assert len({new_run_id(fixed_clock) for _ in range(50)}) > 40  # random suffix
+
+
+def test_append_writes_one_json_line_per_event_with_conversions(tmp_path: Path) -> None:
+    run = run_dir_for(tmp_path, "r1")
+    assert run == tmp_path / ".repairloop" / "runs" / "r1"
+    journal = Journal(run, clock=fixed_clock)
+    assert run.is_dir() and journal.path == run / "journal.jsonl"
+    journal.append("baseline", failing=3, sample=Sample(FailureKind.LOGIC, Path("a/b.py")),
+                   colour=Colour.RED, frames=(Frame("m.py", 3),), where=Path("x"), text="é")
+    journal.append("stopped", reason="success")
+    lines = journal.path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    assert first == {"event": "baseline", "ts": "2026-11-30T02:11:40+00:00", "failing": 3,
+                     "sample": {"kind": "logic", "where": "a/b.py"}, "colour": 1,
+                     "frames": [{"path": "m.py", "line": 3, "function": ""}], "where": "x", "text": "é"}
+    events, warnings = read_journal(run)
+    assert [e["event"] for e in events] == ["baseline", "stopped"] and warnings == []
+
+
+def test_torn_last_line_is_ignored_with_a_warning_and_cut_on_resume(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "run")
+    journal.append("one")
+    journal.append("two")
+    with open(journal.path, "ab") as fh:
+        fh.write(b'{"event": "thr')  # killed in the middle of a write
+    events, warnings = read_journal(tmp_path / "run")
+    assert [e["event"] for e in events] == ["one", "two"]
+    assert len(warnings) == 1 and "line 3" in warnings[0]
+    resumed = Journal(tmp_path / "run")  # resume: the torn tail goes, the next event is whole
+    resumed.append("three")
+    events, warnings = read_journal(tmp_path / "run")
+    assert [e["event"] for e in events] == ["one", "two", "three"] and warnings == []
+
+
+def test_invalid_json_on_the_last_line_is_torn_too(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "run")
+    journal.append("one")
+    with open(journal.path, "ab") as fh:
+        fh.write(b"\x00\x00\x00\n")  # what a crash can leave on some filesystems
+    events, warnings = read_journal(tmp_path / "run")
+    assert [e["event"] for e in events] == ["one"] and len(warnings) == 1
+
+
+def test_a_bad_line_in_the_middle_is_an_error_naming_it(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "run")
+    journal.append("one")
+    with open(journal.path, "ab") as fh:
+        fh.write(b"not json\n")
+    journal.append("three")
+    with pytest.raises(ProjectError) as err:
+        read_journal(tmp_path / "run")
+    assert "line 2" in err.value.message and err.value.hint
+
+
+def test_missing_journal_gives_a_warning(tmp_path: Path) -> None:
+    assert read_journal(tmp_path) == ([], [f"{tmp_path / 'journal.jsonl'} does not exist "
+                                          "(the run stopped before its first event)"])
+
+
+def test_write_text_and_json_are_atomic_and_exact(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "run")
+    patch = journal.write_text("fix.patch", "-a\r\n+b\r\n\\ No newline at end of file\n")
+    assert patch.read_bytes() == b"-a\r\n+b\r\n\\ No newline at end of file\n"
+    prompt = journal.write_text("prompts/iter-1.txt", "first")
+    journal.write_text("prompts/iter-1.txt", "second")
+    assert prompt.read_text() == "second"
+    summary = journal.write_json("summary.json", {"outcome": FailureKind.LOGIC, "path": Path("p")})
+    assert json.loads(summary.read_text()) == {"outcome": "logic", "path": "p"}
+    assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == [
+        "fix.patch", "iter-1.txt", "prompts", "summary.json"]  # no temp files left
+    with pytest.raises(ValueError):
+        journal.write_text("../escape.txt", "x")
+
+
+def test_pending_intents_are_those_without_done(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "run")
+    journal.intent("apply", "user-tree", files=["a.py"])
+    journal.done("apply", "user-tree")
+    journal.intent("push", "repairloop/fix-1", remote="origin")
+    journal.intent("pull_request", "repairloop/fix-1")
+    journal.done("pull_request", "repairloop/fix-1")
+    journal.intent("apply", "user-tree")  # a second attempt, never finished
+    events, _ = read_journal(tmp_path / "run")
+    pending = pending_intents(events)
+    assert [(e["action"], e["key"]) for e in pending] == [
+        ("push", "repairloop/fix-1"), ("apply", "user-tree")]
+    assert pending[0]["remote"] == "origin"
+
+
+def test_list_and_resolve_runs(tmp_path: Path) -> None:
+    with pytest.raises(ProjectError) as err:
+        resolve_run(tmp_path, None)
+    assert "repairloop run" in err.value.hint
+    for run_id in ("20261130-021140-aaaa", "20261201-090000-bbbb", "20261201-090000-bbcc"):
+        Journal(run_dir_for(tmp_path, run_id))
+    runs = list_runs(tmp_path)
+    assert [p.name for p in runs] == ["20261201-090000-bbcc", "20261201-090000-bbbb", "20261130-021140-aaaa"]
+    assert resolve_run(tmp_path, None) == resolve_run(tmp_path, "latest") == runs[0]
+    assert resolve_run(tmp_path, "20261130").name == "20261130-021140-aaaa"
+    assert resolve_run(tmp_path, "20261201-090000-bbbb").name == "20261201-090000-bbbb"
+    with pytest.raises(ProjectError, match="ambiguous"):
+        resolve_run(tmp_path, "20261201")
+    with pytest.raises(ProjectError, match="no run"):
+        resolve_run(tmp_path, "1999")
+
+
+def test_pid_alive() -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        assert pid_alive(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not pid_alive(sleeper.pid)
+    assert not pid_alive(0) and not pid_alive(-1)
+
+
+def _reaped_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_lock_is_exclusive_while_its_holder_lives(tmp_path: Path) -> None:
+    lock_file = tmp_path / ".repairloop" / "lock"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        lock_file.parent.mkdir()
+        lock_file.write_text(json.dumps({"pid": sleeper.pid, "started": "x", "run_id": "other-run"}))
+        with pytest.raises(LockedError) as err:
+            with ProjectLock(tmp_path, "mine"):
+                pass
+        assert err.value.message == (f"another repairloop run (pid {sleeper.pid}, run other-run) "
+                                     "is working on this project")
+        assert "remove .repairloop/lock" in err.value.hint
+        assert json.loads(lock_file.read_text())["run_id"] == "other-run"  # left alone
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_stale_lock_is_taken_over_and_released(tmp_path: Path) -> None:
+    lock_file = tmp_path / ".repairloop" / "lock"
+    lock_file.parent.mkdir()
+    lock_file.write_text(json.dumps({"pid": _reaped_pid(), "started": "x", "run_id": "crashed"}))
+    with ProjectLock(tmp_path, "mine"):
+        holder = json.loads(lock_file.read_text())
+        assert holder["run_id"] == "mine" and pid_alive(holder["pid"])
+        with pytest.raises(LockedError):  # a second run in the meantime
+            with ProjectLock(tmp_path, "second"):
+                pass
+    assert not lock_file.exists()
+
+
+def test_lock_release_leaves_someone_elses_lock(tmp_path: Path) -> None:
+    lock = ProjectLock(tmp_path, "mine")
+    with lock:
+        lock.path.write_text(json.dumps({"pid": 1, "run_id": "taken-over"}))
+    assert json.loads(lock.path.read_text())["run_id"] == "taken-over"
+
+
+def test_values_json_cannot_encode_are_converted(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "run", clock=fixed_clock)
+    journal.append("odd", tags={"b", "a"}, when=fixed_clock(), error=ValueError("bad value"),
+                   raw=b"caf\xc3\xa9", other=object)
+    (event,), _ = read_journal(tmp_path / "run")
+    assert event["tags"] == ["a", "b"] and event["when"] == "2026-11-30T02:11:40+00:00"
+    assert event["error"] == {"type": "ValueError", "message": "bad value"}
+    assert event["raw"] == "café" and event["other"] == "<class 'object'>"
+
+
+def test_an_unreadable_lock_is_not_taken_over(tmp_path: Path) -> None:
+    lock_file = tmp_path / ".repairloop" / "lock"
+    lock_file.parent.mkdir()
+    lock_file.write_text("")  # a writer between create and write, or a crash right there
+    with pytest.raises(LockedError) as err:
+        with ProjectLock(tmp_path, "mine"):
+            pass
+    assert "unreadable" in err.value.message and "remove .repairloop/lock" in err.value.hint
