@@ -1,0 +1,162 @@
+"""The prompt's material: code slices around the failing frames, the failure, the last diff.
+
+``group_failures`` sorts failures by root cause; ``build_context`` turns one
+group into a ``RepairContext`` under a token budget. A slice is the enclosing
+function (found with ``ast``, 1-based inclusive lines) of a traceback frame in
+the project's non-test code, or of a project function the failing test calls
+(an assertion failure has no such frame: the fault returned a wrong value).
+The failing test itself is shown read-only. ``source.py`` reads the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from repairloop.context.source import (
+    DEFAULT_TEST_GLOBS, WINDOW, Files, Piece, code_frames, collect, is_project_path, is_test_path,
+)
+from repairloop.types import Failure, LastAttempt, RepairContext, TestResult
+
+__all__ = ["DEFAULT_TEST_GLOBS", "build_context", "group_failures", "is_test_path", "plain_text"]
+
+MAX_OTHER_FAILING = 10  # names kept by trim step 1
+MAX_MESSAGE_CHARS = 2000  # trim step 2
+MAX_DIFF_LINES = 60  # trim step 5
+
+
+def group_failures(failures: Sequence[Failure], test_globs: Sequence[str] = DEFAULT_TEST_GLOBS
+                   ) -> List[Tuple[Failure, ...]]:
+    """Failures grouped by root cause, largest group first, then by first test id.
+
+    The root cause is (exception type, innermost frame in project non-test
+    code as (path, function)), the function falling back to the line when the
+    frame has no name. A failure with no such frame (an assertion in the test)
+    is a group of its own.
+    """
+    groups: Dict[Tuple[str, ...], List[Failure]] = {}
+    for failure in failures:
+        code = code_frames(failure.frames, test_globs)
+        if code:
+            key: Tuple[str, ...] = (failure.exc_type or "", code[-1].path, code[-1].function or str(code[-1].line))
+        else:
+            key = ("", "<test>", failure.test_id)
+        groups.setdefault(key, []).append(failure)
+    ordered = [tuple(sorted(g, key=lambda f: f.test_id)) for g in groups.values()]
+    return sorted(ordered, key=lambda g: (-len(g), g[0].test_id))
+
+
+def _traceback(failure: Failure, files: Files) -> str:
+    lines = []
+    for frame in failure.frames:
+        if not is_project_path(frame.path):
+            continue
+        function = frame.function
+        if not function and (files.root / frame.path).is_file():
+            function = files.get(frame.path).enclosing(frame.line)[2]
+        lines.append(f"{frame.path}:{frame.line} in {function or '?'}")
+    return "\n".join(lines)
+
+
+def _message(group: Sequence[Failure], results: Mapping[str, TestResult]) -> str:
+    parts = []
+    for failure in group[:3]:
+        text = failure.message.strip()
+        output = results[failure.test_id].output.strip() if failure.test_id in results else ""
+        if output:
+            text += "\n\nCaptured output:\n" + output
+        parts.append(f"{failure.test_id}:\n{text}" if len(group) > 1 else text)
+    if len(group) > 3:
+        parts.append(f"... and {len(group) - 3} more failing the same way")
+    return "\n\n".join(parts)
+
+
+def plain_text(ctx: RepairContext) -> str:
+    """Every part of ``ctx`` concatenated: what the token budget measures when no renderer is given."""
+    parts = ["\n".join(ctx.failing_tests), "\n".join(ctx.other_failing), ctx.message, ctx.traceback]
+    parts += [f"{s.path}:{s.start_line}-{s.end_line} {s.name}\n{s.text}" for s in ctx.slices]
+    if ctx.last_attempt is not None:
+        parts += [ctx.last_attempt.diff, ctx.last_attempt.reason]
+    return "\n\n".join(parts + list(ctx.notes))
+
+
+def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, TestResult], *,
+                  test_globs: Sequence[str], other_failing: Sequence[str] = (),
+                  last_attempt: Optional[LastAttempt] = None, token_budget: int = 6000,
+                  count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
+                  render: Optional[Callable[[RepairContext], str]] = None) -> RepairContext:
+    """The ``RepairContext`` for one group of failures (same root cause), within ``token_budget``.
+
+    Slices, innermost first: the enclosing function of every traceback frame
+    in project non-test code (paths relative to ``root``, not matching
+    ``test_globs``, outside site-packages and venvs), then each failing test
+    (``read_only=True``), then project functions the test calls. ``results``
+    maps test ids to their latest results (for captured output). Tokens are
+    ``count_tokens(render(ctx))`` (or of ``plain_text``). When over
+    ``token_budget`` these trims apply in order, each only while still over,
+    and are named in ``trimmed``:
+
+    1. ``other_failing`` beyond 10 names;
+    2. the message (captured output included) to 2,000 characters;
+    3. slices farthest from the innermost frame, one at a time (the innermost
+       frame's function and the tests are kept);
+    4. remaining slices longer than 51 lines to +-25 lines around their frame line;
+    5. the last attempt's diff to its first 60 lines.
+
+    The result may still exceed the budget after step 5; ``tokens`` says by how much.
+    """
+    files = Files(Path(root))
+    pieces = collect(files, group, test_globs)
+    first = group[0] if group else None
+    notes = tuple(dict.fromkeys(f.hint for f in group if f.hint))
+    ctx = RepairContext(
+        failing_tests=tuple(f.test_id for f in group), message=_message(group, results),
+        traceback=_traceback(first, files) if first else "", slices=tuple(p.code for p in pieces),
+        last_attempt=last_attempt, other_failing=tuple(other_failing), notes=notes,
+    )
+    measure = (lambda c: count_tokens(render(c))) if render else (lambda c: count_tokens(plain_text(c)))
+    ctx, pieces = _trim(ctx, pieces, token_budget, measure)
+    return replace(ctx, tokens=measure(ctx))
+
+
+def _trim(ctx: RepairContext, pieces: List[Piece], budget: int, measure: Callable[[RepairContext], int]
+          ) -> Tuple[RepairContext, List[Piece]]:
+    trimmed: List[str] = []
+    if measure(ctx) > budget and len(ctx.other_failing) > MAX_OTHER_FAILING:
+        trimmed.append(f"other_failing: {len(ctx.other_failing)} -> {MAX_OTHER_FAILING} names")
+        ctx = replace(ctx, other_failing=ctx.other_failing[:MAX_OTHER_FAILING])
+    if measure(ctx) > budget and len(ctx.message) > MAX_MESSAGE_CHARS:
+        trimmed.append(f"message: {len(ctx.message)} -> {MAX_MESSAGE_CHARS} characters")
+        half = MAX_MESSAGE_CHARS // 2
+        ctx = replace(ctx, message=ctx.message[:half] + "\n[...]\n" + ctx.message[-half:])
+    for piece in sorted((p for p in pieces if not p.protected), key=lambda p: -p.distance):
+        if measure(ctx) <= budget:
+            break
+        pieces = [p for p in pieces if p is not piece]
+        trimmed.append(f"slice dropped: {piece.code.path}:{piece.code.start_line}-{piece.code.end_line} "
+                       f"{piece.code.name}")
+        ctx = replace(ctx, slices=tuple(p.code for p in pieces))
+    for index, piece in enumerate(pieces):
+        if measure(ctx) <= budget:
+            break
+        if piece.code.end_line - piece.code.start_line + 1 > 2 * WINDOW + 1:
+            pieces[index] = _window(piece)
+            trimmed.append(f"slice shrunk: {piece.code.path} {piece.code.name} to lines "
+                           f"{pieces[index].code.start_line}-{pieces[index].code.end_line}")
+            ctx = replace(ctx, slices=tuple(p.code for p in pieces))
+    attempt = ctx.last_attempt
+    if measure(ctx) > budget and attempt is not None and len(attempt.diff.splitlines()) > MAX_DIFF_LINES:
+        trimmed.append(f"last attempt diff: {len(attempt.diff.splitlines())} -> {MAX_DIFF_LINES} lines")
+        diff = "\n".join(attempt.diff.splitlines()[:MAX_DIFF_LINES]) + "\n[... diff cut ...]\n"
+        ctx = replace(ctx, last_attempt=replace(attempt, diff=diff))
+    return replace(ctx, trimmed=tuple(trimmed)), pieces
+
+
+def _window(piece: Piece) -> Piece:
+    code = piece.code
+    lines = code.text.splitlines()
+    start = max(code.start_line, piece.anchor - WINDOW)
+    end = min(code.end_line, piece.anchor + WINDOW)
+    text = "\n".join(lines[start - code.start_line:end - code.start_line + 1])
+    return replace(piece, code=replace(code, start_line=start, end_line=end, text=text))

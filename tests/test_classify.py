@@ -1,0 +1,319 @@
+"""classify: the rule table on constructed results, and session failures from real runs."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import textwrap
+from pathlib import Path
+from typing import Optional, Tuple
+
+import pytest
+
+from repairloop.classify import (
+    SESSION_ID,
+    blocking_kind,
+    classify_report,
+    distribution_for,
+    overall_kind,
+)
+from repairloop.runner import default_test_command, run_tests
+from repairloop.types import Failure, FailureKind, Frame, TestOutcome, TestReport, TestResult
+
+
+def result(test_id: str = "tests/test_a.py::test_a", *, exc_type: Optional[str] = None, message: str = "",
+           frames: Tuple[Frame, ...] = (), longrepr: str = "", outcome: TestOutcome = TestOutcome.FAILED,
+           phase: str = "call") -> TestResult:
+    return TestResult(test_id, outcome, phase=phase, exc_type=exc_type, message=message, frames=frames,
+                      longrepr=longrepr)
+
+
+def report(*results: TestResult, exit_code: Optional[int] = 1, output: str = "", **kw: object) -> TestReport:
+    return TestReport(("pytest",), exit_code, results=results, output=output, source=kw.pop("source", "plugin"),
+                      **kw)  # type: ignore[arg-type]
+
+
+def one(rep: TestReport, project: Path, python: Optional[str] = None) -> Failure:
+    failures = classify_report(rep, project, python=python)
+    assert len(failures) == 1, failures
+    return failures[0]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A small project: package ``pkg`` (with pkg/pricing.py), a test dir, a src-layout package."""
+    root = tmp_path / "proj"
+    for rel, text in {
+        "pkg/__init__.py": "",
+        "pkg/pricing.py": "def price():\n    return 1\n",
+        "pkg/broken.py": "def f(:\n    pass\n",
+        "src/textkit/__init__.py": "",
+        "tests/test_a.py": "def test_a():\n    assert False\n",
+        "request.py": "X = 1\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize(
+    "module, dist",
+    [
+        ("yaml", "PyYAML"), ("cv2", "opencv-python"), ("sklearn", "scikit-learn"), ("PIL", "Pillow"),
+        ("bs4", "beautifulsoup4"), ("dateutil", "python-dateutil"), ("google.protobuf", "protobuf"),
+        ("google.protobuf.message", "protobuf"), ("attr", "attrs"), ("fitz", "PyMuPDF"),
+        ("PIL.Image", "Pillow"), ("requests", "requests"), ("numpy.linalg", "numpy"),
+    ],
+)
+def test_distribution_for_maps_import_names_to_pypi(module: str, dist: str) -> None:
+    assert distribution_for(module) == dist
+
+
+def test_missing_yaml_is_a_dependency_with_pip_install_pyyaml(project: Path) -> None:
+    frames = (Frame("tests/test_a.py", 1, "<module>"), Frame("pkg/pricing.py", 3, "<module>"))
+    failure = one(report(result("tests/test_a.py", exc_type="ModuleNotFoundError",
+                                message="No module named 'yaml'", frames=frames, phase="collect",
+                                outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.DEPENDENCY and not failure.retryable
+    assert failure.hint == "pip install PyYAML"
+    assert "'yaml'" in failure.message and "PyYAML" in failure.message
+    assert failure.location == "pkg/pricing.py:3"  # the importing project file, not the test
+
+
+def test_missing_module_found_only_in_text_is_a_dependency(project: Path) -> None:
+    longrepr = "tests/test_a.py:1: in <module>\n    import cv2\nE   ModuleNotFoundError: No module named 'cv2'"
+    failure = one(report(result(longrepr=longrepr, outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.DEPENDENCY
+    assert failure.hint == "pip install opencv-python"
+    assert failure.location == "tests/test_a.py:1"
+
+
+def test_misspelled_project_submodule_is_logic_with_did_you_mean(project: Path) -> None:
+    failure = one(report(result(exc_type="ModuleNotFoundError", message="No module named 'pkg.pricng'")), project)
+    assert failure.kind is FailureKind.LOGIC and failure.retryable
+    assert failure.hint == "did you mean pkg.pricing?"
+
+
+def test_cannot_import_misspelled_name_from_project_package_is_logic(project: Path) -> None:
+    message = f"cannot import name 'pricng' from 'pkg' ({project}/pkg/__init__.py)"
+    failure = one(report(result(exc_type="ImportError", message=message)), project)
+    assert failure.kind is FailureKind.LOGIC
+    assert "pkg.pricing" in failure.hint
+    assert str(project) not in failure.message  # absolute project paths are made relative
+
+
+def test_projects_own_top_level_package_not_importable_is_test_config(project: Path) -> None:
+    failure = one(report(result(exc_type="ModuleNotFoundError", message="No module named 'textkit'")), project)
+    assert failure.kind is FailureKind.TEST_CONFIG
+    assert "PYTHONPATH" in failure.hint
+
+
+def test_missing_top_level_resembling_a_project_module_stays_a_dependency(project: Path) -> None:
+    failure = one(report(result(exc_type="ModuleNotFoundError", message="No module named 'requests'")), project)
+    assert failure.kind is FailureKind.DEPENDENCY
+    assert failure.hint.startswith("pip install requests") and "request" in failure.hint
+
+
+@pytest.mark.parametrize("python", [None, sys.executable], ids=["in-process", "subprocess"])
+def test_cannot_import_name_from_installed_package_is_dependency_naming_version(project: Path,
+                                                                                 python: Optional[str]) -> None:
+    message = "cannot import name 'load_everything' from 'yaml' (/x/site-packages/yaml/__init__.py)"
+    failure = one(report(result(exc_type="ImportError", message=message)), project, python)
+    assert failure.kind is FailureKind.DEPENDENCY
+    version = importlib.metadata.version("PyYAML")
+    assert f"PyYAML {version}" in failure.hint and "load_everything" in failure.message
+
+
+def test_missing_attribute_of_installed_package_is_dependency(project: Path) -> None:
+    failure = one(report(result(exc_type="AttributeError",
+                                message="module 'yaml' has no attribute 'load_everything'")), project)
+    assert failure.kind is FailureKind.DEPENDENCY
+    assert "PyYAML" in failure.hint
+
+
+def test_missing_attribute_of_project_module_is_logic(project: Path) -> None:
+    failure = one(report(result(exc_type="AttributeError", message="module 'pkg.pricing' has no attribute 'tax'")),
+                  project)
+    assert failure.kind is FailureKind.LOGIC
+
+
+def test_syntax_error_from_text_gives_path_line_and_offending_line(project: Path) -> None:
+    longrepr = textwrap.dedent(f"""\
+        tests/test_a.py:1: in <module>
+            from pkg.broken import f
+        E     File "{project}/pkg/broken.py", line 1
+        E       def f(:
+        E             ^
+        E   SyntaxError: invalid syntax""")
+    failure = one(report(result("tests/test_a.py", longrepr=longrepr, outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.SYNTAX and not failure.retryable
+    assert failure.location == "pkg/broken.py:1"
+    assert "pkg/broken.py:1" in failure.hint and "def f(:" in failure.hint
+
+
+def test_syntax_error_in_a_test_file_is_still_syntax(project: Path) -> None:
+    frames = (Frame(str(project / "tests" / "test_a.py"), 2, ""),)
+    failure = one(report(result("tests/test_a.py", exc_type="IndentationError", message="unexpected indent",
+                                frames=frames, outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.SYNTAX
+    assert failure.location == "tests/test_a.py:2"
+
+
+def test_syntax_error_inside_site_packages_is_a_dependency(project: Path) -> None:
+    frames = (Frame("/venv/lib/python3.11/site-packages/oldlib/core.py", 7, ""),)
+    failure = one(report(result(exc_type="SyntaxError", message="invalid syntax", frames=frames)), project)
+    assert failure.kind is FailureKind.DEPENDENCY
+    assert "oldlib" in failure.hint
+
+
+def test_assertion_and_project_exceptions_are_logic(project: Path) -> None:
+    frames = (Frame("tests/test_a.py", 2, "test_a"), Frame("pkg/pricing.py", 2, "price"))
+    failures = classify_report(report(
+        result(exc_type="AssertionError", message="assert 1 == 2", frames=frames[:1]),
+        result("tests/test_a.py::test_b", exc_type="ZeroDivisionError", message="division by zero", frames=frames),
+    ), project)
+    assert [f.kind for f in failures] == [FailureKind.LOGIC, FailureKind.LOGIC]
+    assert all(f.retryable for f in failures)
+    assert failures[0].message == "assert 1 == 2"
+    assert failures[1].message == "ZeroDivisionError: division by zero"
+    assert failures[1].location == "pkg/pricing.py:2"
+
+
+def test_fixture_not_found_is_test_config_with_close_fixture(project: Path) -> None:
+    longrepr = "E       fixture 'tmpdirr' not found\n>       available fixtures: capsys, tmp_path, tmpdir"
+    failure = one(report(result(exc_type="FixtureLookupError", message="fixture 'tmpdirr' not found",
+                                longrepr=longrepr, phase="setup", outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.TEST_CONFIG
+    assert "'tmpdirr'" in failure.hint and "did you mean 'tmpdir'" in failure.hint
+
+
+def test_unknown_marker_with_strict_markers_is_test_config(project: Path) -> None:
+    longrepr = "'slowish' not found in `markers` configuration option"
+    failure = one(report(result("tests/test_a.py", longrepr=longrepr, outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.TEST_CONFIG
+
+
+@pytest.mark.parametrize(
+    "exc_type, message, kind",
+    [
+        ("Failed", "Timeout (>1.0s) from pytest-timeout.", FailureKind.TIMEOUT),
+        ("Timeout", "the test-suite run exceeded its timeout of 5 s while this test ran", FailureKind.TIMEOUT),
+        ("Crash", "the test process ended while this test ran", FailureKind.ENVIRONMENT),
+        ("MemoryError", "", FailureKind.ENVIRONMENT),
+    ],
+)
+def test_per_test_timeouts_and_crashes(project: Path, exc_type: str, message: str, kind: FailureKind) -> None:
+    assert one(report(result(exc_type=exc_type, message=message)), project).kind is kind
+
+
+@pytest.mark.parametrize(
+    "exit_code, output, extra, kind, words",
+    [
+        (127, "sh: 1: pytestt: not found", {}, FailureKind.ENVIRONMENT, "not found"),
+        (126, "permission denied", {}, FailureKind.ENVIRONMENT, "permission denied"),
+        (4, "ImportError while loading conftest '/p/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n"
+            "    import nope\nE   ModuleNotFoundError: No module named 'nope'", {}, FailureKind.TEST_CONFIG,
+         "No module named 'nope'"),
+        (4, "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --bogus", {},
+         FailureKind.TEST_CONFIG, "unrecognized arguments: --bogus"),
+        (5, "no tests ran in 0.01s", {}, FailureKind.TEST_CONFIG, "no tests"),
+        (3, "INTERNALERROR> RuntimeError: hook exploded", {}, FailureKind.TEST_CONFIG, "hook exploded"),
+        (None, "", {"timed_out": True, "signal": 15}, FailureKind.TIMEOUT, "time limit"),
+        (None, "", {"signal": 9}, FailureKind.ENVIRONMENT, "SIGKILL"),
+        (-11, "Fatal Python error: Segmentation fault", {}, FailureKind.ENVIRONMENT, "segmentation fault"),
+        (137, "", {}, FailureKind.ENVIRONMENT, "SIGKILL"),
+        (0, "", {"collected": 0}, FailureKind.TEST_CONFIG, "ran no tests"),
+    ],
+)
+def test_session_failure_from_exit_code_and_output(project: Path, exit_code: Optional[int], output: str,
+                                                   extra: dict, kind: FailureKind, words: str) -> None:
+    failure = one(report(exit_code=exit_code, output=output, **extra), project)
+    assert failure.test_id == SESSION_ID
+    assert failure.kind is kind and not failure.retryable
+    assert words in failure.message
+    assert failure.hint
+
+
+def test_conftest_session_failure_points_at_the_conftest(project: Path) -> None:
+    output = "ImportError while loading conftest '/p/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n" \
+             "    import nope\nE   ModuleNotFoundError: No module named 'nope'"
+    assert one(report(exit_code=4, output=output), project).location == "tests/conftest.py:3"
+
+
+def test_other_runner_traceback_without_results_goes_through_the_text_rules(project: Path) -> None:
+    output = 'Traceback (most recent call last):\n  File "pkg/pricing.py", line 1, in <module>\n' \
+             "ModuleNotFoundError: No module named 'bs4'\n"
+    failure = one(report(exit_code=1, output=output, source="exit_code"), project)
+    assert (failure.test_id, failure.kind, failure.hint) == (SESSION_ID, FailureKind.DEPENDENCY,
+                                                             "pip install beautifulsoup4")
+    failure = one(report(exit_code=1, output="1 test failed", source="exit_code"), project)
+    assert failure.kind is FailureKind.LOGIC and "exit 1" in failure.message
+
+
+def test_killed_run_keeps_its_failures_and_adds_the_session(project: Path) -> None:
+    failures = classify_report(report(result(exc_type="AssertionError", message="assert 0"), exit_code=None,
+                                      timed_out=True), project)
+    assert [(f.test_id, f.kind) for f in failures] == [("tests/test_a.py::test_a", FailureKind.LOGIC),
+                                                       (SESSION_ID, FailureKind.TIMEOUT)]
+
+
+def test_green_report_has_no_failures(project: Path) -> None:
+    passed = result(outcome=TestOutcome.PASSED)
+    assert classify_report(report(passed, exit_code=0, collected=1), project) == ()
+
+
+def _failure(kind: FailureKind) -> Failure:
+    return Failure("t", kind, kind is FailureKind.LOGIC, "m")
+
+
+def test_blocking_kind_follows_the_priority_and_retry_kinds() -> None:
+    mixed = [_failure(k) for k in (FailureKind.LOGIC, FailureKind.TIMEOUT, FailureKind.SYNTAX,
+                                   FailureKind.DEPENDENCY)]
+    assert blocking_kind(mixed) is FailureKind.SYNTAX
+    assert blocking_kind(mixed, retry_kinds=("logic", "syntax")) is FailureKind.DEPENDENCY
+    assert blocking_kind(mixed + [_failure(FailureKind.ENVIRONMENT)]) is FailureKind.ENVIRONMENT
+    assert blocking_kind([_failure(FailureKind.LOGIC), _failure(FailureKind.FLAKY)]) is None
+
+
+def test_overall_kind() -> None:
+    assert overall_kind([]) == "none"
+    assert overall_kind([_failure(FailureKind.LOGIC), _failure(FailureKind.FLAKY)]) == "logic"
+    assert overall_kind([_failure(FailureKind.LOGIC), _failure(FailureKind.TEST_CONFIG)]) == "test_config"
+    assert overall_kind([_failure(FailureKind.FLAKY)]) == "flaky"
+
+
+# ---------------------------------------------------------------- real runs through the runner
+
+
+def _write(root: Path, files: dict) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    return root
+
+
+def test_real_command_not_found_is_environment(tmp_path: Path) -> None:
+    root = _write(tmp_path / "p", {"tests/test_x.py": "def test_x():\n    pass\n"})
+    rep = run_tests(root, ["repairloop-no-such-command-xyz"])
+    failure = one(rep, root)
+    assert (failure.test_id, failure.kind) == (SESSION_ID, FailureKind.ENVIRONMENT)
+
+
+def test_real_no_tests_collected_is_test_config(tmp_path: Path) -> None:
+    root = _write(tmp_path / "p", {"pyproject.toml": "[tool.pytest.ini_options]\ntestpaths = ['tests']\n",
+                                   "tests/helpers.py": "X = 1\n"})
+    failure = one(run_tests(root, default_test_command(root)), root)
+    assert (failure.kind, failure.message) == (FailureKind.TEST_CONFIG, "no tests were collected")
+
+
+def test_real_timeout_kill_is_timeout(tmp_path: Path) -> None:
+    root = _write(tmp_path / "p", {"tests/test_slow.py": "import time\n\ndef test_hangs():\n    time.sleep(120)\n"})
+    failures = classify_report(run_tests(root, default_test_command(root), timeout=3), root)
+    assert failures and {f.kind for f in failures} == {FailureKind.TIMEOUT}
+    assert failures[-1].test_id == SESSION_ID
+
+
+def test_real_unknown_option_is_test_config(tmp_path: Path) -> None:
+    root = _write(tmp_path / "p", {"tests/test_x.py": "def test_x():\n    pass\n"})
+    failure = one(run_tests(root, default_test_command(root) + ("--no-such-option",)), root)
+    assert failure.kind is FailureKind.TEST_CONFIG and "--no-such-option" in failure.message
