@@ -1,0 +1,300 @@
+"""The model proposer: one model behind litellm, with our own retries, budget gate and cost.
+
+This is the one module that imports litellm, and only inside functions
+(``load_litellm``): the import takes about 3 s and, unless told otherwise
+first, fetches a price map from the network, may download tokenizers, loads
+``.env`` files from the working directory and prints to stdout (TECH-NOTES 1.2-1.4).
+
+Retries are ours, keyed on the exception class (``errors_table``): litellm is
+called with ``max_retries=0`` (no openai SDK retries) and never ``num_retries``
+(it retries 400/401 too and needs tenacity; TECH-NOTES 1.9). Fallbacks between
+models are the loop's job (litellm's reuse the primary's ``api_base``; 1.10):
+an ``LLMProposer`` is exactly one model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type
+
+from repairloop.errors import (BudgetExhausted, ModelError, ProposerError, TransientModelError,
+                               UnrecoverableModelError)
+from repairloop.propose.errors_table import (TRANSIENT, UNRECOVERABLE, classify_exception, describe,
+                                             hint_for, retry_after_seconds)
+from repairloop.propose.prompts import render_messages
+from repairloop.types import BudgetLeft, Proposal, ProposalRequest, Usage
+
+MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any useful one
+DUMMY_KEY = "sk-no-key"  # local servers need no key, but the openai client insists on one (1.9)
+MESSAGE_OVERHEAD = 4  # tokens per chat message beyond its content (OpenAI's counting guide)
+_ENV_DEFAULTS = (("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch at import
+                 ("LITELLM_OFFLINE_MODE", "true"),  # no tokenizer downloads
+                 ("LITELLM_MODE", "PRODUCTION"))  # do not load the project's .env secrets
+_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+_DIFF_MARK = re.compile(r"^(---\s|\+\+\+\s|@@|diff --git|<{5,}\s*SEARCH)", re.M)
+_REFUSAL = re.compile(r"\b(I\s+can[’']?t|I\s+can\s?not|I[’']?m\s+(not\s+able|unable)\s+to|I\s+am\s+"
+                      r"(not\s+able|unable)\s+to|I\s+won[’']?t|I\s+will\s+not)\s+(help|assist|comply|"
+                      r"provide|do\s+that|fulfil|complete|continue|support)", re.I)
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm quietly and offline; the ONE place it is imported (lazily).
+
+    Sets (``setdefault``: a user's explicit choice wins) the environment block
+    of TECH-NOTES 1.3 before the import, then ``suppress_debug_info`` (its
+    ``print()``s go to stdout, fatal for ``--json``) and its loggers to CRITICAL.
+    """
+    for key, value in _ENV_DEFAULTS:
+        os.environ.setdefault(key, value)
+    import litellm
+
+    litellm.suppress_debug_info = True
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return litellm
+
+
+def count_tokens(model: str, text: str) -> int:
+    """Tokens in ``text`` for ``model``, counted offline by litellm (cl100k for most names).
+
+    Falls back to ``len(text) // 4`` if litellm cannot count (TECH-NOTES 1.5:
+    counts are approximate anyway; good enough for budgeting).
+    """
+    try:
+        return int(load_litellm().token_counter(model=model, text=text))
+    except Exception:  # any failure of an optional precision: use the rough rule
+        return len(text) // 4
+
+
+def classify_model_exception(exc: BaseException) -> str:
+    """``transient`` | ``structural`` | ``model`` | ``unrecoverable``, by ``errors_table.RULES``."""
+    return classify_exception(exc)[0]
+
+
+def price_usd(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
+    """USD for the given tokens from litellm's bundled price map; None when not priced."""
+    try:
+        prompt, completion = load_litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        return float(prompt) + float(completion)
+    except Exception:  # ModelNotMappedError, unknown provider: the model has no price
+        return None
+
+
+@dataclass
+class _Call:
+    """Running totals of one ``propose()``: every attempt, failed ones included."""
+
+    start: float
+    usage: Usage = field(default_factory=lambda: Usage(cost_usd=None))  # None: nothing priced yet
+    attempts: int = 0
+    retries: int = 0
+    malformed: int = 0
+    causes: List[str] = field(default_factory=list)
+
+    def elapsed(self) -> float:
+        # With an injected sleep the clock does not see the waits, so count them explicitly.
+        return max(time.monotonic() - self.start, self.usage.seconds)
+
+
+class LLMProposer:
+    """One model reached through litellm; implements ``repairloop.types.Proposer``.
+
+    ``timeout`` bounds one request (seconds); ``max_retries`` bounds transient
+    retries per ``propose()``; waits are ``backoff_base * 2**n`` seconds plus up
+    to 50 % jitter, capped at ``backoff_max``, or the server's Retry-After
+    (capped the same). ``on_event`` receives journal records such as
+    ``{"event": "model_retry", "cause": "rate_limit", "attempt": 1, "wait": 1.0}``.
+    """
+
+    engine = "llm"
+
+    def __init__(self, model: str, *, api_base: Optional[str] = None, api_key: Optional[str] = None,
+                 timeout: float = 120.0, max_retries: int = 3, max_completion_tokens: int = 2048,
+                 backoff_base: float = 1.0, backoff_max: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep, rng: Optional[random.Random] = None,
+                 on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
+        self.name = model
+        self.api_base = api_base
+        self.api_key = api_key or (DUMMY_KEY if api_base else None)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_completion_tokens = max_completion_tokens
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.on_event = on_event
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        """Ask the model for a patch for ``request.context``; return its answer and usage.
+
+        Every attempt is gated on ``request.budget`` first and rebuilt from the
+        request (never a half-sent thread). Raises ``BudgetExhausted`` (nothing
+        sent), ``TransientModelError`` (retries exhausted), ``ModelError``
+        (refusal, empty answer, content filter, context window, bad request) or
+        ``UnrecoverableModelError`` (auth, unknown model); each carries the
+        ``usage`` of every attempt and the number of ``attempts``.
+        """
+        call = _Call(start=time.monotonic())
+        while True:
+            messages = render_messages(request.context, request.feedback)
+            prompt_tokens = sum(count_tokens(self.name, m["content"]) + MESSAGE_OVERHEAD for m in messages)
+            timeout = self._gate(request.budget, call, prompt_tokens)
+            call.attempts += 1
+            began = time.monotonic()
+            try:
+                response = self._complete(messages, timeout)
+            except Exception as exc:  # classified below; KeyboardInterrupt passes through
+                failed = Usage(prompt_tokens, 0, self._failed_cost(), time.monotonic() - began, 1)
+                call.usage = call.usage + failed
+                self._after_failure(exc, call, request.budget)
+                continue
+            return self._accept(response, messages, prompt_tokens, call, time.monotonic() - began)
+
+    def _complete(self, messages: List[Dict[str, str]], timeout: float) -> Any:
+        litellm = load_litellm()
+        return litellm.completion(
+            model=self.name, messages=[dict(m) for m in messages], api_base=self.api_base,
+            api_key=self.api_key, timeout=timeout, max_retries=0, temperature=0,
+            max_tokens=self.max_completion_tokens)
+
+    def _gate(self, budget: BudgetLeft, call: _Call, prompt_tokens: int) -> float:
+        """Raise BudgetExhausted unless the next attempt fits; return its timeout (seconds)."""
+        need = call.usage.tokens + prompt_tokens + self.max_completion_tokens
+        if budget.tokens is not None and need > budget.tokens:
+            self._exhausted("tokens", f"the next request needs up to {need} tokens "
+                            f"({prompt_tokens} prompt + {self.max_completion_tokens} completion"
+                            f"{' + earlier attempts' if call.attempts else ''}); {budget.tokens} left", call)
+        if budget.cost_usd is not None:
+            estimate = price_usd(self.name, prompt_tokens, self.max_completion_tokens) or 0.0
+            spent = call.usage.cost_usd or 0.0
+            if spent + estimate > budget.cost_usd:
+                self._exhausted("cost", f"the next request may cost ${spent + estimate:.4f}; "
+                                f"${budget.cost_usd:.4f} left", call)
+        if budget.seconds is None:
+            return self.timeout
+        left = budget.seconds - call.elapsed()
+        if left <= 0:
+            self._exhausted("seconds", "no time left for another model request", call)
+        return min(self.timeout, left)
+
+    def _exhausted(self, budget: str, detail: str, call: _Call) -> NoReturn:
+        exc = BudgetExhausted(f"{self.name}: {budget} budget exhausted: {detail}", budget=budget,
+                              usage=call.usage)
+        exc.attempts = call.attempts
+        exc.hint = {"tokens": "raise --max-tokens or lower max_completion_tokens",
+                    "cost": "raise --max-cost", "seconds": "raise --timeout"}[budget]
+        raise exc
+
+    def _failed_cost(self) -> Optional[float]:
+        # A failed request is not billed by the providers we know; keep "not priced" visible.
+        return None if price_usd(self.name, 1, 1) is None else 0.0
+
+    def _after_failure(self, exc: Exception, call: _Call, budget: BudgetLeft) -> None:
+        """Sleep before a transient retry; raise the ProposerError that ends the call otherwise."""
+        category, cause = classify_exception(exc)
+        call.causes.append(cause)
+        if cause == "malformed_response":
+            call.malformed += 1
+            if call.malformed > 1:  # garbage twice: the server will not get better (errors_table)
+                category = "model"
+        detail = describe(exc)
+        if category == TRANSIENT and call.retries < self.max_retries:
+            wait = self._backoff(exc, call.retries)
+            if budget.seconds is not None and call.elapsed() + wait >= budget.seconds:
+                self._exhausted("seconds", f"a retry after {cause} would start after the "
+                                f"time budget ({wait:.1f} s wait)", call)
+            call.retries += 1
+            self._emit({"event": "model_retry", "model": self.name, "cause": cause,
+                        "attempt": call.attempts, "wait": round(wait, 3), "error": detail})
+            self.sleep(wait)
+            call.usage = call.usage + Usage(cost_usd=None, seconds=wait)
+            return
+        error_class = {TRANSIENT: TransientModelError, UNRECOVERABLE: UnrecoverableModelError}.get(
+            category, ModelError)
+        what = cause.replace("_", " ")
+        if category == TRANSIENT:
+            what += f", still failing after {call.retries} retries"
+        self._raise(error_class, f"{self.name}: {what}: {detail}",
+                    hint_for(cause, self.name, self.api_base), call, exc)
+
+    def _backoff(self, exc: BaseException, retry: int) -> float:
+        """Seconds to wait before retry number ``retry + 1``: Retry-After, else jittered exponential."""
+        after = retry_after_seconds(exc)
+        if after is not None:
+            return min(after, self.backoff_max)
+        nominal = min(self.backoff_max, self.backoff_base * 2 ** retry)
+        return min(self.backoff_max, nominal * (1.0 + 0.5 * self.rng.random()))
+
+    def _accept(self, response: Any, messages: List[Dict[str, str]], prompt_tokens: int,
+                call: _Call, seconds: float) -> Proposal:
+        """Turn a completion into a Proposal; raise ModelError for an unusable answer."""
+        content, finish = _answer_of(response)
+        reported = getattr(response, "usage", None)
+        used_prompt = getattr(reported, "prompt_tokens", None)
+        used_completion = getattr(reported, "completion_tokens", None)
+        attempt = Usage(prompt_tokens if used_prompt is None else int(used_prompt),
+                        count_tokens(self.name, content) if used_completion is None else int(used_completion),
+                        _response_cost(response, self.name), seconds, 1)
+        call.usage = call.usage + attempt
+        hint = "try another model"
+        if finish == "content_filter":
+            self._raise(ModelError, f"{self.name}: the answer was stopped by a content filter", hint, call)
+        if not content.strip():
+            self._raise(ModelError, f"{self.name}: empty answer (finish_reason {finish!r})", hint, call)
+        if _is_refusal(content):
+            self._raise(ModelError, f"{self.name}: the model refused: {content.strip()[:200]!r}", hint, call)
+        notes: Dict[str, Any] = {"finish_reason": finish, "attempts": call.attempts,
+                                 "retry_causes": call.causes}
+        if len(content) > MAX_ANSWER_CHARS:
+            notes["truncated_from_chars"] = len(content)
+            self._emit({"event": "model_answer_truncated", "model": self.name,
+                        "chars": len(content), "kept": MAX_ANSWER_CHARS})
+            content = content[:MAX_ANSWER_CHARS]
+        return Proposal(answer=content, engine=self.engine, model=self.name, usage=call.usage,
+                        prompt=tuple(messages), notes=notes)
+
+    def _raise(self, error_class: Type[ProposerError], message: str, hint: str, call: _Call,
+               cause: Optional[BaseException] = None) -> NoReturn:
+        exc: ProposerError = error_class(message, hint, usage=call.usage, attempts=call.attempts)
+        self._emit({"event": "model_error", "model": self.name, "error": error_class.__name__,
+                    "message": message, "attempts": call.attempts})
+        raise exc from cause
+
+    def _emit(self, record: Dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(record)
+
+
+def _answer_of(response: Any) -> Tuple[str, Optional[str]]:
+    try:
+        choice = response.choices[0]
+    except (AttributeError, IndexError, TypeError):
+        return "", None
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    return (content if isinstance(content, str) else ""), getattr(choice, "finish_reason", None)
+
+
+def _response_cost(response: Any, model: str) -> Optional[float]:
+    """USD of one completion: litellm's ``response_cost``, else ``completion_cost``; None if unpriced."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if cost is None:
+        try:
+            cost = load_litellm().completion_cost(completion_response=response, model=model)
+        except Exception:  # ModelNotMappedError (TECH-NOTES 1.6): the model is not priced
+            return None
+    return None if cost is None else float(cost)
+
+
+def _is_refusal(content: str) -> bool:
+    """A refusal is an answer with no patch in it that says it will not help, near its start."""
+    return not _DIFF_MARK.search(content) and bool(_REFUSAL.search(content[:600]))
