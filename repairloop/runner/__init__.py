@@ -1,0 +1,224 @@
+"""Run a project's test command and say, from structured results, what happened.
+
+``run_tests`` runs any test command in the workspace through ``proc.run_process``
+(process-group kill on timeout, capped output). Per-test results come, in this
+order of preference, from our pytest plugin's JSON lines (``source="plugin"``;
+the plugin is put on PYTHONPATH and enabled through PYTEST_ADDOPTS for every
+command, since ``make test`` may run pytest underneath), from a JUnit XML file
+the command writes (``source="junit"``), or from the exit code alone
+(``source="exit_code"``). Verdicts never come from what the tests print
+(DESIGN.md, "Stop policy").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+
+from repairloop.errors import ConfigError, ProjectError
+from repairloop.runner.command import (
+    default_test_command,
+    is_pytest_command,
+    project_python,
+    with_arguments,
+)
+from repairloop.runner.junit import read_junit
+from repairloop.runner.proc import ProcessResult, run_process
+from repairloop.runner.results import PluginResults, read_plugin_results
+from repairloop.types import TestOutcome, TestReport, TestResult
+
+__all__ = [
+    "PLUGIN_DIR",
+    "PLUGIN_NAME",
+    "ProcessResult",
+    "build_test_env",
+    "default_test_command",
+    "is_pytest_command",
+    "project_python",
+    "run_process",
+    "run_tests",
+]
+
+PLUGIN_NAME = "repairloop_pytest_plugin"
+PLUGIN_DIR = Path(os.path.abspath(__file__)).parent / "plugin"
+# Always added to a pytest command: run every test even when a module fails to
+# import (TECH-NOTES 5.1), and leave no .pytest_cache in the workspace.
+PYTEST_ARGS = ("--continue-on-collection-errors", "-p", "no:cacheprovider")
+
+
+def build_test_env(
+    base: Mapping[str, str],
+    root: Path,
+    *,
+    results_file: Path,
+    pythonpath: Sequence[Path] = (),
+    coverage: Optional[Tuple[Sequence[str], Path]] = None,
+) -> Dict[str, str]:
+    """The test process's environment: ``base`` plus the plugin, source roots and quiet settings.
+
+    PYTHONPATH becomes ``<plugin dir>:<pythonpath...>:<base PYTHONPATH>``:
+    workspace source roots first, because PYTHONPATH beats an editable
+    install's .pth entry (TECH-NOTES section 2). ``coverage`` is
+    ``(source dirs relative to root, data file)``.
+    """
+    env = dict(base)
+    paths = [str(PLUGIN_DIR)] + [str(root / p) for p in pythonpath]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    addopts = [env.get("PYTEST_ADDOPTS", "").strip(), f"-p {PLUGIN_NAME}"]
+    env["PYTEST_ADDOPTS"] = " ".join(part for part in addopts if part)
+    env["REPAIRLOOP_RESULTS"] = str(results_file)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the workspace
+    env["NO_COLOR"] = "1"
+    env["PY_COLORS"] = "0"  # pytest's own switch; output is read by programs
+    if coverage is not None:
+        dirs, data_file = coverage
+        env["REPAIRLOOP_COVERAGE_SOURCE"] = os.pathsep.join(str(root / d) for d in dirs)
+        env["REPAIRLOOP_COVERAGE_FILE"] = str(data_file)
+    return env
+
+
+def run_tests(
+    root: Path,
+    command: Union[Sequence[str], str],
+    *,
+    test_ids: Sequence[str] = (),
+    timeout: Optional[float] = None,
+    env: Optional[Mapping[str, str]] = None,
+    pythonpath: Sequence[Path] = (),
+    junit_xml: Optional[str] = None,
+    coverage_source: Optional[Sequence[str]] = None,
+    output_limit: int = 200_000,
+) -> TestReport:
+    """Run the test command once in ``root`` and return its structured TestReport.
+
+    ``command`` is an argv or a shell string. For a pytest command
+    (``is_pytest_command``) ``--continue-on-collection-errors -p
+    no:cacheprovider`` and ``test_ids`` are appended; ``test_ids`` are ignored
+    for other commands. ``timeout`` (seconds) bounds the whole run; on expiry
+    the process group is killed and the report has ``timed_out=True`` and
+    ``exit_code=None``. ``junit_xml`` (relative to ``root``) is deleted before
+    the run so a stale file is never read. ``coverage_source`` (dirs relative
+    to root) records per-test line coverage; ``coverage_file`` is then a
+    coverage.py data file in its own temporary directory, which the caller
+    owns. ``output_limit`` is in bytes. A command that is not found gives
+    exit code 127. Raises ProjectError when ``root`` is not a directory and
+    ConfigError for an empty command.
+    """
+    root = _checked_root(root, command)
+    pytest_like = is_pytest_command(command)
+    final = with_arguments(command, PYTEST_ARGS + tuple(test_ids)) if pytest_like else command
+    junit_path = (root / junit_xml) if junit_xml else None
+    if junit_path is not None and junit_path.is_file():
+        junit_path.unlink()  # a file left by an earlier run must never be read as this one's
+    scratch = Path(tempfile.mkdtemp(prefix="repairloop-results-"))
+    coverage_dir: Optional[Path] = None
+    if coverage_source:
+        coverage_dir = Path(tempfile.mkdtemp(prefix="repairloop-coverage-"))
+    keep_coverage = False
+    try:
+        results_file = scratch / "results.jsonl"
+        coverage = None
+        if coverage_dir is not None:
+            coverage = (tuple(coverage_source or ()), coverage_dir / ".coverage")
+        base = os.environ if env is None else env
+        run_env = build_test_env(
+            base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage
+        )
+        done = run_process(final, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
+        plugin = read_plugin_results(results_file, root)
+        report = _report(final, done, plugin, junit_path, root, timeout)
+        if coverage is not None and coverage[1].is_file():
+            keep_coverage = True
+            report = replace(report, coverage_file=str(coverage[1]))
+        return report
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if coverage_dir is not None and not keep_coverage:
+            shutil.rmtree(coverage_dir, ignore_errors=True)
+
+
+def _checked_root(root: Path, command: Union[Sequence[str], str]) -> Path:
+    """``root`` made absolute (never resolved); raises ProjectError / ConfigError on bad input."""
+    absolute = Path(root).absolute()
+    if not absolute.is_dir():
+        raise ProjectError(
+            f"cannot run tests: {absolute} is not a directory", hint="check the project path"
+        )
+    if not (command.strip() if isinstance(command, str) else list(command)):
+        raise ConfigError(
+            "the test command is empty",
+            hint="pass --test-cmd 'CMD' or set test_cmd in [tool.repairloop]",
+        )
+    return absolute
+
+
+def _interrupted(nodeid: str, done: ProcessResult, timeout: Optional[float]) -> TestResult:
+    """The test that was running when the run stopped without pytest finishing."""
+    if done.timed_out:
+        exc_type = "Timeout"
+        message = (
+            f"the test-suite run exceeded its timeout of {timeout:g} s while this test ran;"
+            " the process group was killed"
+        )
+    else:
+        exc_type = "Crash"
+        message = "the test process ended while this test ran, before pytest could report it"
+    return TestResult(nodeid, TestOutcome.ERROR, phase="call", exc_type=exc_type, message=message)
+
+
+def _notes(done: ProcessResult, plugin: PluginResults, timeout: Optional[float]) -> str:
+    """Lines repairloop adds to the output: why the run stopped, what was not recorded."""
+    notes = ""
+    if done.timed_out:
+        notes += (
+            f"\nrepairloop: the test command timed out after {timeout:g} s;"
+            " its process group was killed\n"
+        )
+    elif done.signal is not None:
+        notes += f"\nrepairloop: the test command was killed by signal {done.signal}\n"
+    if plugin.coverage_available is False:
+        notes += (
+            "\nrepairloop: per-test coverage was not recorded"
+            " (coverage.py is missing or failed in the test environment)\n"
+        )
+    return notes
+
+
+def _report(
+    command: Union[Sequence[str], str],
+    done: ProcessResult,
+    plugin: PluginResults,
+    junit_path: Optional[Path],
+    root: Path,
+    timeout: Optional[float],
+) -> TestReport:
+    """Pick the best source of per-test results: finished plugin, JUnit, partial plugin, none."""
+    results: Tuple[TestResult, ...] = ()
+    source, collected = "exit_code", None
+    junit = read_junit(junit_path, root) if junit_path is not None and not plugin.finished else None
+    if plugin.finished:
+        source, results, collected = "plugin", plugin.results, plugin.collected
+    elif junit is not None:
+        source, results, collected = "junit", junit.results, junit.collected
+    elif plugin.results or plugin.in_progress:
+        source, results, collected = "plugin", plugin.results, plugin.collected
+        if plugin.in_progress:
+            results = results + (_interrupted(plugin.in_progress, done, timeout),)
+    output = done.output + _notes(done, plugin, timeout)
+    return TestReport(
+        command=(command,) if isinstance(command, str) else tuple(command),
+        exit_code=done.exit_code,
+        results=results,
+        output=output,
+        seconds=done.seconds,
+        timed_out=done.timed_out,
+        source=source,
+        collected=collected,
+        signal=done.signal,
+    )

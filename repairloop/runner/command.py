@@ -1,0 +1,164 @@
+"""Which test command a project uses, which Python runs it, and whether it is pytest.
+
+The project's own interpreter is used, never resolved through its symlink:
+``.venv/bin/python`` resolved is the base interpreter, which lacks the venv's
+packages (TECH-NOTES section 2, "Do not resolve a venv's python").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Union
+
+from repairloop.errors import ProjectError
+
+_PYTEST_NAMES = ("pytest", "py.test")
+_VENV_DIRS = (".venv", "venv")
+# Directories that never hold the project's own tests; virtualenvs are found by pyvenv.cfg.
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist", "site-packages"})
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# (file, pattern) pairs that mean "this project configures pytest".
+_PYTEST_CONFIG = (
+    ("pytest.ini", None),
+    ("pyproject.toml", re.compile(r"^\s*\[tool\.pytest(\.ini_options)?\]", re.MULTILINE)),
+    ("setup.cfg", re.compile(r"^\s*\[tool:pytest\]", re.MULTILINE)),
+    ("tox.ini", re.compile(r"^\s*\[pytest\]", re.MULTILINE)),
+)
+_WALK_LIMIT = 5000  # directories looked at when searching for test files
+
+
+def _split(command: Union[Sequence[str], str]) -> Optional[List[str]]:
+    """argv of a command; None for a shell string that is more than one simple command."""
+    if not isinstance(command, str):
+        return [str(part) for part in command]
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes
+        return None
+    # `a && b`, `a | b`, `a; b`, redirections: appending ids would hit the wrong part.
+    if any(token and set(token) <= set("();<>|&") for token in tokens):
+        return None
+    return tokens
+
+
+def is_pytest_command(command: Union[Sequence[str], str]) -> bool:
+    """True for ``pytest``, ``py.test``, ``python -m pytest`` and ``<path>/python3.X -m pytest``.
+
+    Leading ``VAR=value`` assignments of a shell string are skipped. A shell
+    string with pipes, lists or redirections is not a pytest command, because
+    arguments appended to it would not reach pytest.
+    """
+    argv = _split(command)
+    if not argv:
+        return False
+    if isinstance(command, str):
+        while argv and _ENV_ASSIGNMENT.match(argv[0]):
+            argv = argv[1:]
+    if not argv:
+        return False
+    program = os.path.basename(argv[0])
+    if program in _PYTEST_NAMES:
+        return True
+    if not re.fullmatch(r"python[0-9.]*(\.exe)?", program):
+        return False
+    for index, arg in enumerate(argv[1:], start=1):
+        if arg == "-m":
+            return index + 1 < len(argv) and argv[index + 1] in _PYTEST_NAMES
+        if arg.startswith("-m"):
+            return arg[2:] in _PYTEST_NAMES
+        if not arg.startswith("-"):
+            return False  # a script: `python run_tests.py`
+    return False
+
+
+def project_python(project: Path) -> str:
+    """The project's virtualenv interpreter (``.venv`` then ``venv``), else ``sys.executable``.
+
+    The path is absolute but never resolved: resolving follows the venv's
+    symlink to the base interpreter, which lacks the venv's packages.
+    """
+    root = Path(project).absolute()
+    for name in _VENV_DIRS:
+        for candidate in (root / name / "bin" / "python", root / name / "Scripts" / "python.exe"):
+            if candidate.exists():
+                return str(candidate)
+    return sys.executable
+
+
+def _has_pytest_config(root: Path) -> bool:
+    for name, pattern in _PYTEST_CONFIG:
+        path = root / name
+        if not path.is_file():
+            continue
+        if pattern is None:
+            return True
+        try:
+            if pattern.search(path.read_text(encoding="utf-8", errors="replace")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _is_test_file(name: str) -> bool:
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _has_test_files(root: Path) -> bool:
+    """True when a ``test_*.py`` or ``*_test.py`` exists outside virtualenvs and hidden dirs."""
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        seen += 1
+        if seen > _WALK_LIMIT:
+            return False
+        if any(_is_test_file(name) for name in filenames):
+            return True
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))
+        ]
+    return False
+
+
+def default_test_command(project: Path) -> Tuple[str, ...]:
+    """``(python, "-m", "pytest")`` for a project that has tests or pytest configuration.
+
+    Evidence, cheapest first: a ``tests/`` or ``test/`` directory, pytest
+    configuration (``pytest.ini``, ``[tool.pytest.ini_options]``,
+    ``[tool:pytest]`` in setup.cfg, ``[pytest]`` in tox.ini), then any
+    ``test_*.py`` / ``*_test.py`` file. ``python`` is :func:`project_python`.
+    Raises ProjectError when there is none of these.
+    """
+    root = Path(project).absolute()
+    found = (
+        (root / "tests").is_dir()
+        or (root / "test").is_dir()
+        or _has_pytest_config(root)
+        or _has_test_files(root)
+    )
+    if not found:
+        raise ProjectError(
+            f"no test command found in {root}",
+            hint="pass --test-cmd 'CMD' or set test_cmd in [tool.repairloop]",
+        )
+    return (project_python(root), "-m", "pytest")
+
+
+def with_arguments(
+    command: Union[Sequence[str], str], extra: Sequence[str]
+) -> Union[Tuple[str, ...], str]:
+    """``command`` with ``extra`` appended: to the argv, or shell-quoted to the string."""
+    if isinstance(command, str):
+        if not extra:
+            return command
+        return command + " " + " ".join(shlex.quote(arg) for arg in extra)
+    return tuple(command) + tuple(extra)
