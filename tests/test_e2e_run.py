@@ -248,16 +248,20 @@ def test_editable_install_tests_the_workspace(make_project, tmp_path, capsys) ->
     """With the project installed editable, the candidate must be what the tests import."""
     project = make_project("src_layout")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
     site = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     ours = next(p for p in sys.path if p.endswith("site-packages"))
     Path(site, "outer.pth").write_text(ours + "\n")  # pytest from repairloop's environment
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(project)],
-                   check=True, capture_output=True)
+    # What `pip install -e .` of a src-layout project writes with setuptools >= 64 (PEP 660):
+    Path(site, "__editable__.textkit-0.1.0.pth").write_text(str(project / "src") + "\n")
+    check = subprocess.run([str(py), "-c", "import textkit; print(textkit.__file__)"],
+                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert check.startswith(str(project / "src"))  # the environment imports the user's tree
     answer = SLUG_FIX
     with ScriptedServer([("ok", answer)]) as srv:
         code, out, _ = run_cli(scripted_run(project, srv, "--test-cmd", f"{py} -m pytest -q"), capsys)
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed", doc
+    assert "if word" not in (project / "src/textkit/slug.py").read_text()  # user's tree untouched
