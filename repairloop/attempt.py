@@ -139,7 +139,7 @@ class AttemptRunner:
         spent = stop.total_usage(s.state.history)
         return BudgetLeft(
             tokens=max(s.settings.max_tokens - spent.tokens, 0),
-            cost_usd=max(s.settings.max_cost - (spent.cost_usd or 0.0), 0.0),
+            cost_usd=max(s.settings.max_cost - stop.known_cost(s.state.history), 0.0),
             seconds=max(s.seconds_left(), 0.0),
         )
 

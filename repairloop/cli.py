@@ -10,6 +10,7 @@ GitPython, pydantic, litellm) are imported inside the commands so that
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -55,6 +56,14 @@ def _guarded(action: Callable[[], int]) -> None:
     except KeyboardInterrupt:
         _console().print("repairloop: interrupted; your files are as they were.")
         code = int(ExitCode.INTERRUPTED)
+    except Exception as err:  # a bug of ours: say so plainly, never a bare traceback
+        console = _console()
+        console.print(f"repairloop: internal error: {type(err).__name__}: {err}")
+        console.print("Your files are as they were. The run's journal is under .repairloop/runs/; "
+                      "please report this with it (REPAIRLOOP_DEBUG=1 shows the traceback).")
+        if os.environ.get("REPAIRLOOP_DEBUG"):
+            console.print_exception()
+        code = int(ExitCode.NOT_FIXED)
     raise typer.Exit(code)
 
 
@@ -165,7 +174,9 @@ def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        render_classification(_console(), report, failures, kind)
+        from repairloop.report import make_console
+
+        render_classification(make_console(sys.stdout), report, failures, kind)
     if kind == "none":
         return int(ExitCode.OK)
     return int(ExitCode.NOT_FIXED if kind == "logic" else ExitCode.UNRECOVERABLE)

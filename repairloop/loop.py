@@ -182,6 +182,7 @@ class _Session:
         self.count_tokens = token_counter(chain)
         self.forced_stop: Optional[Tuple[StopReason, str]] = None  # a budget gate refused a call
         self.result: Optional[RunResult] = None
+        self.downgraded = False
 
     def seconds_left(self) -> float:
         return self.settings.timeout - (self.clock() - self.started)
@@ -249,6 +250,10 @@ class _Session:
             if self.state.model_index >= len(self.state.chain):
                 yield self._finish(*self._chain_exhausted())
                 return
+            if self._should_downgrade():
+                self._escalate("downgrade")
+                self.downgraded = True
+                yield LoopEvent("note", f"{self.settings.downgrade_at:.0%} of the budget spent; stepping down to {self.current_model}")
             number = len(self.state.history) + 1
             yield LoopEvent("phase", f"iteration {number}: asking {self.current_model}", {"iteration": number})
             iteration = attempt.run(number)
@@ -267,6 +272,19 @@ class _Session:
         )
 
     # -- chain --------------------------------------------------------------
+
+    def _should_downgrade(self) -> bool:
+        """True once the spent share of the token or cost budget reaches ``downgrade_at``.
+
+        Steps down only to a next *model*; the offline engine stays the last resort.
+        """
+        chain, index = self.state.chain, self.state.model_index
+        if self.downgraded or index + 1 >= len(chain) or chain[index + 1] == "builtin":
+            return False
+        spent = stop.total_usage(self.state.history)
+        share = max(spent.tokens / self.settings.max_tokens,
+                    stop.known_cost(self.state.history) / self.settings.max_cost if self.settings.max_cost else 0.0)
+        return share >= self.settings.downgrade_at
 
     @property
     def current_model(self) -> str:

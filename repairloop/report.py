@@ -39,7 +39,7 @@ def make_console(stream: Any = None) -> Console:
     """A console on stderr; plain text when not a terminal or NO_COLOR is set."""
     stream = stream or sys.stderr
     plain = bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
-    return Console(file=stream, no_color=plain, highlight=False, soft_wrap=True, force_terminal=None if not plain else False)
+    return Console(file=stream, no_color=plain, highlight=False, force_terminal=None if not plain else False)
 
 
 class ConsoleRenderer:
@@ -113,7 +113,8 @@ def render_result(console: Console, result: RunResult) -> None:
 
 def render_classification(console: Console, report: TestReport, failures: Sequence[Failure], kind: str) -> None:
     """``repairloop classify`` as text: the summary line, then one block per failure."""
-    console.print(f"{summary_counts(report)} -> kind: {kind}")
+    counts = ", ".join(f"{n} {name}" for name, n in summary_counts(report).items())
+    console.print(f"{counts} -> kind: {kind}")
     for f in failures:
         where = f" at {f.location}" if f.location else ""
         console.print(f"- {f.test_id}: {f.kind.value}{where}" + ("" if f.retryable else " (blocking)"))

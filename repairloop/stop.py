@@ -62,14 +62,21 @@ def total_usage(history: Sequence[Iteration]) -> Usage:
     return usage
 
 
-def budget_exhausted(spent: Usage, elapsed: float, iterations: int, limits: Limits) -> Optional[Tuple[StopReason, str]]:
-    """The first budget that is used up, with a sentence saying so, or None."""
+def known_cost(history: Sequence[Iteration]) -> float:
+    """USD spent on priced calls; unpriced calls (cost None) count as 0 against the cost budget."""
+    return sum(it.usage.cost_usd or 0.0 for it in history)
+
+
+def budget_exhausted(
+    spent: Usage, elapsed: float, iterations: int, limits: Limits, cost: float = 0.0
+) -> Optional[Tuple[StopReason, str]]:
+    """The first budget that is used up, with a sentence saying so, or None. ``cost`` is known USD."""
     if iterations >= limits.max_iterations:
         return StopReason.BUDGET_ITERATIONS, f"{iterations} of {limits.max_iterations} iterations used"
     if limits.max_tokens is not None and spent.tokens >= limits.max_tokens:
         return StopReason.BUDGET_TOKENS, f"{spent.tokens:,} of {limits.max_tokens:,} tokens used"
-    if limits.max_cost is not None and (spent.cost_usd or 0.0) >= limits.max_cost:
-        return StopReason.BUDGET_COST, f"${spent.cost_usd:.4f} of ${limits.max_cost:.2f} spent"
+    if limits.max_cost is not None and cost >= limits.max_cost:
+        return StopReason.BUDGET_COST, f"${cost:.4f} of ${limits.max_cost:.2f} spent"
     if limits.timeout is not None and elapsed >= limits.timeout:
         return StopReason.BUDGET_TIME, f"{elapsed:.0f} s of {limits.timeout:.0f} s used"
     return None
@@ -105,7 +112,7 @@ def check(
     """
     if remaining_failing == 0:
         return StopReason.SUCCESS, "every failing test passes and nothing that passed fails"
-    budget = budget_exhausted(total_usage(history), elapsed, len(history), limits)
+    budget = budget_exhausted(total_usage(history), elapsed, len(history), limits, known_cost(history))
     if budget:
         return budget
     if history and history[-1].decision in (Decision.DUPLICATE, Decision.STAGNANT):

@@ -260,11 +260,8 @@ class Usage:
     calls: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
-        cost: Optional[float]
-        if self.cost_usd is None and other.cost_usd is None:
-            cost = None
-        else:
-            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        # An unpriced call makes the sum unknown: never report a partial cost as the total.
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,

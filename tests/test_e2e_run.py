@@ -265,3 +265,56 @@ def test_editable_install_tests_the_workspace(make_project, tmp_path, capsys) ->
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed", doc
     assert "if word" not in (project / "src/textkit/slug.py").read_text()  # user's tree untouched
+
+
+def test_budget_share_steps_down_to_the_next_model(make_project, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("REPAIRLOOP_DOWNGRADE_AT", "0.001")  # 200 of the default 200,000 tokens
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
+        args = ["run", str(project), "--model", "openai/big", "--model", "openai/small",
+                "--api-base", srv.base_url, "--no-builtin", "--json"]
+        code, out, _ = run_cli(args, capsys)
+        models = [r["model"] for r in srv.requests]
+    doc = json.loads(out)
+    assert code == 0 and models == ["big", "small"]
+    assert [i["model"] for i in doc["iterations"]] == ["openai/big", "openai/small"]
+
+
+def test_unauthorised_model_is_dropped_and_the_next_one_used(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("status", 401, "invalid api key"), ("ok", RIGHT)]) as srv:
+        args = ["run", str(project), "--model", "openai/first", "--model", "openai/second",
+                "--api-base", srv.base_url, "--no-builtin", "--json"]
+        code, out, _ = run_cli(args, capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed"
+    assert [i["decision"] for i in doc["iterations"]] == ["no_candidate", "kept"]
+    assert any("openai/first" in note for note in doc["notes"])
+    events = [json.loads(l) for l in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    assert any(e["event"] == "model_dropped" and e["model"] == "openai/first" for e in events)
+
+
+def test_only_model_unauthorised_is_unrecoverable(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    with ScriptedServer([("status", 401, "invalid api key")]) as srv:
+        code, out, err = run_cli(scripted_run(project, srv), capsys)
+    doc = json.loads(out)
+    assert code == 3 and doc["outcome"] == "unrecoverable" and doc["stop_reason"] == "no_model_left"
+    assert "openai/scripted" in doc["stop_detail"]
+
+
+def test_blocking_kind_stops_before_any_model_call(make_project, capsys) -> None:
+    project = make_project("syntax_error")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        calls = len(srv.requests)
+    doc = json.loads(out)
+    assert code == 3 and doc["outcome"] == "unrecoverable" and calls == 0
+    assert doc["failure_kinds"].get("syntax") and "syntax" in doc["stop_detail"]
+
+
+def test_nothing_to_fix(make_project, capsys) -> None:
+    project = make_project("all_green")
+    code, out, _ = run_cli(["run", str(project), "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "nothing_to_fix" and doc["iterations"] == []
