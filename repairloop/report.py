@@ -39,7 +39,11 @@ def make_console(stream: Any = None) -> Console:
     """A console on stderr; plain text when not a terminal or NO_COLOR is set."""
     stream = stream or sys.stderr
     plain = bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
-    return Console(file=stream, no_color=plain, highlight=False, force_terminal=None if not plain else False)
+    piped = not getattr(stream, "isatty", lambda: False)()
+    # Piped output is read by programs and logs: wide, so paths and test ids stay on one line.
+    # markup=False: test ids such as test_x[a-b] must not be read as rich markup tags.
+    return Console(file=stream, no_color=plain, highlight=False, markup=False, width=160 if piped else None,
+                   force_terminal=None if not plain else False)
 
 
 class ConsoleRenderer:
@@ -94,11 +98,11 @@ def render_result(console: Console, result: RunResult) -> None:
         f"cost: {'unknown' if cost is None else f'${cost:.4f}'}, time: {totals['seconds']['total']:.1f}s",
     ]
     if result.fixed_tests:
-        lines.append("fixed: " + ", ".join(result.fixed_tests))
+        lines.append("fixed: " + _some(result.fixed_tests))
     if result.still_failing:
-        lines.append("still failing: " + ", ".join(result.still_failing))
+        lines.append("still failing: " + _some(result.still_failing))
     if result.flaky_tests:
-        lines.append("flaky (left alone): " + ", ".join(result.flaky_tests))
+        lines.append("flaky (left alone): " + _some(result.flaky_tests))
     for note in result.notes:
         lines.append(note)
     if result.patch and result.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
@@ -109,6 +113,11 @@ def render_result(console: Console, result: RunResult) -> None:
     console.print(Panel("\n".join(lines), title="repairloop", border_style=style, expand=False))
     if result.patch:
         console.print(Syntax(result.patch, "diff", theme="ansi_dark", background_color="default"))
+
+
+def _some(names: Sequence[str], most: int = 5) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def render_classification(console: Console, report: TestReport, failures: Sequence[Failure], kind: str) -> None:
