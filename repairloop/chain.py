@@ -7,10 +7,12 @@ an offline run never imports litellm (about 3 s; TECH-NOTES section 1.2).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
+from repairloop import errors
+from repairloop.errors import ProposerError
 from repairloop.settings import Settings
-from repairloop.types import Proposer
+from repairloop.types import Proposal, ProposalRequest, Proposer, Usage
 
 BUILTIN = "builtin"
 
@@ -47,6 +49,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         api_base=settings.api_base,
         timeout=settings.model_timeout,
         max_retries=settings.model_retries,
+        backoff_base=settings.model_backoff,
         max_completion_tokens=settings.max_completion_tokens,
         on_event=on_event,
     )
@@ -69,3 +72,48 @@ def token_counter(chain: Sequence[str]) -> Callable[[str], int]:
         return count_tokens(model, text)
 
     return count
+
+
+class ReplayProposer:
+    """A chain link that answers from a resumed run's journal before asking its real proposer.
+
+    ``recorded`` maps (iteration, round) to a journal ``proposal`` or
+    ``proposal_error`` record; ``build`` makes the real proposer, only when a
+    question has no recorded answer (so a resume never pays twice).
+    """
+
+    def __init__(self, name: str, recorded: Dict[Tuple[int, int], Dict[str, Any]], build: Callable[[], Proposer]) -> None:
+        self.name = name
+        self.engine = "builtin" if name == BUILTIN else "llm"
+        self._recorded = recorded
+        self._build = build
+        self._real: Optional[Proposer] = None
+
+    @property
+    def real(self) -> Proposer:
+        if self._real is None:
+            self._real = self._build()
+            self.engine = getattr(self._real, "engine", self.engine)
+        return self._real
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        record = self._recorded.get((request.iteration, 1 if request.feedback else 0))
+        if record is None or record.get("model") != self.name:
+            return self.real.propose(request)
+        usage = Usage(**record.get("usage") or {})
+        if record["event"] == "proposal_error":
+            raise _recorded_error(record, usage)
+        notes = dict(record.get("notes") or {}, replayed=True)
+        return Proposal(answer=record["answer"], engine=record.get("engine", self.engine),
+                        model=self.name, usage=usage, notes=notes)
+
+
+def _recorded_error(record: Dict[str, Any], usage: Usage) -> ProposerError:
+    """Rebuild the model-side error a run recorded, so a replay takes the same path."""
+    kind = getattr(errors, str(record.get("error_class")), None)
+    message = str(record.get("message", "recorded model error"))
+    if kind is errors.BudgetExhausted:
+        return errors.BudgetExhausted(message, budget=str(record.get("budget", "tokens")), usage=usage)
+    if not (isinstance(kind, type) and issubclass(kind, ProposerError)):
+        kind = errors.ModelError
+    return kind(message, usage=usage, attempts=int(record.get("attempts", 1)))

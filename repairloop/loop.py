@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from repairloop import stop
-from repairloop.attempt import AttemptRunner
-from repairloop.chain import build_proposer, token_counter
+from repairloop.attempt import AttemptRunner, guard_notes
+from repairloop.chain import ReplayProposer, build_proposer, token_counter
+from repairloop.recorded import Recorded
 from repairloop.classify import blocking_kind, classify_report
 from repairloop.errors import RepairloopError
 from repairloop.journal import Journal, ProjectLock, new_run_id, pid_alive, run_dir_for
-from repairloop.runner import default_test_command, project_python, run_tests
+from repairloop.redact import Redactor, secret_values
+from repairloop.runner import PER_TEST_TIMEOUT_ENV, default_test_command, project_python, run_tests
 from repairloop.settings import Settings, model_chain
 from repairloop.types import (
     Decision,
@@ -30,6 +32,7 @@ from repairloop.types import (
     LastAttempt,
     LoopEvent,
     Outcome,
+    Proposer,
     RunResult,
     StopReason,
     TestReport,
@@ -50,6 +53,14 @@ Confirm = Callable[[str], bool]
 def source_roots(root: Path) -> List[Path]:
     """Directories put first on PYTHONPATH so imports resolve to ``root``, not an editable install."""
     return [p for p in (root / "src", root) if p.is_dir()]
+
+
+def test_environment(environ: Mapping[str, str], settings: Settings) -> Dict[str, str]:
+    """The environment test commands run in: the user's, plus the per-test timeout for our plugin."""
+    env = dict(environ)
+    if settings.per_test_timeout:
+        env[PER_TEST_TIMEOUT_ENV] = str(settings.per_test_timeout)
+    return env
 
 
 @dataclass
@@ -115,31 +126,60 @@ def iterate(
     apply: bool = False,
     confirm: Optional[Confirm] = None,
     clock: Callable[[], float] = time.monotonic,
+    proposers: Optional[Mapping[str, Proposer]] = None,
 ) -> Iterator[LoopEvent]:
     """Repair ``project`` and yield LoopEvents; the last one is ``stopped`` with the RunResult.
 
     ``apply`` writes the final patch to the user's tree (after ``confirm(diff)``
-    returns True when given). Raises ProjectError, ConfigError, LockedError,
-    WorkspaceError before the loop starts; KeyboardInterrupt propagates after
-    the workspace is removed and the journal says so.
+    returns True when given). ``proposers`` maps chain names to Proposer objects
+    a library user brings (``settings.models`` names them). Raises
+    ProjectError, ConfigError, LockedError, WorkspaceError before the loop
+    starts; KeyboardInterrupt and other exceptions propagate after the
+    workspace is removed, the lock released and the journal says so.
     """
     project = project.resolve()
     check_repository(project)
+    run_id = new_run_id()
+    yield from drive(settings, project, run_id, environ=environ, apply=apply, confirm=confirm,
+                     clock=clock, proposers=proposers)
+
+
+def drive(
+    settings: Settings,
+    project: Path,
+    run_id: str,
+    *,
+    environ: Optional[Mapping[str, str]] = None,
+    apply: bool = False,
+    confirm: Optional[Confirm] = None,
+    clock: Callable[[], float] = time.monotonic,
+    proposers: Optional[Mapping[str, Proposer]] = None,
+    recorded: Optional[Recorded] = None,
+) -> Iterator[LoopEvent]:
+    """The run itself, new (``recorded`` None) or resumed from a journal (``resume.resume``)."""
     environ = dict(os.environ if environ is None else environ)
     chain = model_chain(settings, environ)
-    run_id = new_run_id()
-    run_dir = run_dir_for(project, run_id)
     started = clock()
     with ProjectLock(project, run_id):
         registry = project / ".repairloop" / "worktrees"
         ensure_excluded(project)
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):
             yield LoopEvent("note", f"removed a workspace left by an earlier run: {removed}")
-        journal = Journal(run_dir)
-        journal.append("start", run_id=run_id, project=str(project), chain=chain, settings=settings.model_dump())
+        # Secrets stay home: every journal line and run file is redacted (repairloop.redact).
+        journal = Journal(run_dir_for(project, run_id), redact=Redactor(secret_values(environ)))
+        if recorded is None:
+            journal.append("start", run_id=run_id, project=str(project), chain=chain, settings=settings.model_dump())
+        else:
+            journal.append("resumed", answers=len(recorded.answers), chain=chain)
+        base, start = (recorded.base, recorded.start) if recorded else (None, None)
         try:
-            with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
+            with open_workspace(project, run_id=run_id, registry_dir=registry, base=base, start=start) as ws:
+                if recorded is None:
+                    journal.append("workspace", base=ws.base, head=ws.start.head)
+                    journal.write_json("start.json", {"head": ws.start.head, "files": ws.start.files})
                 session = _Session(settings, project, ws, journal, environ, chain, clock, started, run_id)
+                session.replay = dict(recorded.answers) if recorded else {}
+                session.given = dict(proposers or {})
                 yield from session.run(apply=apply, confirm=confirm)
         except KeyboardInterrupt:
             journal.append("interrupted", seconds=clock() - started)
@@ -147,6 +187,50 @@ def iterate(
         except RepairloopError as err:
             journal.append("error", message=err.message, hint=err.hint)
             raise
+        except Exception as err:
+            journal.append("crashed", error=f"{type(err).__name__}: {err}")
+            raise
+
+
+def clean_workspaces(project: Path) -> List[str]:
+    """Remove workspaces left by runs whose process is gone; returns their directories.
+
+    Never touches the user's files (``workspace.clean_stale_workspaces``).
+    """
+    return clean_stale_workspaces(project, project / ".repairloop" / "worktrees", is_alive=pid_alive)
+
+
+def resume(
+    project: Path,
+    ref: Optional[str] = None,
+    *,
+    environ: Optional[Mapping[str, str]] = None,
+    apply: bool = False,
+    confirm: Optional[Confirm] = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[LoopEvent]:
+    """Continue a killed or interrupted run from its journal; yields like ``iterate``.
+
+    The workspace is re-created at the recorded start state and the run is
+    replayed with every recorded answer, then goes on live. Raises
+    ProjectError when the run finished (and has no side effect left to check)
+    or cannot be resumed.
+    """
+    from repairloop.recorded import load_recorded
+    from repairloop.intents import settle_pending
+
+    project = project.resolve()
+    check_repository(project)
+    recorded = load_recorded(project, ref)
+    for warning in recorded.warnings:
+        yield LoopEvent("note", warning)
+    if recorded.finished:
+        yield from settle_pending(project, recorded)
+        return
+    if recorded.base is None:
+        yield LoopEvent("note", "not a git project: the workspace is copied from the files as they are now")
+    yield from drive(recorded.settings, project, recorded.run_id, environ=environ, apply=apply,
+                     confirm=confirm, clock=clock, recorded=recorded)
 
 
 class _Session:
@@ -165,9 +249,11 @@ class _Session:
         run_id: str,
     ) -> None:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
+        self.redact = journal.redact  # the run's secret redactor, also for what a model is shown
         self.clock, self.started, self.run_id = clock, started, run_id
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
-        self.suite = TestSuite(command, settings.test_timeout, settings.junit_xml, environ, self.seconds_left)
+        self.suite = TestSuite(command, settings.test_timeout, settings.junit_xml,
+                               test_environment(environ, settings), self.seconds_left)
         self.state = RunState(chain=list(chain))
         self.limits = stop.Limits(
             max_iterations=settings.max_iterations,
@@ -183,6 +269,8 @@ class _Session:
         self.forced_stop: Optional[Tuple[StopReason, str]] = None  # a budget gate refused a call
         self.result: Optional[RunResult] = None
         self.downgraded = False
+        self.replay: Dict[Tuple[int, int], Dict[str, object]] = {}  # recorded answers (resume)
+        self.given: Dict[str, Proposer] = {}
 
     def seconds_left(self) -> float:
         return self.settings.timeout - (self.clock() - self.started)
@@ -294,7 +382,12 @@ class _Session:
     def proposer(self) -> object:
         name = self.current_model
         if name not in self.proposers:
-            self.proposers[name] = build_proposer(name, self.settings, self.ws.root, self.suite, self.journal)
+            def build() -> Proposer:
+                if name in self.given:
+                    return self.given[name]
+                return build_proposer(name, self.settings, self.ws.root, self.suite, self.journal)
+
+            self.proposers[name] = ReplayProposer(name, self.replay, build)
         return self.proposers[name]
 
     def _escalate(self, why: str) -> bool:
@@ -342,7 +435,8 @@ class _Session:
         for _ in self.state.flaky:
             kinds[FailureKind.FLAKY.value] = kinds.get(FailureKind.FLAKY.value, 0) + 1
             kinds[FailureKind.LOGIC.value] = max(kinds.get(FailureKind.LOGIC.value, 1) - 1, 0)
-        notes = tuple(f"dropped {d}" for d in self.state.dropped)
+        notes = guard_notes(self.settings.allow_test_edits, self.state.history)
+        notes += tuple(f"dropped {d}" for d in self.state.dropped)
         result = RunResult(
             run_id=self.run_id,
             outcome=outcome,
@@ -435,7 +529,8 @@ def classify_project(
     ensure_excluded(project)
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
-        suite = TestSuite(command, settings.test_timeout, settings.junit_xml, environ, lambda: settings.test_timeout)
+        suite = TestSuite(command, settings.test_timeout, settings.junit_xml,
+                          test_environment(environ, settings), lambda: settings.test_timeout)
         report = suite.run(ws.root)
         failures = classify_report(report, ws.root, python=project_python(project)) if not report.green else ()
     return report, failures, overall_kind(failures)

@@ -140,6 +140,16 @@ class Workspace:
         self._baseline = baseline  # the workspace commit of the start state
         self._relative = relative  # root is a subdirectory of the worktree
 
+    @property
+    def base(self) -> str:
+        """The commit (in the user's object store for a git project) holding the start state."""
+        return self._baseline
+
+    @property
+    def is_worktree(self) -> bool:
+        """True for a git worktree; False for a temporary copy (a non-git project)."""
+        return self.start.head is not None
+
     def _path(self, rel: str) -> Path:
         p = Path(rel)
         if p.is_absolute() or ".." in p.parts or not p.parts or not _within(self.root / p, self.root):
@@ -346,6 +356,18 @@ def _create_worktree(project: Path, prefix: str, tree: Path) -> Workspace:
     return _with_baseline(project, root, head, relative=bool(prefix))
 
 
+def _recreate_worktree(project: Path, prefix: str, tree: Path, base: str, start: StartState) -> Workspace:
+    """A worktree at a recorded start-state commit (resume): the user's current files play no part."""
+    try:
+        _git(project, "cat-file", "-e", f"{base}^{{commit}}")
+    except GitFailed as exc:
+        raise WorkspaceError(f"the run's start state {base[:12]} is no longer in the repository",
+                             hint="it was garbage-collected; start a new run instead of resuming") from exc
+    _git(project, "worktree", "add", "--detach", "--quiet", str(tree), base)
+    root = tree / prefix if prefix else tree
+    return Workspace(project, root, base, start, relative=bool(prefix))
+
+
 def _create_copy(project: Path, root: Path) -> Workspace:
     shutil.copytree(project, root, symlinks=True, ignore=_COPY_IGNORE)
     _git(root, "init", "-q", workspace=True)
@@ -375,8 +397,13 @@ def _register(entry: Path, data: Dict[str, object]) -> None:
 
 
 @contextlib.contextmanager
-def open_workspace(project: Path, *, run_id: str, registry_dir: Path) -> Iterator[Workspace]:
+def open_workspace(project: Path, *, run_id: str, registry_dir: Path,
+                   base: Optional[str] = None, start: Optional[StartState] = None) -> Iterator[Workspace]:
     """Yield a Workspace starting from the user's current state; always removed after.
+
+    With ``base`` and ``start`` (recorded by an earlier run, for resume) a git
+    project's workspace is re-created at that commit instead; a non-git
+    project has no such commit and is copied from its current files.
 
     ``registry_dir`` (``<project>/.repairloop/worktrees``) gets ``<run_id>.json``
     (pid, paths) while the workspace lives, for ``clean_stale_workspaces``.
@@ -398,7 +425,10 @@ def open_workspace(project: Path, *, run_id: str, registry_dir: Path) -> Iterato
                           "worktree": str(worktree) if worktree else None, "project": str(project),
                           "created": datetime.now(timezone.utc).isoformat()})
         try:
-            ws = _create_worktree(project, loc[1], tree) if loc else _create_copy(project, tree)
+            if loc and base and start is not None:
+                ws = _recreate_worktree(project, loc[1], tree, base, start)
+            else:
+                ws = _create_worktree(project, loc[1], tree) if loc else _create_copy(project, tree)
         except OSError as exc:  # shutil.Error is one too
             raise WorkspaceError(f"cannot create the workspace in {tmp}: {exc}",
                                  hint="check free space and permissions there (TMPDIR)") from exc
@@ -542,3 +572,30 @@ def _write_all(project: Path, new: Dict[str, _Content]) -> None:
             raise WorkspaceError(f"could not write {rel} ({exc}); nothing was changed",
                                  hint="fix the cause; the patch is kept in the run dir as fix.patch") from exc
         written.append(rel)
+
+
+def patch_state(project: Path, patch: str) -> str:
+    """Is ``patch`` in the user's files? ``applied``, ``not_applied`` or ``unknown``.
+
+    Checked on copies of the touched files outside any repository: the patch
+    reverses cleanly (applied), or applies cleanly (not applied), or neither
+    (the files were changed otherwise: a person must look). Used on resume for
+    an apply intent without its done record (DESIGN.md, side effects).
+    """
+    project = Path(project).absolute()
+    with tempfile.TemporaryDirectory(prefix="repairloop-check-") as tmp:
+        scratch, patch_file = Path(tmp) / "tree", Path(tmp) / "fix.patch"
+        scratch.mkdir()
+        data = patch.encode("utf-8", "surrogateescape")
+        patch_file.write_bytes(data if data.endswith(b"\n") else data + b"\n")
+        for rel in _patch_paths(scratch, patch_file):
+            old = _read_content(project / rel)
+            if old is not None:
+                _put(scratch / rel, old)
+        for state, extra in (("applied", ("--reverse",)), ("not_applied", ())):
+            try:
+                _git(scratch, "apply", "--check", *extra, str(patch_file), workspace=True)
+                return state
+            except GitFailed:
+                continue
+    return "unknown"

@@ -136,7 +136,7 @@ RULES: Tuple[Rule, ...] = (
 )
 
 HINTS = {
-    "auth": "check {key_env} (or pass --api-key) for {model}",
+    "auth": "check {key_env} for {model}",
     "permission": "check that the API key in {key_env} may use {model}",
     "not_found": "check the model name {model!r} (and --api-base {api_base})",
     "budget": "raise the provider-side budget for this key, or use another model",

@@ -31,7 +31,11 @@ from repairloop.runner.proc import ProcessResult, run_process
 from repairloop.runner.results import PluginResults, read_plugin_results
 from repairloop.types import TestOutcome, TestReport, TestResult
 
+# Read by the bundled plugin: seconds one test may run before it fails as "Timeout".
+PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
+
 __all__ = [
+    "PER_TEST_TIMEOUT_ENV",
     "PLUGIN_DIR",
     "PLUGIN_NAME",
     "ProcessResult",

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
 import traceback
 from typing import Any, Dict, List
@@ -42,6 +43,31 @@ import pytest
 RESULTS_ENV = "REPAIRLOOP_RESULTS"
 COVERAGE_SOURCE_ENV = "REPAIRLOOP_COVERAGE_SOURCE"
 COVERAGE_FILE_ENV = "REPAIRLOOP_COVERAGE_FILE"
+PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
+
+
+class Timeout(Exception):
+    """Raised inside a test that ran past the per-test timeout (classified as ``timeout``)."""
+
+
+class _PerTestTimer:
+    """Fails one test with ``Timeout`` after ``seconds`` (SIGALRM: POSIX main thread only)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: Any) -> Any:
+        def alarm(signum: int, frame: Any) -> None:
+            raise Timeout(f"the test ran past the per-test timeout of {self.seconds:g} s")
+
+        previous = signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 OUTPUT_TAIL = 2000  # characters of captured output kept per failing test
 LONGREPR_TAIL = 4000  # characters of pytest's failure text kept per record
 MESSAGE_LIMIT = 2000  # characters of an exception message
@@ -190,6 +216,9 @@ def pytest_configure(config: Any) -> None:
     path = os.environ.pop(RESULTS_ENV, None)  # popped: a nested pytest must not write here
     source = os.environ.pop(COVERAGE_SOURCE_ENV, None)
     data_file = os.environ.pop(COVERAGE_FILE_ENV, None)
+    per_test = os.environ.pop(PER_TEST_TIMEOUT_ENV, None)
+    if per_test and hasattr(signal, "setitimer"):
+        config.pluginmanager.register(_PerTestTimer(float(per_test)), "repairloop-per-test-timeout")
     if not path or hasattr(config, "workerinput"):
         return
     try:

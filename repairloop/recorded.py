@@ -1,0 +1,90 @@
+"""What a killed or interrupted run left in its journal, for ``repairloop resume`` (loop layer).
+
+A resume re-creates the workspace at the recorded start-state commit and
+replays the run: every answer and model error recorded in the journal is
+reused, so the model is never asked again for an iteration whose answer is
+recorded (the candidates are re-validated by the tests, which costs test time
+but no tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from repairloop.errors import ConfigError, ProjectError
+from repairloop.journal import pending_intents, read_journal, resolve_run
+from repairloop.settings import Settings
+from repairloop.workspace import StartState
+
+Key = Tuple[int, int]  # (iteration number, round: 0 for the answer, 1 for the structural retry)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A run's journal, read for resuming it."""
+
+    run_id: str
+    run_dir: Path
+    settings: Settings
+    base: Optional[str]
+    start: Optional[StartState]
+    answers: Dict[Key, Dict[str, Any]] = field(default_factory=dict)
+    finished: bool = False
+    pending: Tuple[Dict[str, Any], ...] = ()
+    warnings: Tuple[str, ...] = ()
+
+
+def load_recorded(project: Path, ref: Optional[str]) -> Recorded:
+    """Read run ``ref`` (an id, a unique prefix, or None/"latest") of ``project``.
+
+    Raises ProjectError when there is no such run or its journal lacks its start.
+    """
+    run_dir = resolve_run(project, ref)
+    events, warnings = read_journal(run_dir)
+    start = next((e for e in events if e.get("event") == "start"), None)
+    if start is None:
+        raise ProjectError(f"the journal of {run_dir.name} has no start record",
+                           hint="start a new run with `repairloop run`")
+    try:
+        settings = Settings(**start["settings"])
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"cannot read the settings recorded in {run_dir.name}: {err}",
+                          hint="start a new run with `repairloop run`") from None
+    return Recorded(
+        run_id=start["run_id"],
+        run_dir=run_dir,
+        settings=settings,
+        base=_base(events),
+        start=_start_state(run_dir),
+        answers=_answers(events),
+        finished=any(e.get("event") == "stopped" for e in events),
+        pending=tuple(pending_intents(events)),
+        warnings=tuple(warnings),
+    )
+
+
+def _base(events: List[Dict[str, Any]]) -> Optional[str]:
+    record = next((e for e in events if e.get("event") == "workspace"), None)
+    return record.get("base") if record and record.get("head") else None
+
+
+def _start_state(run_dir: Path) -> Optional[StartState]:
+    import json
+
+    path = run_dir / "start.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return StartState(head=data.get("head"), files=dict(data.get("files") or {}))
+
+
+def _answers(events: List[Dict[str, Any]]) -> Dict[Key, Dict[str, Any]]:
+    """Recorded answers and model errors, by (iteration, round); the first record of a key wins."""
+    answers: Dict[Key, Dict[str, Any]] = {}
+    for event in events:
+        if event.get("event") in ("proposal", "proposal_error"):
+            key = (int(event["iteration"]), int(event.get("round", 0)))
+            answers.setdefault(key, event)
+    return answers

@@ -1,0 +1,113 @@
+"""Test suites that misbehave are contained to the workspace, classified and reported."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from conftest import init_repo
+from repairloop.cli import main
+
+pytestmark = pytest.mark.slow
+
+CODE = "def double(x):\n    return 2 * x\n"
+
+
+def project(tmp_path: Path, test_body: str, name: str = "proj") -> Path:
+    root = tmp_path / name
+    (root / "tests").mkdir(parents=True)
+    (root / "app.py").write_text(CODE)
+    (root / "keep.txt").write_text("the user's file\n")
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n')
+    (root / "tests" / "test_app.py").write_text(
+        "import os, signal, subprocess, sys, time\nfrom app import double\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\n" + test_body)
+    return init_repo(root)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie (killed, not yet reaped by its new parent) is not alive."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def run_json(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> Dict:
+    code = main(["run", str(root), "--json", *extra])
+    doc = json.loads(capsys.readouterr().out)
+    doc["exit"] = code
+    return doc
+
+
+def test_a_hung_test_is_stopped_by_the_per_test_timeout(tmp_path, capsys) -> None:
+    root = project(tmp_path, "def test_hangs():\n    time.sleep(600)\n")
+    started = time.monotonic()
+    doc = run_json(root, capsys, "--per-test-timeout", "2")
+    assert time.monotonic() - started < 120
+    assert doc["exit"] == 3 and doc["failure_kinds"] == {"timeout": 1}
+    assert "timeout" in doc["stop_detail"]
+
+
+def test_a_hung_suite_is_killed_by_the_test_timeout(tmp_path, capsys) -> None:
+    root = project(tmp_path, "def test_hangs():\n    time.sleep(600)\n")
+    doc = run_json(root, capsys, "--test-timeout", "4")
+    assert doc["exit"] == 3 and "timeout" in doc["failure_kinds"]
+
+
+def test_children_that_outlive_the_test_do_not_keep_the_run_alive(tmp_path, capsys) -> None:
+    marker = tmp_path / "child.pid"
+    body = (f"def test_forks():\n    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+            f"    open({str(marker)!r}, 'w').write(str(p.pid))\n")
+    root = project(tmp_path, body)
+    started = time.monotonic()
+    doc = run_json(root, capsys)
+    assert doc["exit"] == 0 and doc["outcome"] == "nothing_to_fix"
+    assert time.monotonic() - started < 120
+    pid = int(marker.read_text())
+    assert not alive(pid)  # the runner killed the test's process group
+
+
+def test_fifty_megabytes_of_output_stay_out_of_memory_and_prompt(tmp_path, capsys) -> None:
+    body = "def test_loud():\n    sys.stdout.write('y' * 50_000_000)\n    assert double(3) == 7\n"
+    root = project(tmp_path, body)
+    code = main(["classify", str(root), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["kind"] == "logic"
+    assert len(json.dumps(doc)) < 100_000
+
+
+def test_a_segfault_is_an_environment_failure(tmp_path, capsys) -> None:
+    root = project(tmp_path, "def test_crashes():\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    doc = run_json(root, capsys)
+    assert doc["exit"] == 3 and "environment" in doc["failure_kinds"]
+
+
+def test_a_test_that_deletes_files_only_deletes_them_in_the_workspace(tmp_path, capsys) -> None:
+    body = "def test_cleans_up():\n    os.remove('keep.txt')\n    os.remove('app.py')\n"
+    root = project(tmp_path, body)
+    doc = run_json(root, capsys)
+    assert doc["exit"] == 0
+    assert (root / "keep.txt").read_text() == "the user's file\n" and (root / "app.py").read_text() == CODE
+
+
+def test_a_flaky_failure_is_reported_and_left_alone(tmp_path, capsys) -> None:
+    flag = tmp_path / "ran-once"
+    body = (f"def test_flaky():\n    first = not os.path.exists({str(flag)!r})\n"
+            f"    open({str(flag)!r}, 'w').close()\n    assert not first\n")
+    root = project(tmp_path, body)
+    doc = run_json(root, capsys)
+    assert doc["flaky_tests"] == ["tests/test_app.py::test_flaky"]
+    assert doc["failure_kinds"] == {"flaky": 1} and doc["iterations"] == []
+    assert doc["exit"] == 3 and "flaky" in doc["stop_detail"]

@@ -1,0 +1,144 @@
+"""`repairloop resume`: a run killed with SIGKILL in iteration 3 continues without paying twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from conftest import git
+from scripted_server import ScriptedServer
+from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
+
+pytestmark = pytest.mark.slow
+
+# Each pytest session appends its pid to a marker file; from session N on it sleeps,
+# so the test knows when iteration 3's validation is running and can kill the run there.
+SESSION_HOOK = '''\
+import os
+import time
+
+
+def pytest_sessionstart(session):
+    marker = os.environ.get("RL_SESSION_MARKER")
+    if not marker:
+        return
+    with open(marker, "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    with open(marker) as fh:
+        count = len(fh.read().split())
+    if count >= int(os.environ.get("RL_SLEEP_FROM", "0") or 10**9):
+        time.sleep(60)
+'''
+
+
+def project_with_hook(make_project, name: str) -> Path:
+    project = make_project("off_by_one", dest=name)
+    (project / "conftest.py").write_text(SESSION_HOOK)
+    git(project, "add", "conftest.py")
+    git(project, "commit", "-q", "-m", "session hook")
+    return project
+
+
+def cli(*args: str, env: Dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "repairloop", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for_sessions(marker: Path, count: int, proc: subprocess.Popen, limit: float = 240) -> List[int]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        pids = marker.read_text().split() if marker.exists() else []
+        if len(pids) >= count:
+            return [int(p) for p in pids]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError(f"only {pids} sessions after {limit}s")
+
+
+def decisions(doc: dict) -> List[Tuple[str, str]]:
+    return [(i["model"], i["decision"]) for i in doc["iterations"]]
+
+
+def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_project, tmp_path) -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    script = [("ok", WRONG), ("ok", OTHER_WRONG), ("ok", RIGHT)]
+
+    reference = project_with_hook(make_project, "reference")
+    with ScriptedServer(script) as srv:
+        done = cli("run", str(reference), "--model", "openai/scripted", "--api-base", srv.base_url,
+                   "--no-builtin", "--json", env=env)
+        out, err = done.communicate(timeout=300)
+        calls_after_iteration_2 = len(srv.requests) - 2
+    expected = json.loads(out)
+    assert expected["outcome"] == "fixed", err
+    assert [d for _, d in decisions(expected)] == ["reverted", "reverted", "kept"]
+
+    project = project_with_hook(make_project, "killed")
+    marker = tmp_path / "sessions"
+    # baseline, flaky check, iteration 1, iteration 2, then iteration 3's targeted run: the 5th session
+    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "5"}
+    with ScriptedServer(script) as srv:
+        proc = cli("run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
+                   "--no-builtin", "--json", env=killed_env)
+        pids = wait_for_sessions(marker, 5, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        os.kill(pids[-1], signal.SIGKILL)  # the orphaned test process of the killed run
+        assert len(srv.requests) == 3  # iteration 3's answer had arrived
+
+        resumed = cli("resume", "--project", str(project), "--json", env=env)
+        out, err = resumed.communicate(timeout=300)
+        calls_on_resume = len(srv.requests) - 3
+    assert resumed.returncode == 0, err
+    doc = json.loads(out)
+    assert doc["outcome"] == expected["outcome"] and doc["stop_reason"] == expected["stop_reason"]
+    assert decisions(doc) == decisions(expected)
+    assert doc["patch"] == expected["patch"]
+    assert calls_on_resume <= calls_after_iteration_2 and calls_on_resume == 0
+    assert "removed a workspace left by an earlier run" in err
+    worktrees = git(project, "worktree", "list").strip().splitlines()
+    assert len(worktrees) == 1  # the killed run's worktree is gone, the user's checkout is the only one
+    events = [json.loads(line)["event"] for line in Path(doc["run_dir"], "journal.jsonl").read_text().splitlines()]
+    assert events.count("start") == 1 and "resumed" in events and events[-1] == "stopped"
+
+
+def test_resume_of_a_finished_run_is_a_clear_error(make_project, capsys) -> None:
+    from repairloop.cli import main
+
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
+                     "--no-builtin"]) == 0
+    capsys.readouterr()
+    assert main(["resume", "--project", str(project)]) == 2
+    assert "already finished" in capsys.readouterr().err
+
+
+def test_resume_settles_an_apply_that_was_cut_short(make_project, capsys) -> None:
+    """An apply intent without its done record: the patch is checked, not blindly re-applied."""
+    from repairloop.cli import main
+    from repairloop.journal import Journal
+
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
+                     "--no-builtin", "--json"]) == 0
+    run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
+    Journal(run_dir).intent("apply", "cut-short", files=["calc/lists.py"])
+    assert main(["resume", "--project", str(project)]) == 0  # not yet applied: applied now
+    assert "return items[-n:]" in (project / "calc/lists.py").read_text()
+    Journal(run_dir).intent("apply", "again", files=["calc/lists.py"])
+    assert main(["resume", "--project", str(project)]) == 0  # already applied: only recorded
+    assert "already in your files" in capsys.readouterr().err
+    (project / "calc/lists.py").write_text("changed by hand\n")
+    Journal(run_dir).intent("apply", "third", files=["calc/lists.py"])
+    assert main(["resume", "--project", str(project)]) == 2  # cannot tell: a person must look
+    assert (project / "calc/lists.py").read_text() == "changed by hand\n"
