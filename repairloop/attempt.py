@@ -9,7 +9,7 @@ back once to the same model with the concrete error (DESIGN.md, "The loop").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, FrozenSet, Optional, Sequence, Tuple
 
 from repairloop import stop
 from repairloop.classify import classify_report
@@ -24,7 +24,10 @@ from repairloop.errors import (
     UnrecoverableModelError,
 )
 from repairloop.patch import AppliedPatch, GuardPolicy, apply_answer, change_signature, check_guards, check_syntax
+from repairloop.patch.guards import Screened, is_test_path
+from repairloop.patch.overfit import assertion_literals, overfitting_flags
 from repairloop.propose.prompts import render_context
+from repairloop.redact import redact_context, redact_feedback
 from repairloop.runner import is_pytest_command
 from repairloop.types import (
     BudgetLeft,
@@ -72,10 +75,14 @@ class AttemptRunner:
         self.policy = GuardPolicy(
             test_globs=tuple(settings.test_globs),
             allow_test_edits=settings.allow_test_edits,
+            protected_globs=tuple(settings.protected_globs),
+            source_dirs=tuple(settings.source_dirs),
             max_files=settings.max_files,
             max_changed_lines=settings.max_changed_lines,
         )
         self.targeted = is_pytest_command(session.suite.command)
+        self.flags: Tuple[str, ...] = ()  # guard flags of the current iteration's candidate
+        self.literals: FrozenSet[str] = frozenset()  # the failing tests' assertion literals (overfitting)
 
     # -- one iteration --------------------------------------------------------
 
@@ -84,10 +91,14 @@ class AttemptRunner:
         began = s.clock()
         model, proposer = s.current_model, s.proposer()
         context = self.context()
+        self.literals = assertion_literals(s.ws.root, context.failing_tests)
+        if getattr(proposer, "engine", "llm") == "llm":  # secrets stay home: redact what a model is shown
+            context = redact_context(context, s.redact)
         outcome = self.propose_and_apply(proposer, context, number)
         proposal, applied, usage, attempts, error = outcome
         model_seconds = usage.seconds
-        base = dict(number=number, engine=getattr(proposer, "engine", "llm"), model=model, usage=usage, attempts=attempts)
+        base = dict(number=number, engine=getattr(proposer, "engine", "llm"), model=model, usage=usage,
+                    attempts=attempts, flags=self.flags)
         if applied is None:
             decision = Decision.NO_CANDIDATE if proposal is None else Decision.REJECTED
             it = Iteration(decision=decision, reason=error, seconds_model=model_seconds,
@@ -150,18 +161,26 @@ class AttemptRunner:
         s = self.s
         usage, attempts, feedback = Usage(), 0, None
         proposal: Optional[Proposal] = None
-        for _ in range(2):  # the answer, and one structural retry in the same thread
+        self.flags = ()
+        for round_ in range(2):  # the answer, and one structural retry in the same thread
             request = ProposalRequest(context=context, budget=self.budget(), feedback=feedback, iteration=number)
             try:
                 proposal = proposer.propose(request)
             except ProposerError as err:
+                self.journal_error(number, round_, err)
                 usage, attempts = usage + err.usage, attempts + max(err.attempts, 1)
                 return proposal, None, usage, attempts, self.model_failed(err)
+            # Journalled before validation, so a resumed run never asks for this answer again.
+            s.journal.append("proposal", iteration=number, round=round_, model=s.current_model,
+                             engine=proposal.engine, answer=proposal.answer, usage=proposal.usage,
+                             notes=proposal.notes)
             usage, attempts = usage + proposal.usage, attempts + max(proposal.usage.calls, 1)
             try:
                 applied = apply_answer(proposal.answer, s.ws.root, fuzzy_threshold=s.settings.fuzzy_threshold)
-                check_guards(applied, s.ws.root, self.policy)
+                screened = check_guards(applied, s.ws.root, self.policy)
+                applied = screened.applied  # scratch files dropped
                 check_syntax(applied)
+                self.flags = self.guard_flags(screened)
                 return proposal, applied, usage, attempts, ""
             except PatchError as err:
                 error = f"{err.message}" + (f" ({err.hint})" if err.hint else "")
@@ -169,8 +188,22 @@ class AttemptRunner:
                                  answer=proposal.answer, error=error)
                 if feedback is not None or proposal.engine != "llm":
                     return proposal, None, usage, attempts, f"rejected: {error}"
-                feedback = Feedback(answer=proposal.answer, error=error)
+                feedback = redact_feedback(Feedback(answer=proposal.answer, error=error), s.redact)
         return proposal, None, usage, attempts, "rejected"
+
+    def journal_error(self, number: int, round_: int, err: ProposerError) -> None:
+        self.s.journal.append("proposal_error", iteration=number, round=round_, model=self.s.current_model,
+                              error_class=type(err).__name__, message=err.message, usage=err.usage,
+                              attempts=err.attempts, budget=getattr(err, "budget", None),
+                              notes=getattr(err, "notes", None))
+
+    def guard_flags(self, screened: Screened) -> Tuple[str, ...]:
+        """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting."""
+        globs = tuple(self.s.settings.test_globs)
+        flags = [f"test_edit: {path}" for path in screened.test_edits]
+        flags += [f"dropped_scratch: {path}" for path in screened.dropped]
+        flags += overfitting_flags(screened.applied, self.literals, lambda path: is_test_path(path, globs))
+        return tuple(flags)
 
     def model_failed(self, err: ProposerError) -> str:
         """Follow DESIGN.md's model error table; returns the iteration's reason."""
@@ -230,6 +263,12 @@ class AttemptRunner:
         fixed = tuple(t for t in failing if t not in now_failing)
         broke = tuple(t for t in now_failing if t not in failing)
         if fixed and not broke:
+            if not now_failing:  # a fix: the final full-suite run must hold up `final_runs` times
+                flaky_run, extra = self.repeat_full_suite()
+                seconds += extra
+                if flaky_run:
+                    return Verdict(Decision.REVERTED, f"passed once, then failed on full-suite run {flaky_run} "
+                                   f"of {s.settings.final_runs} (a flaky fix)", failing=failing, seconds=seconds)
             reason = f"fixed {len(fixed)} test(s), broke none; {len(now_failing)} still failing"
             return Verdict(Decision.KEPT, reason, fixed, broke, now_failing, full, seconds)
         if broke:
@@ -237,6 +276,17 @@ class AttemptRunner:
         else:
             reason = f"fixed none of the {len(failing)} failing test(s): " + _first_message(full)
         return Verdict(Decision.REVERTED, reason, fixed, broke, now_failing, full, seconds)
+
+    def repeat_full_suite(self) -> Tuple[int, float]:
+        """Run the full suite ``final_runs - 1`` more times: (first failing run number or 0, seconds)."""
+        s = self.s
+        seconds = 0.0
+        for number in range(2, s.settings.final_runs + 1):
+            again = s.suite.run(s.ws.root)
+            seconds += again.seconds
+            if not again.green:
+                return number, seconds
+        return 0, seconds
 
     # -- journal --------------------------------------------------------------
 
@@ -257,6 +307,19 @@ class AttemptRunner:
             engine_notes=proposal.notes if proposal else None,
             tests=_summary(report),
         )
+
+
+def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[str, ...]:
+    """RunResult notes that must stand out: test edits allowed, and flags of kept candidates."""
+    kept = [it for it in history if it.decision is Decision.KEPT]
+    notes = []
+    if allow_test_edits:
+        edited = sorted({f.split(": ", 1)[1] for it in kept for f in it.flags if f.startswith("test_edit: ")})
+        notes.append("WARNING: test edits were allowed (--allow-test-edits): a passing suite proves less; "
+                     + (f"the patch changes tests: {', '.join(edited)}" if edited else "the patch changes no test"))
+    for it in kept:
+        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.startswith("suspected_overfitting")]
+    return tuple(notes)
 
 
 def _fixed(failing: Sequence[str], report: TestReport) -> bool:

@@ -68,11 +68,10 @@ def _guarded(action: Callable[[], int]) -> None:
 
 
 def _settings(path: Path, flags: Dict[str, Any]) -> Any:
-    from repairloop.errors import ProjectError
     from repairloop.settings import load_settings
 
     if not path.is_dir():
-        raise ProjectError(f"{path} is not a directory", hint="pass the project's directory")
+        raise _not_a_directory(path)
     return load_settings(path.resolve(), flags)
 
 
@@ -88,6 +87,8 @@ def run(
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget of the whole run, seconds."),
     test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
+    per_test_timeout: Optional[float] = typer.Option(None, "--per-test-timeout", help="Seconds for one test (pytest)."),
+    final_runs: Optional[int] = typer.Option(None, "--final-runs", help="Full-suite runs a fix must pass (flaky check)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
     no_builtin: bool = typer.Option(False, "--no-builtin", help="Do not fall back to the offline engine."),
     allow_test_edits: bool = typer.Option(False, "--allow-test-edits", help="Let candidates edit test files."),
@@ -106,6 +107,8 @@ def run(
         "max_cost": max_cost,
         "timeout": timeout,
         "test_timeout": test_timeout,
+        "per_test_timeout": per_test_timeout,
+        "final_runs": final_runs,
         "workers": workers,
         "fallback_to_builtin": False if no_builtin else None,
         "allow_test_edits": True if allow_test_edits else None,
@@ -115,25 +118,79 @@ def run(
 
 def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool) -> int:
     from repairloop.loop import iterate
-    from repairloop.report import ConsoleRenderer, render_result
 
     settings = _settings(path, flags)
     console = _console()
-    renderer = ConsoleRenderer(console)
     confirm = None if (yes or not sys.stdin.isatty()) else _ask(console)
+    return _show(console, iterate(settings, path, apply=apply, confirm=confirm), as_json)
+
+
+def _show(console: Any, events: Any, as_json: bool) -> int:
+    """Render loop events; print the final panel (and JSON); return the exit code."""
+    from repairloop.report import ConsoleRenderer, render_result
+
+    renderer = ConsoleRenderer(console)
     result = None
     try:
-        for event in iterate(settings, path, apply=apply, confirm=confirm):
+        for event in events:
             if event.result is not None:
                 result = event.result
             renderer(event)
     finally:
         renderer.close()
-    assert result is not None
+    if result is None:  # a resume that only settled a finished run's side effects
+        return int(ExitCode.OK)
     render_result(console, result)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     return int(OUTCOME_EXIT[result.outcome])
+
+
+@app.command()
+def resume(
+    run_id: Optional[str] = typer.Argument(None, help="Run id or unique prefix (default: the latest run)."),
+    path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
+    apply: bool = typer.Option(False, "--apply", help="Write the final patch to your files (asks first on a terminal)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --apply: do not ask."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Continue a killed or interrupted run from its journal, without paying again for recorded answers."""
+
+    def body() -> int:
+        from repairloop.loop import resume as resume_run
+
+        if not path.is_dir():
+            raise _not_a_directory(path)
+        console = _console()
+        confirm = None if (yes or not sys.stdin.isatty()) else _ask(console)
+        return _show(console, resume_run(path, run_id, apply=apply, confirm=confirm), as_json)
+
+    _guarded(body)
+
+
+@app.command()
+def clean(path: Path = PathArg) -> None:
+    """Remove workspaces left behind by killed runs (never touches your files)."""
+
+    def body() -> int:
+        from repairloop.loop import clean_workspaces
+
+        if not path.is_dir():
+            raise _not_a_directory(path)
+        removed = clean_workspaces(path.resolve())
+        console = _console()
+        for item in removed:
+            console.print(f"removed {item}")
+        console.print(f"{len(removed)} stale workspace(s) removed")
+        return int(ExitCode.OK)
+
+    _guarded(body)
+
+
+def _not_a_directory(path: Path) -> Exception:
+    from repairloop.errors import ProjectError
+
+    return ProjectError(f"{path} is not a directory", hint="pass the project's directory")
 
 
 def _ask(console: Any) -> Callable[[str], bool]:
@@ -214,10 +271,179 @@ def _bench(cases_dir: Path, flags: Dict[str, Any], timeout: Optional[float], as_
     return int(ExitCode.OK)
 
 
+@app.command()
+def report(
+    run_id: Optional[str] = typer.Argument(None, metavar="[RUN_ID|latest]", help="Run id, unique prefix or run directory (default: latest)."),
+    path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text, md, json or html (one self-contained file)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
+) -> None:
+    """Explain a run from its journal: per iteration the failure shown, model, tokens, cost, diff, tests, decision."""
+
+    def body() -> int:
+        from repairloop.reports import find_run, load_run, render
+
+        if not path.is_dir():
+            raise _not_a_directory(path)
+        _emit(render(load_run(find_run(path, run_id)), fmt), output)
+        return int(ExitCode.OK)
+
+    _guarded(body)
+
+
+@app.command()
+def runs(
+    path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """List the project's runs: id, date, outcome, stop reason, iterations, cost."""
+
+    def body() -> int:
+        from repairloop.reports import load_runs, render_runs, run_row
+
+        if not path.is_dir():
+            raise _not_a_directory(path)
+        rows = [run_row(r) for r in load_runs(path)]
+        _emit(json.dumps(rows, indent=2) + "\n" if as_json else render_runs(rows), None)
+        return int(ExitCode.OK)
+
+    _guarded(body)
+
+
+@app.command()
+def stats(
+    path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only runs started on or after this date (YYYY-MM-DD)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
+) -> None:
+    """Fix rate, iterations and cost per fix, stop reasons, failure kinds; flags faults that keep coming back."""
+
+    def body() -> int:
+        from repairloop.reports import compute_stats, load_runs, parse_since, render_stats
+
+        if not path.is_dir():
+            raise _not_a_directory(path)
+        figures = compute_stats(load_runs(path, parse_since(since) if since else None))
+        _emit(json.dumps(figures.to_json(), indent=2) + "\n" if as_json else render_stats(figures), None)
+        return int(ExitCode.OK)
+
+    _guarded(body)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    """Write a command's document to stdout, or to ``output`` (ProjectError if it cannot be written)."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        from repairloop.errors import ProjectError
+
+        raise ProjectError(f"cannot write {output}: {err.strerror}", hint="pick a writable path for --output") from None
+
+
+@app.command()
+def hook(
+    path: Path = PathArg,
+    apply: bool = typer.Option(False, "--apply", help="Write the fix to the working tree (never staged); still exits 1."),
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Iteration budget (hook default 3)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD (hook default 0.10)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget, seconds (hook default 120)."),
+    test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
+) -> None:
+    """pre-commit entry point: passing tests exit 0; failing ones get a short repair and exit 1 with the patch."""
+    flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
+             "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
+    _guarded(lambda: _hook(path, flags, apply))
+
+
+def _hook(path: Path, flags: Dict[str, Any], apply: bool) -> int:
+    from repairloop.integrations.hook import hook_settings, run_hook
+    from repairloop.report import ConsoleRenderer
+
+    if not path.is_dir():
+        raise _not_a_directory(path)
+    settings = hook_settings(path.resolve(), flags, os.environ)
+    renderer = ConsoleRenderer(_console())
+    try:
+        report = run_hook(settings, path, apply=apply, on_event=renderer)
+    finally:
+        renderer.close()
+    sys.stdout.write("\n".join(report.lines) + "\n")
+    return report.exit_code
+
+
+@app.command()
+def ci(
+    path: Path = PathArg,
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Iteration budget."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget (prompt + completion)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget of the whole run, seconds."),
+    test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
+    push_branch: bool = typer.Option(False, "--push-branch", help="Push a fix as one commit on repairloop/<fingerprint>."),
+    open_pr: bool = typer.Option(False, "--open-pr", help="Also open (or update) a pull request; implies --push-branch."),
+    remote: str = typer.Option("origin", "--remote", help="Remote to push to."),
+    base: Optional[str] = typer.Option(None, "--base", help="Branch the fix targets (default: the CI's branch)."),
+    author: Optional[str] = typer.Option(None, "--author", help="Fix commit author, 'Name <email>'."),
+    patch_file: Optional[str] = typer.Option(None, "--patch-file", help="Also save the patch here (an artifact path)."),
+    summary_file: Optional[str] = typer.Option(None, "--summary-file", help="Also write the Markdown summary here."),
+    dotenv: Optional[str] = typer.Option(None, "--dotenv", help="Write the outputs as REPAIRLOOP_*=value lines (GitLab dotenv)."),
+    api_timeout: float = typer.Option(30.0, "--api-timeout", help="Seconds per forge API request."),
+) -> None:
+    """CI entry point: repair, then a summary, outputs, annotations, a patch file; optionally a branch and a pull request."""
+    flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
+             "max_tokens": max_tokens, "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
+    extra = {"push_branch": push_branch or open_pr, "open_pr": open_pr, "remote": remote, "base": base,
+             "author": author, "patch_file": patch_file, "summary_file": summary_file, "dotenv_file": dotenv,
+             "api_timeout": api_timeout}
+    _guarded(lambda: _ci(path, flags, extra))
+
+
+def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any]) -> int:
+    from repairloop.integrations.ci import CIOptions, run_ci
+    from repairloop.report import ConsoleRenderer, render_result
+
+    settings = _settings(path, flags)
+    options = CIOptions(**{k: v for k, v in extra.items() if v is not None})
+    console = _console()
+    renderer = ConsoleRenderer(console)
+    try:
+        report = run_ci(settings, path, options, environ=os.environ, stdout=sys.stdout, on_event=renderer)
+    finally:
+        renderer.close()
+    if report.result is not None:
+        render_result(console, report.result)
+    for line in report.actions:
+        console.print(line)
+    return report.exit_code
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    # CI systems stop jobs with SIGTERM: unwind like Ctrl-C so the workspace is removed.
+    raise KeyboardInterrupt
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Console-script entry point; returns the exit code."""
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         app(args=argv, standalone_mode=True)
     except SystemExit as done:
         return int(done.code or 0)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0

@@ -101,12 +101,17 @@ class Journal:
 
     ``Journal(run_dir)`` creates the directory; reopening an existing one (resume)
     first cuts a torn last line so the next event starts on a fresh line.
+    ``redact`` (text -> text) is applied to every string of every event and
+    file before it is written, so secrets never reach the disk (the loop
+    passes ``repairloop.redact.Redactor``).
     """
 
-    def __init__(self, run_dir: Path, *, clock: Clock = _utcnow) -> None:
+    def __init__(self, run_dir: Path, *, clock: Clock = _utcnow,
+                 redact: Optional[Callable[[str], str]] = None) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / JOURNAL
         self._clock = clock
+        self.redact: Callable[[str], str] = redact or (lambda text: text)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             data = self.path.read_bytes()
@@ -118,13 +123,28 @@ class Journal:
         """Write ``{"event": event, "ts": <ISO UTC>, **data}`` as one line; fsync'ed."""
         record: Dict[str, Any] = {"event": event, "ts": self._clock().isoformat()}
         record.update((k, v) for k, v in data.items() if k not in record)
-        line = (_dumps(record) + "\n").encode("utf-8")
+        line = (_dumps(self._redacted(record)) + "\n").encode("utf-8")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)  # one write: a kill leaves a whole line or a torn tail
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _redacted(self, data: Any) -> Any:
+        """``data`` as plain JSON values with ``redact`` applied to every string (keys too)."""
+        plain = json.loads(_dumps(data))
+
+        def walk(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.redact(value)
+            if isinstance(value, list):
+                return [walk(v) for v in value]
+            if isinstance(value, dict):
+                return {self.redact(k): walk(v) for k, v in value.items()}
+            return value
+
+        return walk(plain)
 
     def _target(self, name: str) -> Path:
         rel = PurePosixPath(name)
@@ -133,7 +153,8 @@ class Journal:
         return self.run_dir / rel
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write ``run_dir/name`` atomically (temp file + ``os.replace``), exact bytes."""
+        """Write ``run_dir/name`` atomically (temp file + ``os.replace``), exact bytes after ``redact``."""
+        text = self.redact(text)
         target = self._target(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -151,7 +172,7 @@ class Journal:
 
     def write_json(self, name: str, data: Any) -> Path:
         """Write ``data`` as indented JSON (same conversions as ``append``), atomically."""
-        return self.write_text(name, _dumps(data, indent=2) + "\n")
+        return self.write_text(name, _dumps(self._redacted(data), indent=2) + "\n")
 
     def intent(self, action: str, key: str, **data: Any) -> None:
         """Journal an effect outside the workspace before doing it (e.g. "apply", "push")."""

@@ -68,6 +68,8 @@ class ConsoleRenderer:
             line = Text(f"  #{it.number} {it.model}: ")
             line.append(it.decision.value, style=style)
             line.append(f" ({it.usage.tokens} tok{cost}, {it.seconds_total:.1f}s{sim}) {it.reason}")
+            for flag in it.flags:  # guard flags: test edits, scratch files dropped, suspected overfitting
+                line.append(f"\n    {flag}", style="yellow")
             self.console.print(line)
 
     def _phase(self, message: str) -> None:
@@ -91,8 +93,11 @@ def render_result(console: Console, result: RunResult) -> None:
     """The final panel: outcome, stop reason, totals, where the run is kept, and the diff."""
     totals = result.totals
     cost = totals["cost_usd"]
+    # Guard warnings (test edits allowed, suspected overfitting) come right under the outcome.
+    warnings = [n for n in result.notes if n.startswith("WARNING")]
     lines = [
         f"outcome: {result.outcome.value}",
+        *warnings,
         f"stopped: {result.stop_reason.value} ({result.stop_detail})",
         f"iterations: {totals['iterations']}, tokens: {totals['prompt_tokens'] + totals['completion_tokens']:,}, "
         f"cost: {'unknown' if cost is None else f'${cost:.4f}'}, time: {totals['seconds']['total']:.1f}s",
@@ -104,13 +109,17 @@ def render_result(console: Console, result: RunResult) -> None:
     if result.flaky_tests:
         lines.append("flaky (left alone): " + _some(result.flaky_tests))
     for note in result.notes:
-        lines.append(note)
+        if not note.startswith("WARNING"):
+            lines.append(note)
     if result.patch and result.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
         lines.append("The patch passes the tests: plausible, not proven correct. Review it.")
         lines.append(f"patch: {result.run_dir}/fix.patch" + (" (applied)" if result.applied else ""))
     lines.append(f"run: {result.run_dir}")
-    style = _OUTCOME_STYLE.get(result.outcome, "")
-    console.print(Panel("\n".join(lines), title="repairloop", border_style=style, expand=False))
+    style = "yellow" if warnings else _OUTCOME_STYLE.get(result.outcome, "")
+    body = Text()
+    for index, line in enumerate(lines):
+        body.append(("\n" if index else "") + line, style="bold yellow" if line in warnings else "")
+    console.print(Panel(body, title="repairloop", border_style=style, expand=False))
     if result.patch:
         console.print(Syntax(result.patch, "diff", theme="ansi_dark", background_color="default"))
 

@@ -53,15 +53,17 @@ class Settings(BaseModel):
     max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only).")
     timeout: float = Field(900.0, gt=0, description="Wall-clock seconds for the whole run.")
     test_timeout: float = Field(300.0, gt=0, description="Seconds for one run of the test command.")
+    per_test_timeout: Optional[float] = Field(None, gt=0, description="Seconds for one test (pytest only); unset: no limit.")
     model_timeout: float = Field(120.0, gt=0, description="Seconds per model request.")
     model_retries: int = Field(3, ge=0, description="Retries of a transient model error, per request.")
+    model_backoff: float = Field(1.0, ge=0, description="First backoff wait in seconds (doubles per retry, with jitter).")
     max_completion_tokens: int = Field(2048, ge=16, description="Completion tokens per request.")
     context_tokens: int = Field(6000, ge=500, description="Token budget of one prompt's material.")
     similarity_threshold: float = Field(0.90, ge=0, le=1, description="Candidate similarity that counts as stagnation.")
     patience: int = Field(3, ge=1, description="Iterations in a row without fewer failing tests before stopping.")
     retry_kinds: List[str] = Field(default_factory=lambda: ["logic"], description="Failure kinds the loop repairs.")
     downgrade_at: float = Field(0.5, ge=0, le=1, description="Budget share after which the next, cheaper model is used.")
-    allow_test_edits: bool = Field(False, description="Let candidates edit test files.")
+    allow_test_edits: bool = Field(False, description="Let candidates edit test files (the report says so).")
     test_globs: List[str] = Field(
         default_factory=lambda: [
             "tests/**",
@@ -75,10 +77,27 @@ class Settings(BaseModel):
         ],
         description="Files that are tests (read-only to candidates).",
     )
+    protected_globs: List[str] = Field(
+        default_factory=lambda: [
+            "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
+            ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
+            "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
+            "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
+            ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
+            "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
+            "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
+        ],
+        description="Test configuration, CI and dependency pins: never edited, even with allow_test_edits.",
+    )
+    source_dirs: List[str] = Field(
+        default_factory=list,
+        description="Directories where candidates may create files; empty: beside existing non-test code.",
+    )
     max_files: int = Field(5, ge=1, description="Files one candidate may touch.")
     max_changed_lines: int = Field(200, ge=1, description="Lines (added + removed) one candidate may change.")
     fuzzy_threshold: float = Field(0.85, ge=0.5, le=1, description="Similarity a fuzzily located hunk needs.")
     confirm_runs: int = Field(1, ge=0, description="Re-runs of the failing tests before repairing (flaky check).")
+    final_runs: int = Field(1, ge=1, description="Full-suite runs a candidate must pass before it counts as a fix.")
     workers: int = Field(2, ge=1, description="Candidates the offline engine validates in parallel.")
     builtin_candidates: int = Field(2000, ge=1, description="Candidates the offline engine may try per run.")
     builtin_candidate_timeout: float = Field(10.0, gt=0, description="Seconds for one offline candidate's tests.")

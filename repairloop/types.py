@@ -353,6 +353,9 @@ class Iteration:
     seconds_tests: float = 0.0
     seconds_total: float = 0.0
     attempts: int = 1
+    # Guard notes on an accepted candidate: "suspected_overfitting: ...", "test_edit: path",
+    # "dropped_scratch: path" (patch.guards / patch.overfit).
+    flags: Tuple[str, ...] = ()
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -370,6 +373,7 @@ class Iteration:
             "decision": self.decision.value,
             "reason": self.reason,
             "attempts": self.attempts,
+            "flags": list(self.flags),
             "seconds": {
                 "model": round(self.seconds_model, 3),
                 "tests": round(self.seconds_tests, 3),

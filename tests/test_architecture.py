@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Dict, Iterator, Set, Tuple
 
 PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
-WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace"}
-LOOP_LAYER = {"loop", "attempt", "chain"}
+WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace", "redact"}
+LOOP_LAYER = {"loop", "attempt", "chain", "recorded", "intents"}
 
 ALLOWED: Dict[str, Set[str]] = {
     "types": set(),
@@ -17,8 +17,10 @@ ALLOWED: Dict[str, Set[str]] = {
     **{w: {"types", "errors"} for w in WORKERS},
     **{m: {"settings", "types", "errors"} | WORKERS | LOOP_LAYER for m in LOOP_LAYER},
     "report": {"types", "errors", "journal"},
-    "integrations": {"loop", "report", "settings", "types", "errors"} | LOOP_LAYER,
-    "cli": {"loop", "report", "integrations", "settings", "types", "errors"} | LOOP_LAYER,
+    "reports": {"types", "errors", "journal"},
+    # integrations journal their side effects (push, pull request) as intents: the journal's writing side.
+    "integrations": {"loop", "report", "settings", "types", "errors", "journal"} | LOOP_LAYER,
+    "cli": {"loop", "report", "reports", "integrations", "settings", "types", "errors"} | LOOP_LAYER,
 }
 
 # Third-party libraries and the modules that may import them (STYLE.md).

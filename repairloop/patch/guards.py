@@ -1,18 +1,27 @@
 """Guards on a candidate patch: where it writes, whether it edits tests, how big it is.
 
 Tests are the oracle (DESIGN.md): a candidate that edits them could make any
-suite green, so it is refused unless the policy allows it.
+suite green, so it is refused unless the policy allows it. Test configuration,
+CI and dependency pins are refused always, and so is content that weakens the
+oracle in any file (``tamper.py``). New files are confined (``newfiles.py``).
+These guards are code, not a request in the prompt: what a model was told by
+text in the code or the test output can at most produce a candidate, and every
+candidate comes through here.
 """
 
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 from repairloop.errors import GuardError
 from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
+from repairloop.patch.newfiles import check_new_files, split_scratch
+from repairloop.patch.protected import protected_sections
+from repairloop.patch.tamper import check_tamper, edited_tests
 
 _PRIVATE = {".git": "git's own data", ".repairloop": "repairloop's run data"}
 
@@ -81,32 +90,100 @@ def is_test_path(path: str, globs: Sequence[str]) -> bool:
     return any(fnmatchcase(rel, g) for glob in globs for g in _expansions(glob))
 
 
-def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> None:
-    """Refuse a candidate that breaks ``policy``; return None when it passes.
+@dataclass(frozen=True)
+class Screened:
+    """A candidate that passed the guards.
 
-    Checks, first failure wins: each path stays inside ``root`` (no absolute
-    path, no ``..`` escape, no symlink out, not ``.git/``/``.repairloop/``); no
-    test file unless ``policy.allow_test_edits``; no binary text (NUL byte); then
-    ``max_files``, ``max_changed_lines`` (added + removed) and ``max_file_bytes``.
-    Raises GuardError whose message names the file and the rule.
+    ``applied`` is what goes on to the tests: the candidate without
+    ``dropped``, new files nothing in the project refers to (a scratch file
+    the model invented next to its fix is not part of the patch).
+    ``test_edits`` names the test files (or test functions) it changes, which
+    only ``allow_test_edits`` lets through.
     """
+
+    applied: AppliedPatch
+    dropped: Tuple[str, ...] = ()
+    test_edits: Tuple[str, ...] = ()
+
+
+def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Screened:
+    """Refuse a candidate that breaks ``policy``; return what passes, scratch files dropped.
+
+    Checks, first failure wins. Per file: the path stays inside ``root`` (no
+    absolute path, no ``..`` escape, no symlink out, not ``.git/``/``.repairloop/``);
+    not a protected file (``policy.protected_globs``: test configuration, CI,
+    dependency pins) nor the test or dependency sections of ``pyproject.toml``/
+    ``setup.cfg``; no test file (by ``policy.test_globs``, or a changed ``test*``
+    function found by content) unless ``policy.allow_test_edits``; the content
+    rules of ``tamper.check_tamper`` (no skip/xfail, exit, runner patch, fake
+    summary, deleted assertion); no binary text (NUL byte, binary suffix). Then
+    scratch files are dropped, new files must lie in the source directories
+    (``check_new_files``), and ``max_files``, ``max_changed_lines`` (added +
+    removed) and ``max_file_bytes`` hold for what is left.
+    Raises GuardError whose message names the file and the rule, and PatchError
+    when nothing but scratch files is left.
+    """
+    test_edits: List[str] = []
     for change in applied.changes:
         resolve_inside(root, change.path)
-        if not policy.allow_test_edits and is_test_path(change.path, policy.test_globs):
+        _check_protected(change, policy)
+        test_edits += _check_tests(change, policy)
+        check_tamper(change)
+        _check_text(change)
+    is_test = lambda path: is_test_path(path, policy.test_globs)  # noqa: E731 - a one-line predicate
+    kept, dropped = split_scratch(applied, root, is_test)
+    check_new_files(kept, root, policy, is_test)
+    _check_sizes(kept, policy)
+    return Screened(kept, dropped, tuple(test_edits))
+
+
+def _check_protected(change: FileChange, policy: GuardPolicy) -> None:
+    hint = "change only the code under test; test configuration, CI and dependency pins decide the verdict"
+    if is_test_path(change.path, policy.protected_globs):
+        raise GuardError(
+            f"the candidate edits {change.path}, a protected file (test configuration, CI or "
+            "dependency pins)",
+            hint=hint,
+        )
+    sections = protected_sections(change)
+    if sections:
+        raise GuardError(f"the candidate changes {change.path}: {sections}", hint=hint)
+
+
+def _check_tests(change: FileChange, policy: GuardPolicy) -> List[str]:
+    """The test edits of ``change`` (allowed by the policy), or GuardError when not allowed."""
+    hint = "change the code the failing tests exercise, not the tests"
+    if is_test_path(change.path, policy.test_globs):
+        if not policy.allow_test_edits:
             raise GuardError(
                 f"the candidate edits {change.path}, a test file; fix the code under test "
                 "instead (tests are the oracle)",
-                hint="change the code the failing tests exercise, not the tests",
+                hint=hint,
             )
-        _check_text(change)
-    _check_sizes(applied, policy)
+        return [change.path]
+    tests = edited_tests(change)
+    if tests and not policy.allow_test_edits:
+        raise GuardError(
+            f"the candidate edits the test {tests[0]} in {change.path}; fix the code under test "
+            "instead (tests are the oracle)",
+            hint=hint,
+        )
+    return [f"{change.path}::{name}" for name in tests]
+
+
+# Suffixes of files that are binary whatever they contain (compiled code, archives, images).
+_BINARY_SUFFIXES = (".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".bin", ".o", ".a",
+                    ".whl", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".tar", ".jar", ".png", ".jpg",
+                    ".jpeg", ".gif", ".ico", ".pdf", ".sqlite", ".db")
 
 
 def _check_text(change: FileChange) -> None:
+    binary = change.path.lower().endswith(_BINARY_SUFFIXES)
     for text in (change.old_text, change.new_text):
-        if text is not None and "\x00" in text:
+        if binary or (text is not None and "\x00" in text):
             raise GuardError(
-                f"the candidate edits {change.path}, a binary file (it contains NUL bytes)",
+                f"the candidate edits {change.path}, a binary file"
+                + ("" if binary else " (it contains NUL bytes)"),
                 hint="edit only text source files",
             )
 

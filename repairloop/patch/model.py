@@ -18,13 +18,27 @@ CONTEXT, REMOVED, ADDED = " ", "-", "+"
 MATCH_RANK = {"new": 0, "delete": 0, "exact": 0, "whitespace": 1, "fuzzy": 2}
 
 
+# Test configuration, CI configuration and dependency pins (settings' ``protected_globs``).
+PROTECTED_GLOBS: Tuple[str, ...] = (
+    "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
+    ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
+    "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
+    "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
+    ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
+    "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
+    "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
+)
+
+
 @dataclass(frozen=True)
 class GuardPolicy:
     """What one candidate patch may touch and how big it may be.
 
     Globs use fnmatch semantics on the relative POSIX path, where ``**/`` also
-    matches zero directories (see ``is_test_path``). Sizes: files per candidate,
-    added plus removed lines, bytes of one resulting file.
+    matches zero directories (see ``is_test_path``). ``allow_test_edits`` lifts
+    only the test-file rule, never ``protected_globs`` nor the content rules of
+    ``tamper.py``. Sizes: files per candidate, added plus removed lines, bytes of
+    one resulting file.
     """
 
     test_globs: Tuple[str, ...] = (
@@ -37,6 +51,11 @@ class GuardPolicy:
         "**/conftest.py",
     )
     allow_test_edits: bool = False
+    # Refused whatever ``allow_test_edits`` says: test configuration, CI, dependency pins.
+    protected_globs: Tuple[str, ...] = PROTECTED_GLOBS
+    # Where new files may be created (relative directories); () means "next to existing
+    # non-test Python files" (see guards.check_new_files).
+    source_dirs: Tuple[str, ...] = ()
     max_files: int = 5
     max_changed_lines: int = 200
     max_file_bytes: int = 1_000_000

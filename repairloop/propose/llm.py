@@ -92,7 +92,7 @@ class _Call:
     """Running totals of one ``propose()``: every attempt, failed ones included."""
 
     start: float
-    usage: Usage = field(default_factory=lambda: Usage(cost_usd=None))  # None: nothing priced yet
+    usage: Usage = field(default_factory=Usage)  # an unpriced attempt makes the sum unknown (None)
     attempts: int = 0
     retries: int = 0
     malformed: int = 0
@@ -215,7 +215,7 @@ class LLMProposer:
             self._emit({"event": "model_retry", "model": self.name, "cause": cause,
                         "attempt": call.attempts, "wait": round(wait, 3), "error": detail})
             self.sleep(wait)
-            call.usage = call.usage + Usage(cost_usd=None, seconds=wait)
+            call.usage = call.usage + Usage(seconds=wait)
             return
         error_class = {TRANSIENT: TransientModelError, UNRECOVERABLE: UnrecoverableModelError}.get(
             category, ModelError)

@@ -1,0 +1,177 @@
+"""Suspected overfitting: a candidate that special-cases the failing test's inputs.
+
+A plausible patch can pass by recognising the test rather than fixing the
+code: ``if items == [1, 2, 3, 4] and n == 2: return [3, 4]``. Such patches are
+the classic overfitting of test-suite-based repair (Smith et al., "Is the cure
+worse than the disease?", FSE 2015). They are *flagged*, not rejected: a
+literal shared with a test is sometimes right. A flag names the branch and the
+literal; the loop records it on the iteration and the report shows it.
+
+Literals are those of the failing tests' assertions (``assert``, ``assert*``
+calls, ``pytest.raises``) and ``parametrize`` arguments. Values too common to
+mean anything (None, booleans, numbers between -2 and 2, strings of one
+character, empty containers) are ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+
+from repairloop.patch.model import AppliedPatch
+
+_LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
+# ``match`` statements exist from Python 3.10; on 3.9 these are empty tuples (isinstance is False).
+_MATCH_CASE = getattr(ast, "match_case", ())
+_MATCH_VALUE = getattr(ast, "MatchValue", ())
+MAX_FLAGS = 5
+
+
+def _literal_key(node: ast.AST) -> Optional[str]:
+    """``repr`` of a non-trivial literal value, else None."""
+    if not isinstance(node, _LITERAL_NODES):
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float, complex)) and abs(value) <= 2:
+        return None
+    if isinstance(value, (str, bytes)) and len(value) <= 1:
+        return None
+    if isinstance(value, (list, tuple, set, frozenset, dict)) and not value:
+        return None
+    if isinstance(value, (set, frozenset)):
+        return repr(sorted(value, key=repr))
+    return repr(list(value)) if isinstance(value, tuple) else repr(value)
+
+
+def _literals_in(node: ast.AST) -> Set[str]:
+    return {key for sub in ast.walk(node) if (key := _literal_key(sub)) is not None}
+
+
+def _is_assertion(node: ast.AST) -> bool:
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name.startswith("assert") or name in ("raises", "warns", "approx")
+    return False
+
+
+def _find_test(tree: ast.AST, names: Sequence[str]) -> Optional[ast.AST]:
+    scope: ast.AST = tree
+    for name in names:
+        found = next((n for n in getattr(scope, "body", []) if getattr(n, "name", None) == name), None)
+        if found is None:
+            return None
+        scope = found
+    return scope
+
+
+def assertion_literals(root: Path, test_ids: Sequence[str]) -> FrozenSet[str]:
+    """Non-trivial literal values (as ``repr``) of the failing tests' assertions and parameters.
+
+    ``test_ids`` are pytest node ids relative to ``root``
+    (``tests/test_x.py::TestC::test_m[param]``). Files that are missing or do
+    not parse, and tests not found, contribute nothing. Raises nothing.
+    """
+    found: Set[str] = set()
+    for test_id in test_ids:
+        path, _, rest = test_id.partition("::")
+        names = [part.split("[")[0] for part in rest.split("::") if part]
+        try:
+            tree = ast.parse((root / path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        test = _find_test(tree, names) if names else None
+        if test is None:
+            continue
+        for node in ast.walk(test):
+            if _is_assertion(node):
+                found |= _literals_in(node)
+        for decorator in getattr(test, "decorator_list", []):
+            if "parametrize" in ast.unparse(decorator):
+                found |= _literals_in(decorator)
+    return frozenset(found)
+
+
+def _branch_tests(tree: ast.AST) -> Iterator[ast.AST]:
+    """Conditions that choose a branch: if/while/ternary tests, comprehension ifs, match guards."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            yield node.test
+        elif isinstance(node, ast.comprehension):
+            yield from node.ifs
+        elif isinstance(node, _MATCH_CASE):
+            yield node.pattern
+            if node.guard is not None:
+                yield node.guard
+
+
+def _special_cases(tree: ast.AST, literals: FrozenSet[str]) -> Iterator[Tuple[str, str, int, str]]:
+    """(key, shown, line, literal) of each comparison in a branch condition against a test literal."""
+    for test in _branch_tests(tree):
+        for node in ast.walk(test):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+            elif isinstance(node, _MATCH_VALUE):
+                operands = [node.value]
+            else:
+                continue
+            hits = sorted(_literals_in_operands(operands) & literals)
+            if hits:
+                shown = " ".join(ast.unparse(node).split())[:100]
+                yield ast.dump(node), shown, getattr(node, "lineno", 0), max(hits, key=len)
+
+
+def _literals_in_operands(operands: List[ast.AST]) -> Set[str]:
+    keys: Set[str] = set()
+    for operand in operands:
+        key = _literal_key(operand)
+        if key is not None:
+            keys.add(key)
+        if isinstance(operand, (ast.Tuple, ast.List, ast.Set)):  # x in (4, [1, 2, 3, 4])
+            keys |= {k for elt in operand.elts if (k := _literal_key(elt)) is not None}
+    return keys
+
+
+def _parse(text: Optional[str]) -> Optional[ast.AST]:
+    try:
+        return ast.parse(text) if text is not None else None
+    except (SyntaxError, ValueError):
+        return None
+
+
+def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
+                      is_test: Callable[[str], bool] = lambda path: False) -> Tuple[str, ...]:
+    """Flags for branch conditions the candidate adds that compare with the tests' literals.
+
+    Each flag reads ``suspected_overfitting: PATH:LINE `CONDITION` compares with
+    LITERAL from the failing test``; at most MAX_FLAGS. Test files (by
+    ``is_test``) and non-Python files are not looked at. () when nothing is
+    suspect or ``literals`` is empty.
+    """
+    if not literals:
+        return ()
+    flags: List[str] = []
+    for change in applied.changes:
+        if not change.path.endswith(".py") or is_test(change.path):
+            continue
+        new = _parse(change.new_text)
+        if new is None:
+            continue
+        old_tree = _parse(change.old_text)
+        before = Counter(k for k, _, _, _ in _special_cases(old_tree, literals)) if old_tree else Counter()
+        seen: Dict[str, int] = {}
+        for key, shown, line, literal in _special_cases(new, literals):
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > before.get(key, 0):
+                flags.append(f"suspected_overfitting: {change.path}:{line} `{shown}` compares with "
+                             f"{literal} from the failing test")
+    return tuple(flags[:MAX_FLAGS])

@@ -1,0 +1,272 @@
+"""Content rules on a candidate's Python files: what no fix needs, in any file.
+
+Public evaluations of automated repair found many "fixes" that pass by
+weakening the oracle: skipping or xfailing the failing test, ending the test
+process early, patching the test runner, printing a passing summary, deleting
+assertions (Kali's "functionality deletion" patches, Qi et al., ISSTA 2015;
+SWE-bench submissions that edit tests). These rules refuse such candidates
+whatever the file and whatever ``allow_test_edits`` says; only the test-file
+rule of ``guards.py`` is lifted by that option.
+
+Each rule compares the old and the new text of a file with ``ast``: a
+construct counts as *added* when the new text has more occurrences of it (by
+its source text) than the old one, so code that already had ``sys.exit`` may
+keep it. Files that do not parse are left to ``check_syntax``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from collections import Counter
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from repairloop.errors import GuardError
+from repairloop.patch.model import FileChange
+
+# Names that skip a test or expect it to fail (pytest and unittest).
+SKIP_NAMES = frozenset({"skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless",
+                        "expectedFailure", "skipTest", "SkipTest"})
+RUNNER_MODULES = frozenset({"pytest", "_pytest", "unittest", "doctest", "nose", "nose2"})
+# Roots whose attributes no fix assigns: the test runners and the builtins.
+RUNNER_ROOTS = RUNNER_MODULES | {"builtins", "__builtins__"}
+EXITS = frozenset({"sys.exit", "os._exit", "os.abort", "SystemExit", "atexit.register"})
+# Names that turn collection off (pytest: __test__, collect_ignore in a conftest).
+COLLECTION = frozenset({"__test__", "collect_ignore", "collect_ignore_glob"})
+# Environment variables that change what pytest runs, or tell code it is under test.
+RUNNER_ENV = re.compile(r"\bPYTEST_(ADDOPTS|PLUGINS|DISABLE_PLUGIN_AUTOLOAD|CURRENT_TEST|XDIST_\w+)\b")
+# A test runner's closing line: "3 passed in 0.1s", "Ran 3 tests in", "== test session starts ==".
+FAKE_SUMMARY = re.compile(
+    r"\b\d+ passed\b|\b\d+ (failed|errors?|skipped|xfailed|xpassed)\b.* in [\d.]+ ?s\b"
+    r"|={3,}.*\b(passed|failed|errors?|test session)\b|\bRan \d+ tests? in\b"
+    r"|test session starts|short test summary", re.I)
+
+Finding = Tuple[str, str, str, int]  # (rule, source text as key, text shown, line)
+
+_WHY = {
+    "skip": ("skips the test or expects it to fail",
+             "make the failing test pass by fixing the code; never skip or xfail it"),
+    "exit": ("ends the test process early", "return a value or raise an exception instead"),
+    "runner": ("tampers with the test runner",
+               "fix the code under test; leave pytest, unittest, collection and hooks alone"),
+    "summary": ("prints text that looks like a test summary",
+                "verdicts come from the runner's structured results; fix the code instead"),
+    "trivial_assert": ("adds an assertion that always passes", "keep the assertion's real check"),
+}
+
+
+def _dotted(node: ast.AST) -> str:
+    """``a.b.c`` for a Name/Attribute chain (through calls: ``a.b().c`` -> ``a.b.c``); else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    return ""
+
+
+def _src(node: ast.AST) -> str:
+    return " ".join(ast.unparse(node).split())[:120]
+
+
+def _runner_imports(tree: ast.AST) -> Set[str]:
+    """Local names bound by ``from pytest import skip`` and the like."""
+    names: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in RUNNER_MODULES:
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+class _Scanner:
+    """Walks one parsed file and yields its findings (rule, text, line)."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.tree = tree
+        self.imported = _runner_imports(tree)
+
+    def findings(self) -> Iterator[Finding]:
+        for node in ast.walk(self.tree):
+            for rule in (self._skip, self._exit, self._runner, self._summary, self._trivial):
+                found = rule(node)
+                if found:
+                    key = ast.dump(node)
+                    shown = f"def {node.name}" if isinstance(node, ast.FunctionDef) else _src(node)
+                    yield found, key, shown, getattr(node, "lineno", 0)
+                    break
+
+    def _skip(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Attribute) and node.attr in SKIP_NAMES:
+            root = _dotted(node).split(".")[0]
+            if root in RUNNER_MODULES or root in self.imported or root == "mark" or node.attr == "skipTest":
+                return "skip"
+        if isinstance(node, ast.Name) and node.id in SKIP_NAMES and node.id in self.imported:
+            return "skip"
+        return None
+
+    def _exit(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Attribute) and _dotted(node) in EXITS:
+            return "exit"
+        if isinstance(node, ast.Name) and node.id == "SystemExit":
+            return "exit"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exit", "quit"):
+            return "exit"
+        return None
+
+    def _runner(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "_pytest" for a in node.names):
+            return "runner"
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "_pytest":
+            return "runner"
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("pytest_"):
+            return "runner"  # a pytest hook implementation: it can rewrite any report
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(self._runner_target(t) for t in targets):
+                return "runner"
+        if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in ("setattr", "delattr") and node.args:
+            first = node.args[0]
+            if _dotted(first).split(".")[0] in RUNNER_ROOTS or (
+                    isinstance(first, ast.Constant) and isinstance(first.value, str)
+                    and first.value.split(".")[0] in RUNNER_ROOTS):
+                return "runner"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and RUNNER_ENV.search(node.value):
+            return "runner"
+        return None
+
+    def _runner_target(self, target: ast.AST) -> bool:
+        if isinstance(target, ast.Name):
+            return target.id in COLLECTION
+        if isinstance(target, ast.Subscript):
+            key = target.slice
+            return (_dotted(target.value) == "sys.modules" and isinstance(key, ast.Constant)
+                    and str(key.value).split(".")[0] in RUNNER_ROOTS)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return any(self._runner_target(t) for t in target.elts)
+        return isinstance(target, ast.Attribute) and _dotted(target).split(".")[0] in RUNNER_ROOTS
+
+    def _summary(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and FAKE_SUMMARY.search(node.value):
+            return "summary"
+        return None
+
+    def _trivial(self, node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Constant) and bool(node.test.value):
+            return "trivial_assert"
+        return None
+
+
+def _parse(text: Optional[str]) -> Optional[ast.AST]:
+    if text is None:
+        return None
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def count_assertions(tree: Optional[ast.AST]) -> int:
+    """``assert`` statements plus calls of ``assert*`` methods and ``pytest.raises``/``warns``."""
+    if tree is None:
+        return 0
+    total = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            total += 1
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            last = name.split(".")[-1]
+            if (last.startswith("assert") and "." in name) or name in ("pytest.raises", "pytest.warns"):
+                total += 1
+    return total
+
+
+def check_tamper(change: FileChange) -> None:
+    """Refuse a change to a ``.py`` file that weakens the test oracle; None when it passes.
+
+    Raises GuardError naming the file, the line and the construct when the new
+    text adds a skip or xfail (``pytest.mark.skip``, ``pytest.skip``,
+    ``unittest.skip``, ``self.skipTest``...), an early exit (``sys.exit``,
+    ``os._exit``, ``SystemExit``, ``exit()``, ``atexit.register``), a runner
+    patch (``_pytest`` imports, ``pytest_*`` hooks, assignments to
+    pytest/unittest/builtins attributes or collection switches,
+    ``PYTEST_ADDOPTS``-like variables), a string that looks like a test summary,
+    or an ``assert`` of a constant; or when it has fewer assertions than before
+    (deleting the file counts).
+    """
+    if not change.path.endswith(".py"):
+        return
+    old_tree, new_tree = _parse(change.old_text), _parse(change.new_text)
+    if change.new_text is not None and new_tree is None:
+        return  # check_syntax reports it with the line
+    before, after = count_assertions(old_tree), count_assertions(new_tree)
+    if after < before:
+        gone = "deletes the file, and with it" if change.new_text is None else "removes"
+        raise GuardError(
+            f"the candidate {gone} {before - after} assertion(s) of {change.path}; "
+            "assertions are the test oracle and may not be deleted",
+            hint="keep every assertion; if an expected value is really wrong, say so to the user instead",
+        )
+    if new_tree is None:
+        return
+    old = Counter((r, k) for r, k, _, _ in _Scanner(old_tree).findings()) if old_tree is not None else Counter()
+    seen: Dict[Tuple[str, str], int] = {}
+    for rule, key, text, line in _Scanner(new_tree).findings():
+        seen[(rule, key)] = seen.get((rule, key), 0) + 1
+        if seen[(rule, key)] > old.get((rule, key), 0):
+            what, hint = _WHY[rule]
+            raise GuardError(f"the candidate adds `{text}` to {change.path} (line {line}), which {what}",
+                             hint=hint)
+
+
+def _is_test_function(node: ast.AST) -> bool:
+    """A ``test*`` function that asserts something: pytest's default discovery, narrowed."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.name.startswith("test"):
+        return False
+    return count_assertions(node) > 0
+
+
+def _test_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
+    """(name, first line, last line) of module-level tests and tests of ``Test*``/TestCase classes."""
+    spans = []
+    for node in getattr(tree, "body", []):
+        if _is_test_function(node):
+            spans.append((node.name, _first_line(node), node.end_lineno or node.lineno))
+        elif isinstance(node, ast.ClassDef):
+            bases = {_dotted(b).split(".")[-1] for b in node.bases}
+            if node.name.startswith("Test") or "TestCase" in bases:
+                spans += [(f"{node.name}.{item.name}", _first_line(item), item.end_lineno or item.lineno)
+                          for item in node.body if _is_test_function(item)]
+    return spans
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([d.lineno for d in decorators] + [getattr(node, "lineno", 0)])
+
+
+def edited_tests(change: FileChange) -> List[str]:
+    """Test functions whose lines the change edits or deletes, found by content, not by path.
+
+    A test is a ``test*`` function with an assertion, at module level or in a
+    ``Test*`` class or a TestCase subclass: how pytest finds tests by default.
+    This catches an edited expected value in a test file that no test glob
+    names. Returns qualified names (``TestX.test_y``); [] for non-Python files.
+    """
+    tree = _parse(change.old_text)
+    if tree is None or not change.path.endswith(".py"):
+        return []
+    old = (change.old_text or "").splitlines()
+    new = (change.new_text or "").splitlines()
+    # Old 1-based line numbers touched; an insertion between lines k and k+1 is k + 0.5,
+    # so lines added right after a test's last line do not count as editing it.
+    changed: Set[float] = set()
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "insert":
+            changed.add(i1 + 0.5)
+        elif tag != "equal":
+            changed.update(range(i1 + 1, i2 + 1))
+    return [name for name, start, end in _test_spans(tree) if any(start <= n <= end for n in changed)]

@@ -1,0 +1,306 @@
+"""Guards that keep a fix from cheating: tests, test config, tamper content, confinement, overfitting.
+
+Every case builds the candidate the way the loop does (``apply_answer`` on a
+real project directory, or an ``AppliedPatch`` of old and new texts) and runs
+the real ``check_guards``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Dict, Optional
+
+import pytest
+
+from repairloop.errors import GuardError, PatchError
+from repairloop.patch import AppliedPatch, FileChange, GuardPolicy, apply_answer, check_guards
+from repairloop.patch.overfit import assertion_literals, overfitting_flags
+from repairloop.settings import Settings
+
+ALLOW = GuardPolicy(allow_test_edits=True)
+
+TEST_FILE = """\
+import pytest
+
+from calc import last_n
+
+
+def test_last_n():
+    assert last_n([1, 2, 3, 4], 2) == [3, 4]
+
+
+def test_first():
+    assert last_n([5, 6], 1) == [6]
+"""
+
+SOURCE = """\
+def last_n(items, n):
+    if n <= 0:
+        return []
+    return items[-n - 1:]
+"""
+
+
+def change(path: str, old: Optional[str], new: Optional[str]) -> AppliedPatch:
+    return AppliedPatch((FileChange(path, old, new, "exact", 1.0),), "unified_diff")
+
+
+def project(tmp_path: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        target = tmp_path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+# --- tests are the oracle -------------------------------------------------------
+
+
+def test_changed_expected_value_is_rejected_without_renaming_the_test(tmp_path: Path) -> None:
+    root = project(tmp_path, {"tests/test_lists.py": TEST_FILE})
+    answer = ("--- a/tests/test_lists.py\n+++ b/tests/test_lists.py\n@@ -6,2 +6,2 @@\n def test_last_n():\n"
+              "-    assert last_n([1, 2, 3, 4], 2) == [3, 4]\n+    assert last_n([1, 2, 3, 4], 2) == [2, 3, 4]\n")
+    applied = apply_answer(answer, root)
+    with pytest.raises(GuardError, match="tests/test_lists.py, a test file"):
+        check_guards(applied, root, GuardPolicy())
+    screened = check_guards(applied, root, ALLOW)
+    assert screened.test_edits == ("tests/test_lists.py",)
+
+
+def test_test_found_by_content_outside_the_test_globs(tmp_path: Path) -> None:
+    """A test file no glob names is still a test when its edited function is a test."""
+    new = edit(TEST_FILE, "== [3, 4]", "== [2, 3, 4]")
+    with pytest.raises(GuardError, match="edits the test test_last_n in checks/verify_lists.py"):
+        check_guards(change("checks/verify_lists.py", TEST_FILE, new), tmp_path, GuardPolicy())
+    screened = check_guards(change("checks/verify_lists.py", TEST_FILE, new), tmp_path, ALLOW)
+    assert screened.test_edits == ("checks/verify_lists.py::test_last_n",)
+
+
+def test_code_next_to_a_test_function_is_not_a_test_edit(tmp_path: Path) -> None:
+    old = "def helper():\n    return 1\n\n\ndef test_helper():\n    assert helper() == 1\n"
+    new = edit(old, "return 1", "return 1  # the one")
+    check_guards(change("checks/verify_helper.py", old, new), tmp_path, GuardPolicy())
+
+
+@pytest.mark.parametrize("decorator", ["@pytest.mark.skip", "@pytest.mark.skip(reason='flaky')",
+                                       "@pytest.mark.xfail", "@pytest.mark.skipif(True, reason='x')"])
+def test_skip_and_xfail_markers_are_rejected_even_with_test_edits_allowed(decorator: str, tmp_path: Path) -> None:
+    new = edit(TEST_FILE, "def test_last_n():", f"{decorator}\ndef test_last_n():")
+    with pytest.raises(GuardError, match="skips the test or expects it to fail"):
+        check_guards(change("tests/test_lists.py", TEST_FILE, new), tmp_path, ALLOW)
+
+
+@pytest.mark.parametrize("added, rule", [
+    ("    pytest.skip('later')\n", "skips the test"),
+    ("    pytest.xfail('known')\n", "skips the test"),
+    ("    raise unittest.SkipTest('no')\n", "skips the test"),
+    ("    self.skipTest('no')\n", "skips the test"),
+    ("    skip('no')\n", "skips the test"),
+    ("    sys.exit(0)\n", "ends the test process early"),
+    ("    os._exit(0)\n", "ends the test process early"),
+    ("    raise SystemExit(0)\n", "ends the test process early"),
+    ("    exit(0)\n", "ends the test process early"),
+    ("    atexit.register(print)\n", "ends the test process early"),
+    ("    print('===== 3 passed in 0.01s =====')\n", "looks like a test summary"),
+    ("    sys.stdout.write('Ran 3 tests in 0.001s')\n", "looks like a test summary"),
+    ("    pytest.main = lambda *a: 0\n", "tampers with the test runner"),
+    ("    setattr(unittest.TestCase, 'run', None)\n", "tampers with the test runner"),
+    ("    monkeypatch.setattr('_pytest.runner.call_runtest_hook', None)\n", "tampers with the test runner"),
+    ("    os.environ['PYTEST_ADDOPTS'] = '-k nothing'\n", "tampers with the test runner"),
+    ("    if 'PYTEST_CURRENT_TEST' in os.environ:\n        return [3, 4]\n", "tampers with the test runner"),
+    ("    import _pytest.runner\n", "tampers with the test runner"),
+])
+def test_tampering_content_is_rejected_in_source_code(added: str, rule: str, tmp_path: Path) -> None:
+    old = "import os, sys, atexit, unittest\nimport pytest\nfrom pytest import skip\n\n\n" + SOURCE
+    new = edit(old, "    if n <= 0:\n", added + "    if n <= 0:\n")
+    with pytest.raises(GuardError, match=rule) as info:
+        check_guards(change("calc/lists.py", old, new), tmp_path, ALLOW)
+    assert "calc/lists.py (line" in str(info.value)
+
+
+@pytest.mark.parametrize("text", [
+    "import pytest\n\n\ndef pytest_runtest_makereport(item, call):\n    pass\n",
+    "__test__ = False\n",
+    "collect_ignore = ['tests/test_lists.py']\n",
+    "print('== 1 failed, 3 passed in 0.10s ==')\n",
+])
+def test_a_new_conftest_that_tampers_is_rejected_even_when_tests_may_change(text: str, tmp_path: Path) -> None:
+    with pytest.raises(GuardError, match="conftest.py, a test file"):
+        check_guards(change("conftest.py", None, text), tmp_path, GuardPolicy())
+    with pytest.raises(GuardError, match="tampers with the test runner|looks like a test summary"):
+        check_guards(change("conftest.py", None, text), tmp_path, ALLOW)
+
+
+def test_code_that_already_exits_may_be_edited(tmp_path: Path) -> None:
+    old = "import sys\n\n\ndef main():\n    x = 1\n    sys.exit(x)\n"
+    check_guards(change("tool/cli.py", old, edit(old, "x = 1", "x = 2")), tmp_path, GuardPolicy())
+
+
+def test_deleting_assertions_is_rejected_even_with_test_edits_allowed(tmp_path: Path) -> None:
+    fewer = edit(TEST_FILE, "    assert last_n([5, 6], 1) == [6]\n", "    pass\n")
+    with pytest.raises(GuardError, match=r"removes 1 assertion\(s\) of tests/test_lists.py"):
+        check_guards(change("tests/test_lists.py", TEST_FILE, fewer), tmp_path, ALLOW)
+    with pytest.raises(GuardError, match="deletes the file, and with it 2 assertion"):
+        check_guards(change("tests/test_lists.py", TEST_FILE, None), tmp_path, ALLOW)
+    trivial = edit(TEST_FILE, "assert last_n([5, 6], 1) == [6]", "assert True")
+    with pytest.raises(GuardError, match="always passes"):
+        check_guards(change("tests/test_lists.py", TEST_FILE, trivial), tmp_path, ALLOW)
+
+
+def test_removing_a_unittest_assert_call_counts(tmp_path: Path) -> None:
+    old = "class T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), 1)\n        g()\n"
+    with pytest.raises(GuardError, match="removes 1 assertion"):
+        check_guards(change("tests/test_t.py", old, edit(old, "        self.assertEqual(f(), 1)\n", "")),
+                     tmp_path, ALLOW)
+
+
+# --- protected files: test configuration, CI, dependency pins ---------------------
+
+
+@pytest.mark.parametrize("path", ["pytest.ini", "tox.ini", "noxfile.py", ".github/workflows/ci.yml",
+                                  ".gitlab-ci.yml", "requirements.txt", "requirements-dev.txt",
+                                  "poetry.lock", "setup.py", ".pre-commit-config.yaml"])
+def test_protected_files_are_rejected_even_with_test_edits_allowed(path: str, tmp_path: Path) -> None:
+    with pytest.raises(GuardError, match=f"edits {path}, a protected file"):
+        check_guards(change(path, "a = 1\n", "a = 2\n"), tmp_path, ALLOW)
+
+
+PYPROJECT = """\
+[project]
+name = "calc"
+version = "0.1.0"
+dependencies = ["attrs>=22"]
+
+[tool.pytest.ini_options]
+addopts = "-q"
+"""
+
+
+@pytest.mark.parametrize("old, new, refused", [
+    ('addopts = "-q"', 'addopts = "-q -k not_last_n"', "[tool.pytest]"),
+    ('["attrs>=22"]', '["attrs==21.1"]', "[project.dependencies]"),
+    ('version = "0.1.0"', 'version = "0.1.1"', None),
+    ("[project]", "[project\n", "does not parse"),
+])
+def test_pyproject_test_and_dependency_sections(old: str, new: str, refused: Optional[str], tmp_path: Path) -> None:
+    applied = change("pyproject.toml", PYPROJECT, edit(PYPROJECT, old, new))
+    if refused is None:
+        check_guards(applied, tmp_path, ALLOW)
+        return
+    with pytest.raises(GuardError, match="pyproject.toml") as info:
+        check_guards(applied, tmp_path, ALLOW)
+    assert refused in str(info.value)
+
+
+def test_setup_cfg_test_sections(tmp_path: Path) -> None:
+    cfg = "[metadata]\nname = calc\n\n[options]\ninstall_requires = attrs\n\n[tool:pytest]\naddopts = -q\n"
+    check_guards(change("setup.cfg", cfg, edit(cfg, "name = calc", "name = calc2")), tmp_path, ALLOW)
+    with pytest.raises(GuardError, match=r"\[tool:pytest\]"):
+        check_guards(change("setup.cfg", cfg, edit(cfg, "addopts = -q", "addopts = -q -x")), tmp_path, ALLOW)
+    with pytest.raises(GuardError, match="install_requires"):
+        check_guards(change("setup.cfg", cfg, edit(cfg, "= attrs", "= attrs<20")), tmp_path, ALLOW)
+
+
+def test_settings_and_guard_policy_protect_the_same_files() -> None:
+    assert tuple(Settings().protected_globs) == GuardPolicy().protected_globs
+
+
+# --- confinement: new files, scratch files, binary ---------------------------------
+
+
+MODULE = "from calc.lists import last_n\n"
+
+
+def test_a_scratch_file_next_to_the_fix_is_not_part_of_the_patch(tmp_path: Path) -> None:
+    root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE})
+    fix = FileChange("calc/lists.py", SOURCE, edit(SOURCE, "-n - 1:", "-n:"), "exact", 1.0)
+    scratch = FileChange("calc/scratch_notes.py", None, "print('trying things')\n", "new", 1.0)
+    note = FileChange("calc/NOTES.md", None, "the bug is an off-by-one\n", "new", 1.0)
+    screened = check_guards(AppliedPatch((fix, scratch, note), "unified_diff"), root, GuardPolicy())
+    assert [c.path for c in screened.applied.changes] == ["calc/lists.py"]
+    assert screened.dropped == ("calc/scratch_notes.py", "calc/NOTES.md")
+    assert "scratch" not in screened.applied.diff()
+
+
+def test_only_scratch_files_is_a_structural_error(tmp_path: Path) -> None:
+    root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE})
+    with pytest.raises(PatchError, match="only creates files that nothing refers to"):
+        check_guards(change("calc/try.py", None, "x = 1\n"), root, GuardPolicy())
+
+
+def test_a_new_module_the_fix_imports_stays_in_a_source_directory(tmp_path: Path) -> None:
+    root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE})
+    fixed = "from calc.slicing import tail\n\n\n" + edit(SOURCE, "items[-n - 1:]", "tail(items, n)")
+    helper = FileChange("calc/slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0)
+    fix = FileChange("calc/lists.py", SOURCE, fixed, "exact", 1.0)
+    screened = check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy())
+    assert [c.path for c in screened.applied.changes] == ["calc/lists.py", "calc/slicing.py"]
+    with pytest.raises(GuardError, match="creates calc/slicing.py, outside the source directories"):
+        check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy(source_dirs=("lib",)))
+
+
+def test_a_new_module_outside_the_source_directories_is_rejected(tmp_path: Path) -> None:
+    root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE, "tests/test_lists.py": TEST_FILE})
+    fixed = "from slicing import tail\n\n\n" + SOURCE
+    helper = FileChange("slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0)
+    fix = FileChange("calc/lists.py", SOURCE, fixed, "exact", 1.0)
+    with pytest.raises(GuardError, match="creates slicing.py, outside the project's source directories"):
+        check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy())
+    hidden = FileChange(".cache/slicing.py", None, "x = 1\n", "new", 1.0)
+    fix2 = FileChange("calc/lists.py", SOURCE, "from slicing import x\n" + SOURCE, "exact", 1.0)
+    with pytest.raises(GuardError, match="in a hidden directory"):
+        check_guards(AppliedPatch((fix2, hidden), "unified_diff"), root, GuardPolicy())
+
+
+@pytest.mark.parametrize("path", ["calc/_speedups.so", "calc/lists.pyc", "docs/logo.png"])
+def test_binary_files_are_rejected_by_suffix(path: str, tmp_path: Path) -> None:
+    with pytest.raises(GuardError, match="a binary file"):
+        check_guards(change(path, "abc\n", "abd\n"), tmp_path, GuardPolicy())
+
+
+def test_size_limits_still_hold(tmp_path: Path) -> None:
+    big = SOURCE + "".join(f"X{i} = {i}\n" for i in range(30))
+    with pytest.raises(GuardError, match="changes 30 lines"):
+        check_guards(change("calc/lists.py", SOURCE, big), tmp_path, GuardPolicy(max_changed_lines=20))
+
+
+# --- suspected overfitting: flagged, not rejected ----------------------------------
+
+
+def test_special_casing_the_tests_inputs_is_flagged(tmp_path: Path) -> None:
+    root = project(tmp_path, {"tests/test_lists.py": TEST_FILE})
+    literals = assertion_literals(root, ["tests/test_lists.py::test_last_n"])
+    assert {"[1, 2, 3, 4]", "[3, 4]"} <= literals and "2" not in literals  # 2 is too common to mean much
+    cheat = edit(SOURCE, "    if n <= 0:", "    if items == [1, 2, 3, 4] and n == 2:\n        return [3, 4]\n    if n <= 0:")
+    applied = change("calc/lists.py", SOURCE, cheat)
+    check_guards(applied, tmp_path, GuardPolicy())  # not rejected
+    flags = overfitting_flags(applied, literals)
+    assert flags == ("suspected_overfitting: calc/lists.py:2 `items == [1, 2, 3, 4]` compares with "
+                     "[1, 2, 3, 4] from the failing test",)
+    honest = change("calc/lists.py", SOURCE, edit(SOURCE, "-n - 1:", "-n:"))
+    assert overfitting_flags(honest, literals) == ()
+
+
+def test_parametrized_inputs_count_and_existing_branches_do_not(tmp_path: Path) -> None:
+    test = """\
+        import pytest
+
+        @pytest.mark.parametrize("word, expected", [("kayak", True), ("hello", False)])
+        def test_palindrome(word, expected):
+            assert is_palindrome(word) is expected
+        """
+    root = project(tmp_path, {"tests/test_words.py": test})
+    literals = assertion_literals(root, ["tests/test_words.py::test_palindrome[kayak-True]"])
+    assert "'kayak'" in literals
+    old = "def is_palindrome(w):\n    if w == 'kayak':\n        return True\n    return w == w[::-1][1:]\n"
+    new = old.replace("[1:]", "")
+    assert overfitting_flags(change("words.py", old, new), literals) == ()  # the branch was there already
+    added = old.replace("    return w ==", "    if w in ('hello', 'x'):\n        return False\n    return w ==")
+    assert overfitting_flags(change("words.py", old, added), literals)[0].startswith(
+        "suspected_overfitting: words.py:4 `w in ('hello', 'x')` compares with 'hello'")
