@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -439,6 +440,28 @@ def open_workspace(project: Path, *, run_id: str, registry_dir: Path,
             entry.unlink()
 
 
+def _kill_processes_in(directory: Path) -> None:
+    """Kill the process groups of processes still working in ``directory`` (Linux /proc).
+
+    A run killed with SIGKILL cannot stop the test command it started in its
+    own session; such an orphan keeps running in the dead run's workspace.
+    Only processes whose working directory is inside that directory are hit.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if _within(cwd, directory):
+            with contextlib.suppress(OSError):
+                os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
+
+
 def clean_stale_workspaces(project: Path, registry_dir: Path, *,
                            is_alive: Callable[[int], bool]) -> List[str]:
     """Remove the workspaces of runs whose pid is dead; return their directories.
@@ -456,6 +479,7 @@ def clean_stale_workspaces(project: Path, registry_dir: Path, *,
         if is_alive(pid) or not tmp.name.startswith("repairloop-ws-") or _within(Path(project), tmp):
             continue
         worktree = Path(data["worktree"]) if data.get("worktree") else None
+        _kill_processes_in(tmp)
         _remove(Path(project) if worktree else None, tmp, worktree)
         with contextlib.suppress(OSError):
             entry.unlink()

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import git
 from scripted_server import ScriptedServer
+from test_misbehaving_tests import alive
 from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
 
 pytestmark = pytest.mark.slow
@@ -91,7 +92,6 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
         pids = wait_for_sessions(marker, 5, proc)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
-        os.kill(pids[-1], signal.SIGKILL)  # the orphaned test process of the killed run
         assert len(srv.requests) == 3  # iteration 3's answer had arrived
 
         resumed = cli("resume", "--project", str(project), "--json", env=env)
@@ -104,6 +104,7 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
     assert doc["patch"] == expected["patch"]
     assert calls_on_resume <= calls_after_iteration_2 and calls_on_resume == 0
     assert "removed a workspace left by an earlier run" in err
+    assert not alive(pids[-1])  # the killed run's orphaned test process was stopped with it
     worktrees = git(project, "worktree", "list").strip().splitlines()
     assert len(worktrees) == 1  # the killed run's worktree is gone, the user's checkout is the only one
     events = [json.loads(line)["event"] for line in Path(doc["run_dir"], "journal.jsonl").read_text().splitlines()]

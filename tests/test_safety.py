@@ -21,6 +21,7 @@ import pytest
 from conftest import git
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT, WRONG
+from test_misbehaving_tests import alive
 from test_resume import SESSION_HOOK, wait_for_sessions
 
 pytestmark = pytest.mark.slow
@@ -123,8 +124,8 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
             pids = wait_for_sessions(marker, 1 if ending == "sigint_tests" else 3, proc)
             proc.send_signal(signal.SIGINT if ending == "sigint_tests" else signal.SIGKILL)
         proc.communicate(timeout=300)
-        if ending == "sigkill_validation":
-            os.kill(pids[-1], signal.SIGKILL)  # the orphaned test process of the killed run
+    if ending == "sigkill_validation":
+        (tmp_path / "orphan").write_text(str(pids[-1]))  # the killed run's test process, still running
     return proc.returncode
 
 
@@ -162,6 +163,7 @@ def test_user_state_is_identical_after_every_ending(make_project, tmp_path, scen
         done = subprocess.run([sys.executable, "-m", "repairloop", "clean", str(project)],
                               capture_output=True, text=True)
         assert done.returncode == 0 and "1 stale workspace(s) removed" in done.stderr
+        assert not alive(int((tmp_path / "orphan").read_text()))  # clean stopped it too
         worktrees = git(project, "worktree", "list").strip().splitlines()
         assert snapshot(project) == before
     assert len(worktrees) == 1
