@@ -98,7 +98,7 @@ class AttemptRunner:
         proposal, applied, usage, attempts, error = outcome
         model_seconds = usage.seconds
         base = dict(number=number, engine=getattr(proposer, "engine", "llm"), model=model, usage=usage,
-                    attempts=attempts, flags=self.flags)
+                    attempts=attempts, flags=self.flags, candidates=self.tried)
         if applied is None:
             decision = Decision.NO_CANDIDATE if proposal is None else Decision.REJECTED
             it = Iteration(decision=decision, reason=error, seconds_model=model_seconds,
@@ -160,6 +160,7 @@ class AttemptRunner:
         """(proposal, applied patch or None, usage of every attempt, attempts, error text)."""
         s = self.s
         usage, attempts, feedback = Usage(), 0, None
+        self.tried = 0
         proposal: Optional[Proposal] = None
         self.flags = ()
         for round_ in range(2):  # the answer, and one structural retry in the same thread
@@ -167,6 +168,7 @@ class AttemptRunner:
             try:
                 proposal = proposer.propose(request)
             except ProposerError as err:
+                self.tried += _candidates_in(getattr(err, "notes", None), default=0)
                 self.journal_error(number, round_, err)
                 usage, attempts = usage + err.usage, attempts + max(err.attempts, 1)
                 return proposal, None, usage, attempts, self.model_failed(err)
@@ -175,6 +177,7 @@ class AttemptRunner:
                              engine=proposal.engine, answer=proposal.answer, usage=proposal.usage,
                              notes=proposal.notes)
             usage, attempts = usage + proposal.usage, attempts + max(proposal.usage.calls, 1)
+            self.tried += _candidates_in(proposal.notes, default=1)
             try:
                 applied = apply_answer(proposal.answer, s.ws.root, fuzzy_threshold=s.settings.fuzzy_threshold)
                 screened = check_guards(applied, s.ws.root, self.policy)
@@ -320,6 +323,12 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
     for it in kept:
         notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.startswith("suspected_overfitting")]
     return tuple(notes)
+
+
+def _candidates_in(notes: Optional[dict], default: int) -> int:
+    """Candidates behind one answer: the offline engine reports how many it tried."""
+    counts = (notes or {}).get("counts") or {}
+    return int(counts.get("tried", default))
 
 
 def _fixed(failing: Sequence[str], report: TestReport) -> bool:

@@ -6,7 +6,7 @@ exceptions. Only ``cli.py`` turns these into process exit codes.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from repairloop.types import ExitCode, Usage
 
@@ -89,4 +89,14 @@ class BudgetExhausted(ProposerError):
 
 
 class EngineExhausted(ProposerError):
-    """The offline engine ran out of candidates (or of time) without a plausible patch."""
+    """The offline engine ran out of candidates (or of time) without a plausible patch.
+
+    ``notes`` carries the engine's journal material (localisation, candidates tried).
+    """
+
+    notes: Dict[str, Any]
+
+    def __init__(self, message: str, hint: str = "", usage: Optional[Usage] = None, attempts: int = 1,
+                 notes: Optional[Dict[str, Any]] = None):
+        super().__init__(message, hint, usage=usage, attempts=attempts)
+        self.notes = dict(notes or {})

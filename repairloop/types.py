@@ -353,6 +353,7 @@ class Iteration:
     seconds_tests: float = 0.0
     seconds_total: float = 0.0
     attempts: int = 1
+    candidates: int = 1  # candidate patches tried: 1 per model answer; the offline engine tries many
     # Guard notes on an accepted candidate: "suspected_overfitting: ...", "test_edit: path",
     # "dropped_scratch: path" (patch.guards / patch.overfit).
     flags: Tuple[str, ...] = ()
@@ -373,6 +374,7 @@ class Iteration:
             "decision": self.decision.value,
             "reason": self.reason,
             "attempts": self.attempts,
+            "candidates": self.candidates,
             "flags": list(self.flags),
             "seconds": {
                 "model": round(self.seconds_model, 3),

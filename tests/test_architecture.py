@@ -32,6 +32,7 @@ ROOMS: Dict[str, Set[str]] = {
     "rapidfuzz": {"patch", "stop"},
     "litellm": {"propose"},
     "openai": {"propose"},
+    "coverage": {"propose"},  # the offline engine reads per-test coverage data
 }
 
 

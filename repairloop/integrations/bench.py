@@ -97,9 +97,7 @@ def run_case(case: Path, flags: Dict[str, Any], default_timeout: Optional[float]
 
 def _case_result(case: Path, meta: Dict[str, Any], result: RunResult, seconds: float) -> CaseResult:
     totals = result.totals
-    candidates = 0
-    for it in result.iterations:
-        candidates += 1 if it.engine == "llm" else max(it.attempts, 1)
+    candidates = sum(it.candidates for it in result.iterations)
     patch = result.patch or ""
     return CaseResult(
         name=case.name,

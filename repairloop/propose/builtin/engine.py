@@ -1,0 +1,263 @@
+"""The offline proposer: fault localisation, source mutations, validation by the tests.
+
+Classic search-based program repair (GenProg's generate-and-validate loop,
+with the simple-stupid-bug operators of ManySStuBs4J/PySStuBs): localise
+once per run (Ochiai over per-test coverage), mutate the most suspicious
+lines, validate candidates in parallel scratch copies, keep searching a while
+after the first plausible patch, and answer the smallest. The loop treats the
+answer like a model's: guards, its own validation, stop policy, journal.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from repairloop.errors import EngineExhausted
+from repairloop.propose.builtin.edits import Source
+from repairloop.propose.builtin.filemodel import FileModel
+from repairloop.propose.builtin.localise import Localisation, is_test_path, localise
+from repairloop.propose.builtin.scratch import (
+    Plan,
+    RunTests,
+    Verdict,
+    WorkerPool,
+    read_sources,
+    scratch_copy,
+    snapshot,
+)
+from repairloop.propose.builtin.search import Result, Search, order_candidates
+from repairloop.types import Proposal, ProposalRequest, TestReport, Usage
+
+PLAUSIBLE_NOTE = (
+    "A patch that passes the tests is plausible, not proven correct: the tests are the only "
+    "oracle, so review it (and its alternatives) before relying on it."
+)
+MAX_TRIED_IN_NOTES = 300  # the journal keeps the first ones; counts cover them all
+NO_BUDGET_BASELINE_TIMEOUT = 900.0  # seconds for the localisation run when the run has no time budget
+
+
+class BuiltinProposer:
+    """The ``builtin`` engine: a Proposer that needs no network and costs no tokens.
+
+    ``project_root`` is the loop's workspace (read, never written);
+    ``run_tests(root, test_ids, timeout_seconds, with_coverage)`` runs the tests
+    of a copy; ``test_globs`` say which files are tests (never mutated).
+    ``workers`` candidates are validated at once; ``max_candidates`` bounds the
+    candidates tried per run; ``candidate_timeout`` (seconds) is the least
+    per-candidate test timeout (at least 3x the baseline duration is used);
+    after the first plausible patch the search goes on for
+    ``extra_search_share`` of the time spent so far or ``extra_candidates``
+    more candidates, whichever ends first. ``clock`` returns seconds.
+    """
+
+    name = "builtin"
+    engine = "builtin"
+
+    def __init__(
+        self,
+        *,
+        project_root: Path,
+        run_tests: RunTests,
+        test_globs: Sequence[str],
+        workers: int = 2,
+        max_candidates: int = 2000,
+        candidate_timeout: float = 10.0,
+        extra_search_share: float = 0.2,
+        extra_candidates: int = 30,
+        clock: Callable[[], float] = time.monotonic,
+        scratch_dir: Optional[Path] = None,
+    ) -> None:
+        self.project_root = Path(project_root)
+        self.run_tests = run_tests
+        self.test_globs = tuple(test_globs)
+        self.workers = max(1, workers)
+        self.max_candidates = max_candidates
+        self.candidate_timeout = candidate_timeout
+        self.extra_search_share = extra_search_share
+        self.extra_candidates = extra_candidates
+        self.clock = clock
+        self.scratch_dir = scratch_dir
+        self._started: Optional[float] = None
+        self._localisation: Optional[Localisation] = None
+        self._plan: Optional[Plan] = None
+        self._baseline_seconds = 0.0
+        self._search: Optional[Search] = None
+        self._snapshot: Optional[Tuple[Tuple[str, int], ...]] = None
+        self._returned: Set[str] = set()
+        self._stopped_because = ""
+
+    def _is_test(self, path: str) -> bool:
+        return is_test_path(path, self.test_globs)
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        """Answer the next plausible patch as a unified diff (``a/``, ``b/``, project-relative).
+
+        Continues the same search on later calls and never answers the same
+        diff twice. Raises EngineExhausted (with ``notes``) when no plausible
+        patch is found within ``max_candidates`` and ``request.budget.seconds``.
+        """
+        start = self.clock()
+        self._started = start if self._started is None else self._started
+        seconds = request.budget.seconds
+        deadline = None if seconds is None else start + seconds
+        targets = tuple(dict.fromkeys(request.context.failing_tests + request.context.other_failing))
+        if not targets:
+            raise self._exhausted("no failing tests were given to repair", {})
+        sources = read_sources(self.project_root, self._is_test)
+        if self._localisation is None:
+            self._localise(request, targets, deadline, sources)
+        deadline = self._reserve(deadline, seconds)
+        if self._search is None or snapshot(sources) != self._snapshot:
+            self._search = self._new_search(sources)
+        best = self._search.plausible(self._returned)
+        if not best:
+            self._search_more(self._search, deadline)
+            best = self._search.plausible(self._returned)
+        if not best:
+            raise self._exhausted(self._exhausted_message(self._search), self._notes(None, []))
+        chosen = best[0]
+        self._returned.add(chosen.diff)
+        notes = self._notes(chosen, best[1:])
+        usage = Usage(0, 0, 0.0, seconds=self.clock() - start, calls=0)
+        return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes)
+
+    def _search_more(self, search: Search, deadline: Optional[float]) -> None:
+        """Validate further candidates in fresh worker copies until the search policy stops."""
+        assert self._plan is not None
+        plan = self._plan
+
+        def time_left() -> Optional[float]:
+            return None if deadline is None else deadline - self.clock()
+
+        with WorkerPool(self.project_root, self.workers, self.scratch_dir) as pool:
+
+            def validate(changed: Dict[str, str]) -> Verdict:
+                return pool.validate(changed, search.originals, self.run_tests, plan, self.clock, time_left)
+
+            search.run(validate, lambda s: self._keep_going(s, deadline), self.clock)
+
+    # -- localisation -------------------------------------------------------------------
+
+    def _localise(self, request: ProposalRequest, targets: Tuple[str, ...],
+                  deadline: Optional[float], sources: Dict[str, str]) -> None:  # fmt: skip
+        """Run the suite once with per-test coverage on a copy and rank suspicious lines."""
+        timeout = NO_BUDGET_BASELINE_TIMEOUT if deadline is None else max(1.0, deadline - self.clock())
+        with scratch_copy(self.project_root, self.scratch_dir) as root:
+            try:
+                report = self.run_tests(root, (), timeout, True)
+            except Exception as exc:  # the runner's own errors: nothing to localise with
+                raise self._exhausted(f"the localisation run of the test suite failed: {exc}", {}) from exc
+            try:
+                if report.timed_out:
+                    raise self._exhausted(f"the localisation run did not finish within {timeout:.0f}s", {})
+                context = request.context
+                self._localisation = localise(report, root, targets, context.traceback, self.test_globs, sources)
+            finally:
+                _remove_coverage(report.coverage_file)
+        self._plan = self._make_plan(report, targets)
+
+    def _make_plan(self, report: TestReport, targets: Tuple[str, ...]) -> Plan:
+        """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed."""
+        durations = {r.test_id: r.duration for r in report.results}
+        target_seconds = sum(durations.get(t, 0.0) for t in targets)
+        self._baseline_seconds = report.seconds
+        allowed = frozenset(report.failing_ids) - frozenset(targets)
+        return Plan(
+            targets=targets,
+            allowed_failing=allowed,
+            target_timeout=max(self.candidate_timeout, 3.0 * target_seconds),
+            suite_timeout=max(self.candidate_timeout, 3.0 * report.seconds),
+        )
+
+    def _reserve(self, deadline: Optional[float], seconds: Optional[float]) -> Optional[float]:
+        """Leave the loop time to validate our answer (about one baseline run, at most a quarter)."""
+        if deadline is None or seconds is None:
+            return deadline
+        return deadline - min(0.25 * seconds, self._baseline_seconds + 2.0)
+
+    def _new_search(self, sources: Dict[str, str]) -> Search:
+        assert self._localisation is not None
+        self._snapshot = snapshot(sources)
+        models: Dict[str, FileModel] = {}
+        for path in sorted({s.path for s in self._localisation.suspects}):
+            if path in sources:
+                try:
+                    models[path] = FileModel(Source(path, sources[path]))
+                except (SyntaxError, ValueError):
+                    continue  # a file that does not parse cannot be mutated
+        candidates = order_candidates(self._localisation.suspects, models)
+        return Search(candidates, sources, self.workers)
+
+    # -- search policy ------------------------------------------------------------------
+
+    def _keep_going(self, search: Search, deadline: Optional[float]) -> bool:
+        now = self.clock()
+        if search.tried >= self.max_candidates:
+            self._stopped_because = f"max_candidates ({self.max_candidates}) reached"
+            return False
+        if deadline is not None and now >= deadline:
+            self._stopped_because = "time budget spent"
+            return False
+        if search.found_at is not None:
+            found_time, found_tried = search.found_at
+            assert self._started is not None
+            extra_time = self.extra_search_share * (found_time - self._started)
+            if now >= found_time + extra_time or search.tried >= found_tried + self.extra_candidates:
+                self._stopped_because = "extra search after the first plausible patch done"
+                return False
+        self._stopped_because = "all candidates tried"
+        return True
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def _notes(self, chosen: Optional[Result], others: List[Result]) -> Dict[str, Any]:
+        loc, search = self._localisation, self._search
+        notes: Dict[str, Any] = {"engine": "builtin"}
+        if loc is not None:
+            notes["localisation_method"] = loc.method
+            notes["localisation"] = loc.top(10)
+            if loc.note:
+                notes["localisation_note"] = loc.note
+        if search is not None:
+            notes["counts"] = search.counts()
+            notes["tried"] = [r.to_json() for r in search.results[:MAX_TRIED_IN_NOTES]]
+        if self._plan is not None:
+            notes["timeouts"] = {"failing_tests": self._plan.target_timeout, "suite": self._plan.suite_timeout}
+        notes["stopped_because"] = self._stopped_because
+        notes["plausible_note"] = PLAUSIBLE_NOTE
+        notes["alternatives"] = [r.diff for r in others]
+        if chosen is not None:
+            notes["chosen"] = {**chosen.candidate.to_json(), "edit_size": list(chosen.size)}
+        return notes
+
+    def _exhausted_message(self, search: Search) -> str:
+        counts = search.counts()
+        return (
+            f"the builtin engine tried {search.tried} candidate patches "
+            f"({counts.get('failing', 0)} left tests failing, {counts.get('timeout', 0)} timed out, "
+            f"{counts.get('broke_passing', 0)} broke passing tests, "
+            f"{counts.get('compile_error', 0)} did not compile) and found no plausible patch "
+            f"({self._stopped_because or 'no candidates'})"
+        )
+
+    def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
+        return EngineExhausted(
+            message,
+            hint="the bug may need more than one or two small edits; try a model (--model) or a larger --timeout",
+            notes=notes,
+        )
+
+
+def _remove_coverage(coverage_file: Optional[str]) -> None:
+    """The caller owns the runner's coverage data file (and its private temp dir)."""
+    if not coverage_file:
+        return
+    data = Path(coverage_file)
+    if data.parent.name.startswith("repairloop-coverage-"):
+        shutil.rmtree(data.parent, ignore_errors=True)
+    else:
+        for leftover in data.parent.glob(data.name + "*"):
+            leftover.unlink(missing_ok=True)

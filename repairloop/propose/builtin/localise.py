@@ -1,0 +1,270 @@
+"""Spectrum-based fault localisation (Ochiai over per-test coverage), traceback fallback.
+
+Ochiai (Abreu, Zoeteweij and van Gemund, 2006) scores a line executed by
+``ef`` failing and ``ep`` passing tests, out of ``F`` failing tests, as
+``ef / sqrt(F * (ef + ep))``; it is the usual best single formula for
+spectrum-based localisation. Per-test spectra come from coverage.py's dynamic
+contexts (pytest-cov's ``--cov-context=test``: one context per test node id,
+suffixed ``|setup``, ``|run`` or ``|teardown``; shared notes, section 6). Ties
+are broken by the distance to the failing frames of the traceback, then by
+path and line, so the ranking is deterministic.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from repairloop.types import Frame, TestReport, TestResult
+
+FAR = 10**6  # distance of a line in a file with no failing frame
+DEFAULT_TEST_GLOBS = ("tests/*", "test/*", "test_*.py", "*_test.py", "conftest.py")
+LineKey = Tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A suspicious line: ``path`` relative to the project root, 1-based ``line``, ``score`` in 0..1.
+
+    ``failed``/``passed`` count the failing and passing tests that executed it
+    (zero for traceback localisation); ``distance`` is in lines to the nearest
+    failing frame in the same file (``FAR`` when there is none).
+    """
+
+    path: str
+    line: int
+    score: float
+    failed: int = 0
+    passed: int = 0
+    distance: int = FAR
+
+    def to_json(self) -> Dict[str, object]:
+        return {"path": self.path, "line": self.line, "score": round(self.score, 4),
+                "failed": self.failed, "passed": self.passed}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """Ranked suspects, most suspicious first, and how they were found.
+
+    ``method`` is ``coverage`` (Ochiai) or ``traceback`` (the fallback); ``note``
+    says why the fallback was used.
+    """
+
+    method: str
+    suspects: Tuple[Suspect, ...]
+    failing: Tuple[str, ...]
+    passing: Tuple[str, ...]
+    note: str = ""
+
+    def top(self, count: int = 10) -> List[Dict[str, object]]:
+        """The first ``count`` suspects as JSON-ready dicts."""
+        return [s.to_json() for s in self.suspects[:count]]
+
+
+def is_test_path(path: str, globs: Sequence[str]) -> bool:
+    """True when project-relative ``path`` is a test file by ``globs`` (fnmatch, any depth)."""
+    posix = PurePosixPath(path.replace(os.sep, "/"))
+    for pattern in globs or DEFAULT_TEST_GLOBS:
+        pattern = pattern.replace(os.sep, "/")
+        bare = pattern[3:] if pattern.startswith("**/") else pattern
+        if fnmatch.fnmatch(str(posix), pattern) or fnmatch.fnmatch(posix.name, bare):
+            return True
+        if bare.endswith("/*") or bare.endswith("/**"):
+            folder = bare.rsplit("/", 1)[0]
+            if any(fnmatch.fnmatch(part, folder) for part in posix.parts[:-1]):
+                return True
+    return False
+
+
+def relative_path(path: str, root: Path) -> Optional[str]:
+    """``path`` relative to ``root`` with ``/`` separators, or None when outside it."""
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        return candidate.as_posix()
+    try:
+        rel = Path(os.path.realpath(candidate)).relative_to(os.path.realpath(root))
+    except ValueError:
+        return None
+    return rel.as_posix()
+
+
+def read_line_contexts(coverage_file: str, root: Path, globs: Sequence[str]) -> Dict[LineKey, FrozenSet[str]]:
+    """Per line of non-test project code, the test ids whose context executed it.
+
+    Raises ImportError when coverage.py is not importable here.
+    """
+    from coverage import CoverageData  # lazily: only the localisation run needs it
+
+    data = CoverageData(basename=coverage_file)
+    data.read()
+    lines: Dict[LineKey, FrozenSet[str]] = {}
+    for measured in sorted(data.measured_files()):
+        rel = relative_path(measured, root)
+        if rel is None or is_test_path(rel, globs) or not rel.endswith(".py"):
+            continue
+        for line, contexts in (data.contexts_by_lineno(measured) or {}).items():
+            tests = frozenset(c.split("|", 1)[0] for c in contexts if c)
+            if tests:
+                lines[(rel, line)] = tests
+    return lines
+
+
+def ochiai(
+    lines: Mapping[LineKey, FrozenSet[str]], failing: Iterable[str], passing: Iterable[str]
+) -> Dict[LineKey, Tuple[float, int, int]]:
+    """Ochiai suspiciousness of every line executed by a failing test: ``{key: (score, ef, ep)}``."""
+    failed, passed = set(failing), set(passing) - set(failing)
+    if not failed:
+        return {}
+    scores: Dict[LineKey, Tuple[float, int, int]] = {}
+    for key, tests in lines.items():
+        ef = len(tests & failed)
+        if ef:
+            ep = len(tests & passed)
+            scores[key] = (ef / math.sqrt(len(failed) * (ef + ep)), ef, ep)
+    return scores
+
+
+_PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_PYTEST_FRAME = re.compile(r"^([^\s:][^:\n]*\.py):(\d+):", re.MULTILINE)
+
+
+def failure_frames(
+    results: Sequence[TestResult], failing: Iterable[str], traceback: str, root: Path, globs: Sequence[str]
+) -> List[Frame]:
+    """Frames of the failing tests in non-test project code, innermost first, no duplicates."""
+    wanted = set(failing)
+    frames: List[Frame] = []
+    for result in results:
+        if result.test_id in wanted and result.failed:
+            frames.extend(reversed(result.frames))
+    for pattern in (_PY_FRAME, _PYTEST_FRAME):
+        found = [Frame(m.group(1), int(m.group(2))) for m in pattern.finditer(traceback or "")]
+        frames.extend(reversed(found))
+    out: List[Frame] = []
+    seen: Set[LineKey] = set()
+    for frame in frames:
+        rel = relative_path(frame.path, root)
+        if rel is None or is_test_path(rel, globs) or (rel, frame.line) in seen:
+            continue
+        seen.add((rel, frame.line))
+        out.append(Frame(rel, frame.line, frame.function))
+    return out
+
+
+def distance(path: str, line: int, frames: Sequence[Frame]) -> int:
+    """Lines from (path, line) to the nearest frame in the same file (``FAR`` if none)."""
+    return min((abs(f.line - line) for f in frames if f.path == path), default=FAR)
+
+
+def rank(scores: Mapping[LineKey, Tuple[float, int, int]], frames: Sequence[Frame]) -> Tuple[Suspect, ...]:
+    """Suspects sorted by score, then distance to a failing frame, then path and line."""
+    suspects = [
+        Suspect(path, line, score, ef, ep, distance(path, line, frames))
+        for (path, line), (score, ef, ep) in scores.items()
+    ]
+    suspects.sort(key=lambda s: (-round(s.score, 9), s.distance, s.path, s.line))
+    return tuple(suspects)
+
+
+def _function_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            spans.append((node.name, node.lineno, node.end_lineno or node.lineno))
+    return spans
+
+
+def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
+    """Names and attributes mentioned by the failing test functions (their module if not found)."""
+    names: Set[str] = set()
+    for test_id in sorted(set(test_ids)):
+        parts = test_id.split("::")
+        function = re.sub(r"\[.*\]$", "", parts[-1]) if len(parts) > 1 else ""
+        try:
+            tree = ast.parse((root / parts[0]).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        scope = next((n for n in ast.walk(tree) if getattr(n, "name", None) == function), tree)
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+    return names
+
+
+def traceback_scores(
+    frames: Sequence[Frame], sources: Mapping[str, str], failing: Iterable[str], root: Path
+) -> Dict[LineKey, Tuple[float, int, int]]:
+    """Fallback scores: failing frames (innermost 1.0), their functions (0.6), functions the tests call (0.4)."""
+    scores: Dict[LineKey, float] = {}
+
+    def add(key: LineKey, value: float) -> None:
+        scores[key] = max(scores.get(key, 0.0), value)
+
+    trees = {}
+    for path, text in sorted(sources.items()):
+        try:
+            trees[path] = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+    for i, frame in enumerate(frames):
+        add((frame.path, frame.line), max(0.7, 1.0 - 0.05 * i))
+        for _, first, last in _function_spans(trees.get(frame.path, ast.Module(body=[], type_ignores=[]))):
+            if first <= frame.line <= last:
+                for line in range(first + 1, last + 1):
+                    add((frame.path, line), 0.6)
+    referenced = _test_references(failing, root)
+    for path, tree in trees.items():
+        for name, first, last in _function_spans(tree):
+            if name in referenced:
+                for line in range(first + 1, last + 1):
+                    add((path, line), 0.4)
+    return {key: (value, 0, 0) for key, value in scores.items()}
+
+
+def localise(
+    report: TestReport,
+    root: Path,
+    failing: Sequence[str],
+    traceback: str,
+    globs: Sequence[str],
+    sources: Mapping[str, str],
+) -> Localisation:
+    """Rank suspicious lines from a baseline run with per-test coverage.
+
+    ``report`` is that run (on a copy at ``root``); ``failing`` the test ids to
+    repair; ``sources`` the non-test project files, ``{path: text}``. Falls back
+    to the traceback frames, with a note saying why, when there is no coverage
+    data or it names no line executed by a failing test. Raises nothing.
+    """
+    failing_ids = tuple(sorted(set(failing)))
+    passing = tuple(t for t in report.passed_ids if t not in set(failing_ids))
+    frames = failure_frames(report.results, failing_ids, traceback, root, globs)
+    if report.coverage_file is None:
+        note = ("coverage.py is not importable in the project's test environment, so there is no "
+                "per-test coverage: suspicious lines come from the traceback frames and the "
+                "functions the failing tests call (install coverage and pytest-cov for Ochiai)")  # fmt: skip
+    else:
+        try:
+            lines = read_line_contexts(report.coverage_file, root, globs)
+        except ImportError:
+            note = "coverage.py is not importable by repairloop: localised from the traceback frames"
+        except Exception as exc:  # any unreadable data file degrades to the fallback, never aborts
+            note = f"the coverage data could not be read ({exc}): localised from the traceback frames"
+        else:
+            scores = ochiai(lines, failing_ids, passing)
+            if scores:
+                return Localisation("coverage", rank(scores, frames), failing_ids, passing)
+            note = ("the coverage data records no project line run by a failing test: "
+                    "localised from the traceback frames")  # fmt: skip
+    scores = traceback_scores(frames, sources, failing_ids, root)
+    return Localisation("traceback", rank(scores, frames), failing_ids, passing, note)

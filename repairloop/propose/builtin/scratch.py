@@ -1,0 +1,226 @@
+"""Scratch copies of the project and candidate validation inside them.
+
+The project root (the loop's workspace) is never written: each worker gets
+its own copy, made once per ``propose()`` call, and a candidate is validated by
+writing the changed files into one copy, running the tests, and writing the
+original text back. Validation is cheapest first (shared with the loop's own
+order): the previously failing tests with a per-candidate timeout (mutants
+often loop forever), then the whole suite; a candidate that makes a test fail
+that passed at the baseline is rejected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+
+from repairloop.types import TestReport
+
+RunTests = Callable[[Path, Sequence[str], float, bool], TestReport]
+IGNORED = (".git", "__pycache__", ".repairloop", ".venv", ".tox", ".nox", ".mypy_cache",
+           ".pytest_cache", "node_modules", "*.egg-info")  # fmt: skip
+
+
+def copy_project(src: Path, dst: Path) -> Path:
+    """Copy the project to ``dst`` without VCS data, caches, virtualenvs or run data."""
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED))
+    return dst
+
+
+@contextlib.contextmanager
+def scratch_copy(src: Path, scratch_dir: Optional[Path]) -> Iterator[Path]:
+    """A throw-away copy of the project (``copy_project``), removed on exit."""
+    if scratch_dir is not None:
+        scratch_dir.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="repairloop-builtin-", dir=scratch_dir))
+    try:
+        yield copy_project(src, base / src.name)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def iter_python_files(root: Path) -> Iterator[str]:
+    """Project-relative ``/`` paths of the ``.py`` files under ``root``, sorted, ignored dirs pruned."""
+    skip = {p for p in IGNORED if "*" not in p} | {"site-packages"}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(
+            d for d in dirs
+            if d not in skip and not d.endswith(".egg-info")
+            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any virtualenv
+        )  # fmt: skip
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(folder, name).relative_to(root).as_posix()
+
+
+def drop_bytecode(root: Path, path: str) -> None:
+    """Remove cached bytecode of ``path``: a same-size rewrite within the same second
+    would otherwise keep the stale ``.pyc`` (its header stores mtime in whole seconds and size)."""
+    target = root / path
+    cache = target.parent / "__pycache__"
+    if cache.is_dir():
+        for pyc in cache.glob(f"{target.stem}.*.pyc"):
+            try:
+                pyc.unlink()
+            except OSError:
+                pass
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How candidates are validated: target test ids, tolerated failures, timeouts in seconds."""
+
+    targets: Tuple[str, ...]
+    allowed_failing: FrozenSet[str]  # failed at the baseline and not targets: not our business
+    target_timeout: float
+    suite_timeout: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What validating one candidate showed: ``status`` is ``plausible``, ``failing``,
+    ``timeout``, ``broke_passing`` or ``error``; ``fixed`` counts targets that passed."""
+
+    status: str
+    reason: str
+    fixed: int = 0
+    seconds: float = 0.0
+
+
+def _short(ids: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(sorted(ids)[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) -> Verdict:
+    """Verdict of the run of the target (previously failing) tests only."""
+    passed = set(report.passed_ids)
+    fixed = sum(1 for t in targets if t in passed)
+    if report.timed_out or report.exit_code is None:
+        return Verdict("timeout", f"failing tests did not finish within {timeout:.1f}s", fixed)
+    failing = report.failing_ids
+    if report.exit_code == 0 and not failing:
+        return Verdict("passed", "", fixed if report.results else len(targets))
+    first = next((r for r in report.failing), None)
+    detail = f" ({first.exc_type}: {first.message[:120]})" if first and first.exc_type else ""
+    return Verdict("failing", f"still failing: {_short(failing) or f'exit code {report.exit_code}'}{detail}", fixed)
+
+
+def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
+    """Verdict of the whole-suite run of a candidate whose target tests passed."""
+    fixed = len(plan.targets)
+    if report.timed_out or report.exit_code is None:
+        return Verdict("timeout", f"the test suite did not finish within {timeout:.1f}s", fixed)
+    failing = set(report.failing_ids)
+    broke = sorted(failing - plan.allowed_failing)
+    if broke:
+        return Verdict("broke_passing", f"breaks tests that passed: {_short(broke)}", fixed)
+    clean = report.exit_code == 0 or (report.exit_code == 1 and bool(failing) and report.source != "exit_code")
+    if not clean:
+        return Verdict("error", f"the test suite exited with code {report.exit_code}", fixed)
+    return Verdict("plausible", "passes the failing tests and the whole suite", fixed)
+
+
+class WorkerPool:
+    """``workers`` copies of the project in a scratch directory, removed on exit.
+
+    Use as a context manager; ``validate`` may be called from several threads
+    at once (each call holds one copy for its duration).
+    """
+
+    def __init__(self, project_root: Path, workers: int, scratch_dir: Optional[Path]) -> None:
+        self.project_root = project_root
+        self.workers = max(1, workers)
+        self.scratch_dir = scratch_dir
+        self.base: Optional[Path] = None
+        self._free: "queue.Queue[Path]" = queue.Queue()
+
+    def __enter__(self) -> "WorkerPool":
+        if self.scratch_dir is not None:
+            self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        self.base = Path(tempfile.mkdtemp(prefix="repairloop-builtin-", dir=self.scratch_dir))
+        try:
+            for i in range(self.workers):
+                self._free.put(copy_project(self.project_root, self.base / f"worker-{i}"))
+        except BaseException:
+            shutil.rmtree(self.base, ignore_errors=True)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def validate(
+        self,
+        changed: Dict[str, str],
+        originals: Dict[str, str],
+        run_tests: RunTests,
+        plan: Plan,
+        clock: Callable[[], float],
+        time_left: Callable[[], Optional[float]],
+    ) -> Verdict:
+        """Write ``changed`` files into a free copy, run targets then suite, restore. Raises nothing."""
+        root = self._free.get()
+        started = clock()
+        try:
+            _write(root, changed)
+            verdict = _run_stages(root, run_tests, plan, time_left)
+        except Exception as exc:  # a runner failure on one candidate must not end the search
+            verdict = Verdict("error", f"validation failed: {type(exc).__name__}: {exc}")
+        finally:
+            _write(root, {p: originals[p] for p in changed})
+            self._free.put(root)
+        return Verdict(verdict.status, verdict.reason, verdict.fixed, clock() - started)
+
+
+def _write(root: Path, files: Dict[str, str]) -> None:
+    for path, text in files.items():
+        with open(root / path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        drop_bytecode(root, path)
+
+
+def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:
+    left = time_left()
+    return timeout if left is None else max(1.0, min(timeout, left))
+
+
+def _run_stages(root: Path, run_tests: RunTests, plan: Plan, time_left: Callable[[], Optional[float]]) -> Verdict:
+    timeout = _bounded(plan.target_timeout, time_left)
+    first = judge_targets(run_tests(root, plan.targets, timeout, False), plan.targets, timeout)
+    if first.status != "passed":
+        return first
+    timeout = _bounded(plan.suite_timeout, time_left)
+    return judge_suite(run_tests(root, (), timeout, False), plan, timeout)
+
+
+def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
+    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}`` (undecodable skipped)."""
+    sources: Dict[str, str] = {}
+    for path in iter_python_files(root):
+        if is_test(path):
+            continue
+        try:
+            with open(root / path, encoding="utf-8", newline="") as handle:
+                sources[path] = handle.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+    return sources
+
+
+def snapshot(sources: Dict[str, str]) -> Tuple[Tuple[str, int], ...]:
+    """A cheap fingerprint of the sources, to notice that the workspace changed."""
+    return tuple(sorted((p, hash(t)) for p, t in sources.items()))
+
+
+__all__: List[str] = [
+    "Plan", "RunTests", "Verdict", "WorkerPool", "copy_project", "iter_python_files",
+    "judge_suite", "judge_targets", "read_sources", "scratch_copy", "snapshot",
+]  # fmt: skip

@@ -1,0 +1,246 @@
+"""Candidate ordering and the parallel search over them.
+
+Candidates are single mutations ordered by suspiciousness x operator prior
+with stable tie-breaks (line rank, family order, offsets, text), so the same
+input always gives the same order. When the singles are exhausted and time is
+left, two-edit combinations of the most promising singles follow: those that
+made some of the failing tests pass first.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import warnings
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from repairloop.propose.builtin.edits import Edit, apply_to_files, diff_files, edit_size
+from repairloop.propose.builtin.filemodel import FileModel
+from repairloop.propose.builtin.localise import Suspect
+from repairloop.propose.builtin.mutate import mutations_at
+from repairloop.propose.builtin.mutation import FAMILY_ORDER, Mutation
+from repairloop.propose.builtin.scratch import Verdict
+
+MAX_LINES = 40  # suspicious lines mutated; deeper ones almost never hold a one-line fix
+PAIR_POOL = 12  # singles combined pairwise when the singles are exhausted
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One or two mutations to try together; ``order`` is the position in the search order."""
+
+    mutations: Tuple[Mutation, ...]
+    suspiciousness: float
+    prior: float
+    order: int
+
+    @property
+    def operator(self) -> str:
+        return "+".join(m.operator for m in self.mutations)
+
+    @property
+    def edits(self) -> Tuple[Edit, ...]:
+        return tuple(m.edit for m in self.mutations)
+
+    def to_json(self) -> Dict[str, object]:
+        first = self.mutations[0]
+        return {
+            "operator": self.operator,
+            "path": first.path,
+            "line": first.line,
+            "lines": [m.line for m in self.mutations],
+            "description": "; ".join(m.description for m in self.mutations),
+            "suspiciousness": round(self.suspiciousness, 4),
+            "prior": round(self.prior, 4),
+        }
+
+
+@dataclass(frozen=True)
+class Result:
+    """A tried candidate, its verdict, and (for plausible ones) its diff and edit size."""
+
+    candidate: Candidate
+    verdict: Verdict
+    diff: str = ""
+    size: Tuple[int, int] = (0, 0)
+
+    @property
+    def plausible(self) -> bool:
+        return self.verdict.status == "plausible"
+
+    def choice_key(self) -> Tuple[int, int, float, float, int]:
+        """Smallest edit, then most suspicious, then highest prior, then search order."""
+        c = self.candidate
+        return (*self.size, -round(c.suspiciousness, 9), -round(c.prior, 9), c.order)
+
+    def to_json(self) -> Dict[str, object]:
+        record = self.candidate.to_json()
+        record.update(outcome=self.verdict.status, reason=self.verdict.reason,
+                      seconds=round(self.verdict.seconds, 3))  # fmt: skip
+        return record
+
+
+def order_candidates(suspects: Sequence[Suspect], models: Mapping[str, FileModel]) -> List[Candidate]:
+    """Single-mutation candidates of the top suspicious lines, in search order."""
+    found: List[Tuple[Mutation, float, int]] = []
+    seen: Set[Tuple[str, int, int, str]] = set()
+    for rank, suspect in enumerate(s for s in suspects if s.score > 0):
+        if rank >= MAX_LINES:
+            break
+        model = models.get(suspect.path)
+        if model is None:
+            continue
+        for mutation in mutations_at(model, suspect.line):
+            key = (mutation.path, mutation.start, mutation.end, mutation.replacement)
+            if key not in seen:
+                seen.add(key)
+                found.append((mutation, suspect.score, rank))
+    found.sort(key=lambda t: (-round(t[1] * t[0].prior, 9), t[2], FAMILY_ORDER[t[0].operator],
+                              t[0].path, t[0].start, t[0].end, t[0].replacement))  # fmt: skip
+    return [Candidate((m, ), score, m.prior, i) for i, (m, score, _) in enumerate(found)]
+
+
+def _overlap(a: Mutation, b: Mutation) -> bool:
+    return a.path == b.path and (a.line == b.line or (a.start < b.end and b.start < a.end))
+
+
+def pair_candidates(results: Sequence[Result], first_order: int) -> List[Candidate]:
+    """Two-edit candidates from singles that ran (no timeout), partial fixes first."""
+    ran = [r for r in results if len(r.candidate.mutations) == 1
+           and r.verdict.status in ("failing", "broke_passing")]  # fmt: skip
+    ran.sort(key=lambda r: (-r.verdict.fixed, r.candidate.order))
+    pool = ran[:PAIR_POOL]
+    pairs = []
+    for a, b in itertools.combinations(pool, 2):
+        ma, mb = a.candidate.mutations[0], b.candidate.mutations[0]
+        if not _overlap(ma, mb):
+            key = (-(a.verdict.fixed + b.verdict.fixed), a.candidate.order + b.candidate.order, a.candidate.order)
+            pairs.append((key, a.candidate, b.candidate))
+    pairs.sort(key=lambda t: t[0])
+    return [
+        Candidate(a.mutations + b.mutations, min(a.suspiciousness, b.suspiciousness), a.prior * b.prior, first_order + i)
+        for i, (_, a, b) in enumerate(pairs)
+    ]
+
+
+def _fingerprint(changed: Dict[str, str]) -> Tuple[Tuple[str, int], ...]:
+    """What the changed files mean: their ASTs (text when they do not parse)."""
+    parts = []
+    for path, text in sorted(changed.items()):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                meaning = ast.dump(ast.parse(text))
+        except (SyntaxError, ValueError):
+            meaning = text
+        parts.append((path, hash(meaning)))
+    return tuple(parts)
+
+
+Validate = Callable[[Dict[str, str]], Verdict]
+KeepGoing = Callable[["Search"], bool]
+
+
+class Search:
+    """The state of one search, continued across ``propose()`` calls.
+
+    ``originals`` maps project-relative paths to the text the mutations were
+    computed on. ``run`` validates candidates in order, ``workers`` at a time,
+    while ``keep_going(self)`` says so; results accumulate in ``results``.
+    """
+
+    def __init__(self, candidates: Sequence[Candidate], originals: Dict[str, str], workers: int) -> None:
+        self.queue: List[Candidate] = list(candidates)
+        self.originals = originals
+        self.workers = max(1, workers)
+        self.cursor = 0
+        self.generated = len(self.queue)
+        self.pairs_added = False
+        self.results: List[Result] = []
+        self.tried = 0
+        self.found_at: Optional[Tuple[float, int]] = None  # (clock, tried) at this run's first plausible
+        self._seen: Set[Tuple[Tuple[str, int], ...]] = set()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.pairs_added and self.cursor >= len(self.queue)
+
+    def _next(self, inflight: int) -> Optional[Tuple[Candidate, Dict[str, str]]]:
+        while True:
+            if self.cursor >= len(self.queue):
+                if self.pairs_added or inflight:
+                    return None  # pairs need every single's verdict first
+                self.pairs_added = True
+                self.queue.extend(pair_candidates(self.results, len(self.queue)))
+                continue
+            candidate = self.queue[self.cursor]
+            self.cursor += 1
+            try:
+                changed = apply_to_files(self.originals, candidate.edits)
+            except ValueError:
+                continue
+            fingerprint = _fingerprint(changed)
+            if fingerprint not in self._seen:  # two operators, same program (`(x)` and `x`)
+                self._seen.add(fingerprint)
+                return candidate, changed
+
+    def _check_compiles(self, changed: Dict[str, str]) -> Optional[Verdict]:
+        for path, text in sorted(changed.items()):
+            try:
+                with warnings.catch_warnings():  # a mutant's SyntaxWarning is not the user's business
+                    warnings.simplefilter("ignore")
+                    compile(text, path, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:
+                return Verdict("compile_error", f"does not compile: {exc}")
+        return None
+
+    def _record(self, candidate: Candidate, changed: Dict[str, str], verdict: Verdict, now: float) -> None:
+        diff, size = "", (0, 0)
+        if verdict.status == "plausible":
+            diff = diff_files(self.originals, changed)
+            size = edit_size(self.originals, changed)
+            if self.found_at is None:
+                self.found_at = (now, self.tried)
+        self.results.append(Result(candidate, verdict, diff, size))
+
+    def run(self, validate: Validate, keep_going: KeepGoing, clock: Callable[[], float]) -> None:
+        """Validate candidates until ``keep_going`` says stop or none are left."""
+        self.found_at = None
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="repairloop-builtin") as pool:
+            inflight: Dict["Future[Verdict]", Tuple[int, Candidate, Dict[str, str]]] = {}
+            while True:
+                while len(inflight) < self.workers and keep_going(self):
+                    item = self._next(len(inflight))
+                    if item is None:
+                        break
+                    self.tried += 1
+                    failed = self._check_compiles(item[1])
+                    if failed is not None:
+                        self._record(item[0], item[1], failed, clock())
+                        continue
+                    inflight[pool.submit(validate, item[1])] = (self.tried, *item)
+                if not inflight:
+                    return
+                done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: inflight[f][0]):
+                    _, candidate, changed = inflight.pop(future)
+                    try:
+                        verdict = future.result()
+                    except Exception as exc:  # one broken validation must not end the search
+                        verdict = Verdict("error", f"validation failed: {type(exc).__name__}: {exc}")
+                    self._record(candidate, changed, verdict, clock())
+
+    def plausible(self, exclude: Set[str]) -> List[Result]:
+        """Plausible results whose diff is not in ``exclude``, best first."""
+        found = [r for r in self.results if r.plausible and r.diff and r.diff not in exclude]
+        return sorted(found, key=Result.choice_key)
+
+    def counts(self) -> Dict[str, int]:
+        """How many candidates were generated and tried, and tried per outcome."""
+        counts: Dict[str, int] = {"generated": self.generated, "tried": self.tried,
+                                  "pairs": len(self.queue) - self.generated}  # fmt: skip
+        for result in self.results:
+            counts[result.verdict.status] = counts.get(result.verdict.status, 0) + 1
+        return counts

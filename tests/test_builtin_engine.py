@@ -1,0 +1,224 @@
+"""The builtin engine end to end: real pytest runs through repairloop's runner.
+
+Projects are benchmark cases (fixtures/bench) or small ones written under
+tmp_path. Budgets are small and workers=2 so the suite stays quick.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import pytest
+
+from repairloop import runner
+from repairloop.errors import EngineExhausted
+from repairloop.propose.builtin import BuiltinProposer
+from repairloop.propose.builtin.edits import Source
+from repairloop.propose.builtin.filemodel import FileModel
+from repairloop.propose.builtin.localise import Suspect
+from repairloop.propose.builtin.mutation import Mutation
+from repairloop.propose.builtin.scratch import Plan, Verdict, WorkerPool
+from repairloop.propose.builtin.search import Candidate, Search, order_candidates
+from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestReport
+
+BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "bench"
+TEST_GLOBS = ("tests/*", "test_*.py", "*_test.py", "conftest.py")
+
+
+def run_tests(root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool) -> TestReport:
+    """The loop's RunTests adapter: pytest in ``root``, per-test coverage of the project on request."""
+    return runner.run_tests(
+        root,
+        (sys.executable, "-m", "pytest", "-q"),
+        test_ids=test_ids,
+        timeout=timeout,
+        pythonpath=[root],
+        coverage_source=["."] if with_coverage else None,
+    )
+
+
+def without_coverage(root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool) -> TestReport:
+    """A test environment where coverage.py is unavailable: coverage_file is always None."""
+    return run_tests(root, test_ids, timeout, False)
+
+
+def tree_digest(root: Path) -> Dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def request_for(root: Path, seconds: float = 120.0) -> ProposalRequest:
+    baseline = run_tests(root, (), 120, False)
+    assert baseline.failing_ids, baseline.output[-2000:]
+    context = RepairContext(failing_tests=baseline.failing_ids, message="", traceback="", slices=())
+    return ProposalRequest(context=context, budget=BudgetLeft(seconds=seconds))
+
+
+def bench_copy(name: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(BENCH / name, tmp_path / name))
+
+
+def write_project(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def changed_paths(diff: str) -> List[str]:
+    return [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
+
+
+INC = {
+    "calc.py": "def inc(x):\n    return x + 2\n\n\ndef dec(x):\n    return x - 1\n",
+    "tests/test_calc.py": (
+        "from calc import dec, inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n\n\n"
+        "def test_dec():\n    assert dec(1) == 0\n"
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case, fixed_line",
+    [
+        ("binary_search_bound", "+    while lo <= hi:"),
+        ("caesar_modulus", "+    return chr((ord(c) - base + k) % 26 + base)"),
+        ("components_negated", "+        if not seen[v]:"),
+    ],
+)
+def test_engine_repairs_bench_cases(case: str, fixed_line: str, tmp_path: Path) -> None:
+    project = bench_copy(case, tmp_path)
+    before = tree_digest(project)
+    engine = BuiltinProposer(project_root=project, run_tests=run_tests, test_globs=TEST_GLOBS,
+                             workers=2, scratch_dir=tmp_path / "scratch")  # fmt: skip
+    proposal = engine.propose(request_for(project))
+    assert proposal.engine == "builtin" and proposal.model == "builtin"
+    assert proposal.usage.tokens == 0 and proposal.usage.cost_usd == 0.0
+    assert fixed_line in proposal.answer.splitlines()
+    removed = [l for l in proposal.answer.splitlines() if l.startswith("-") and not l.startswith("---")]
+    assert len(removed) == 1  # a one-line fix is a one-line diff
+    assert all(not p.startswith("tests/") for p in changed_paths(proposal.answer))
+    notes = proposal.notes
+    assert notes["localisation_method"] == "coverage"
+    assert notes["localisation"][0]["score"] > 0
+    assert notes["counts"]["plausible"] >= 1 and notes["tried"]
+    assert "plausible, not proven" in notes["plausible_note"]
+    assert tree_digest(project) == before  # the workspace itself is never written
+    assert list((tmp_path / "scratch").iterdir()) == []  # scratch copies are cleaned up
+
+
+@pytest.mark.slow
+def test_later_calls_continue_and_never_repeat_a_diff(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "inc", INC)
+    engine = BuiltinProposer(project_root=project, run_tests=run_tests, test_globs=TEST_GLOBS,
+                             workers=2, max_candidates=40, extra_search_share=100.0,
+                             extra_candidates=100)  # fmt: skip
+    request = request_for(project)
+    first = engine.propose(request)
+    # Smallest edit first; the tie between `x + 1` and `x * 2` goes to the higher operator prior.
+    assert "+    return x + 1" in first.answer.splitlines()
+    assert first.notes["alternatives"], "the extra search should have found other plausible patches"
+    answers = [first.answer]
+    for _ in range(6):
+        try:
+            answers.append(engine.propose(request).answer)
+        except EngineExhausted as exc:
+            assert "tried" in exc.message and exc.notes["counts"]["tried"] >= 1
+            break
+    assert len(answers) >= 2
+    assert len(set(answers)) == len(answers)
+    assert answers[1] == first.notes["alternatives"][0]
+
+
+def test_traceback_fallback_when_coverage_is_unavailable(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "inc", INC)
+    engine = BuiltinProposer(project_root=project, run_tests=without_coverage, test_globs=TEST_GLOBS,
+                             workers=2, max_candidates=30)  # fmt: skip
+    proposal = engine.propose(request_for(project))
+    assert proposal.notes["localisation_method"] == "traceback"
+    assert "coverage" in proposal.notes["localisation_note"]
+    assert proposal.notes["localisation"][0]["path"] == "calc.py"
+    assert "+    return x + 1" in proposal.answer.splitlines()
+
+
+def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
+    project = bench_copy("roman_missing_subtractive", tmp_path)
+    # Mutants of to_roman's loop run forever: a short candidate timeout keeps this test quick.
+    engine = BuiltinProposer(project_root=project, run_tests=run_tests, test_globs=TEST_GLOBS,
+                             workers=2, max_candidates=8, candidate_timeout=3.0)  # fmt: skip
+    with pytest.raises(EngineExhausted) as caught:
+        engine.propose(request_for(project))
+    error = caught.value
+    assert "tried 8 candidate patches" in error.message
+    assert error.notes["counts"]["tried"] == 8
+    assert len(error.notes["tried"]) == 8
+    assert {"operator", "path", "line", "outcome", "reason"} <= set(error.notes["tried"][0])
+    assert error.notes["localisation_method"] == "coverage"
+
+
+def test_an_infinitely_looping_candidate_costs_no_more_than_its_timeout(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "loop", {
+        "count.py": "def count_down(n):\n    steps = 0\n    while n > 0:\n        n -= 1\n        steps += 1\n    return steps\n",
+        "tests/test_count.py": "from count import count_down\n\n\ndef test_three():\n    assert count_down(3) == 3\n",
+    })  # fmt: skip
+    original = (project / "count.py").read_text()
+    looping = original.replace("n -= 1", "n += 1")
+    timeout = 2.0
+    plan = Plan(("tests/test_count.py::test_three",), frozenset(), timeout, timeout)
+    with WorkerPool(project, 1, tmp_path / "scratch") as pool:
+        verdict = pool.validate({"count.py": looping}, {"count.py": original}, run_tests, plan,
+                                clock=__import__("time").monotonic, time_left=lambda: None)  # fmt: skip
+        restored = (pool.base / "worker-0" / "count.py").read_text()  # type: ignore[operator]
+    assert verdict.status == "timeout"
+    # The runner kills the process group at the timeout; allow for start-up and the kill itself.
+    assert verdict.seconds < timeout + 10
+    assert restored == original
+    assert (project / "count.py").read_text() == original
+
+
+def test_candidate_order_is_deterministic(tmp_path: Path) -> None:
+    text = (BENCH / "binary_search_bound" / "searching.py").read_text()
+    suspects = [Suspect("searching.py", line, 0.5) for line in range(5, 16)]
+    models = {"searching.py": FileModel(Source("searching.py", text))}
+    first = order_candidates(suspects, models)
+    again = order_candidates(suspects, {"searching.py": FileModel(Source("searching.py", text))})
+    assert [c.mutations for c in first] == [c.mutations for c in again]
+    scores = [c.suspiciousness * c.prior for c in first]
+    assert scores == sorted(scores, reverse=True)
+    assert first[0].operator == "comparison"  # the highest prior at equal suspiciousness
+
+
+def test_pairs_come_after_every_single_and_start_from_partial_fixes() -> None:
+    text = "a = 1\nb = 2\nc = 3\n"
+    source = Source("m.py", text)
+
+    def mutation(line: int, new: str) -> Mutation:
+        start = source.line_starts[line - 1] + 4
+        return Mutation("literal_off_by_one", "m.py", line, start, start + 1, new, 0.9, f"line {line} -> {new}")
+
+    singles = [mutation(1, "5"), mutation(3, "9"), mutation(2, "6")]
+    candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate(singles)]
+
+    def validate(changed: Dict[str, str]) -> Verdict:  # two independent bugs: a must be 5, b must be 6
+        fixed = ("a = 5" in changed["m.py"]) + ("b = 6" in changed["m.py"])
+        return Verdict("plausible" if fixed == 2 else "failing", "", fixed)
+
+    search = Search(candidates, {"m.py": text}, workers=2)
+    search.run(validate, lambda s: True, clock=lambda: 0.0)
+    kinds = [len(r.candidate.mutations) for r in search.results]
+    assert kinds[:3] == [1, 1, 1] and set(kinds[3:]) == {2}
+    first_pair = search.results[3].candidate
+    assert {m.line for m in first_pair.mutations} == {1, 2}  # the two partial fixes first
+    best = search.plausible(set())
+    assert len(best) == 1 and "+a = 5" in best[0].diff and "+b = 6" in best[0].diff
+    assert search.exhausted

@@ -1,0 +1,206 @@
+"""Fault localisation of the builtin engine: Ochiai over per-test coverage, traceback fallback.
+
+The coverage tests run a real pytest subprocess through repairloop's runner
+with per-test coverage contexts, on a small project built under tmp_path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from repairloop import runner
+from repairloop.propose.builtin.localise import (
+    FAR,
+    is_test_path,
+    localise,
+    ochiai,
+    rank,
+)
+from repairloop.types import Frame, TestReport
+
+STATS = '''\
+"""Small statistics module."""
+
+
+def mean(xs):
+    total = 0
+    for x in xs:
+        total += x
+    return total / len(xs)
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if n % 2:
+        return s[n // 2]
+    return (s[n // 2 - 1] + s[n // 2]) / 3
+'''
+BUG_LINE = 16
+
+TESTS = '''\
+from mini.stats import mean, median
+
+
+def test_mean():
+    assert mean([1, 2, 3]) == 2
+
+
+def test_mean_single():
+    assert mean([4]) == 4
+
+
+def test_median_odd():
+    assert median([3, 1, 2]) == 2
+
+
+def test_median_even():
+    assert median([4, 1, 3, 2]) == 2.5
+
+
+def test_median_pair():
+    assert median([10, 20]) == 15
+'''
+FAILING = ("tests/test_stats.py::test_median_even", "tests/test_stats.py::test_median_pair")
+
+
+def write_project(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def stats_project(tmp_path: Path) -> Path:
+    return write_project(
+        tmp_path / "proj",
+        {"mini/__init__.py": "", "mini/stats.py": STATS, "tests/test_stats.py": TESTS},
+    )
+
+
+def run_with_coverage(root: Path):
+    return runner.run_tests(
+        root,
+        (sys.executable, "-m", "pytest", "-q"),
+        timeout=120,
+        pythonpath=[root],
+        coverage_source=["mini"],
+    )
+
+
+def drop_coverage(report: TestReport) -> None:
+    """The caller owns the runner's coverage data file and its private directory."""
+    if report.coverage_file:
+        shutil.rmtree(Path(report.coverage_file).parent, ignore_errors=True)
+
+
+def sources_of(root: Path) -> Dict[str, str]:
+    return {"mini/stats.py": (root / "mini/stats.py").read_text(), "mini/__init__.py": ""}
+
+
+def test_ochiai_formula() -> None:
+    lines = {
+        ("m.py", 1): frozenset({"f1", "f2", "p1", "p2"}),  # run by every test
+        ("m.py", 2): frozenset({"f1", "f2"}),  # only by the failing ones
+        ("m.py", 3): frozenset({"f1", "p1"}),
+        ("m.py", 4): frozenset({"p1"}),  # never by a failing test: not suspicious
+    }
+    scores = ochiai(lines, ["f1", "f2"], ["p1", "p2"])
+    assert scores[("m.py", 2)] == (1.0, 2, 0)
+    assert scores[("m.py", 1)][0] == pytest.approx(2 / (2 * 4) ** 0.5)  # ef / sqrt(F * (ef + ep))
+    assert scores[("m.py", 3)][0] == pytest.approx(1 / (2 * 2) ** 0.5)
+    assert ("m.py", 4) not in scores
+
+
+def test_ties_are_broken_by_distance_to_the_failing_frames() -> None:
+    scores = {("m.py", 3): (1.0, 1, 0), ("m.py", 20): (1.0, 1, 0), ("m.py", 9): (0.5, 1, 1)}
+    frames = [Frame("m.py", 19)]
+    ranked = rank(scores, frames)
+    assert [(s.line, s.distance) for s in ranked] == [(20, 1), (3, 16), (9, 10)]
+    assert rank(scores, [])[0].distance == FAR
+    # Same input in another insertion order: same ranking (no dict-order dependence).
+    assert rank(dict(reversed(list(scores.items()))), frames) == ranked
+
+
+def test_ochiai_ranks_the_buggy_line_first(stats_project: Path) -> None:
+    report = run_with_coverage(stats_project)
+    assert report.coverage_file is not None, report.output[-2000:]
+    try:
+        loc = localise(report, stats_project, FAILING, "", ("tests/*",), sources_of(stats_project))
+    finally:
+        drop_coverage(report)
+    assert loc.method == "coverage"
+    top = loc.suspects[0]
+    assert (top.path, top.line, top.score) == ("mini/stats.py", BUG_LINE, 1.0)
+    assert (top.failed, top.passed) == (2, 0)
+    assert all(s.path == "mini/stats.py" for s in loc.suspects)  # no test file is ever suspected
+    assert set(loc.passing) >= {"tests/test_stats.py::test_mean", "tests/test_stats.py::test_median_odd"}
+
+
+def test_traceback_fallback_when_there_is_no_coverage(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path / "proj",
+        {
+            "mini/__init__.py": "",
+            "mini/items.py": "def last(xs):\n    i = len(xs)\n    return xs[i]\n\n\ndef first(xs):\n    return xs[0]\n",
+            "tests/test_items.py": (
+                "from mini.items import first, last\n\n\n"
+                "def test_first():\n    assert first([1, 2]) == 1\n\n\n"
+                "def test_last():\n    assert last([1, 2]) == 2\n"
+            ),
+        },
+    )
+    report = runner.run_tests(root, (sys.executable, "-m", "pytest", "-q"), timeout=120, pythonpath=[root])
+    assert report.coverage_file is None
+    failing = ("tests/test_items.py::test_last",)
+    assert report.failing_ids == failing
+    sources = {"mini/items.py": (root / "mini/items.py").read_text()}
+    loc = localise(report, root, failing, "", ("tests/*",), sources)
+    assert loc.method == "traceback"
+    assert "coverage" in loc.note
+    assert (loc.suspects[0].path, loc.suspects[0].line) == ("mini/items.py", 3)  # the raising frame
+    assert ("mini/items.py", 2) in {(s.path, s.line) for s in loc.suspects}  # the rest of its function
+
+
+def test_traceback_fallback_uses_the_functions_a_failing_test_calls(stats_project: Path) -> None:
+    report = run_with_coverage(stats_project)
+    drop_coverage(report)
+    no_coverage = replace(report, coverage_file=None)
+    loc = localise(no_coverage, stats_project, FAILING, "", ("tests/*",), sources_of(stats_project))
+    assert loc.method == "traceback"
+    lines = {s.line for s in loc.suspects}
+    assert BUG_LINE in lines  # median() is called by the failing tests
+    assert 5 not in lines  # mean() is not
+
+
+def test_traceback_text_frames_are_used_when_results_carry_none(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", {"pkg/mod.py": "a = 1\nb = 2\nc = 3\nd = 4\n"})
+    report = TestReport(command=("pytest",), exit_code=1)  # no structured results at all
+    text = 'Traceback (most recent call last):\n  File "pkg/mod.py", line 3, in <module>\n'
+    loc = localise(report, root, ("tests/test_x.py::test_a",), text, ("tests/*",), {"pkg/mod.py": "a = 1\n"})
+    assert (loc.suspects[0].path, loc.suspects[0].line) == ("pkg/mod.py", 3)
+
+
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("tests/test_a.py", True),
+        ("pkg/tests/helpers.py", True),
+        ("test_top.py", True),
+        ("pkg/mod_test.py", True),
+        ("conftest.py", True),
+        ("pkg/mod.py", False),
+        ("pkg/testing_utils.py", False),
+    ],
+)
+def test_is_test_path(path: str, expected: bool) -> None:
+    assert is_test_path(path, ("tests/*", "test_*.py", "*_test.py", "conftest.py")) is expected
