@@ -1,0 +1,121 @@
+"""What a CI run says about itself: the failure fingerprint and the Markdown summary.
+
+The Markdown goes to the GitHub step summary, to a GitLab job log or file, and
+is the body of the pull request, so it is written for a reviewer: what failed
+and of which kind, what was tried, the patch, and what it cost (tokens, USD,
+seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Optional, Sequence
+
+from repairloop.types import Failure, Iteration, Outcome, RunResult
+
+FINGERPRINT_CHARS = 12
+PATCH_LIMIT = 60_000  # characters of patch shown in the Markdown; the file keeps all of it
+
+_TITLES = {
+    Outcome.FIXED: "a fix for the failing tests",
+    Outcome.PARTIALLY_FIXED: "a partial fix for the failing tests",
+    Outcome.NOT_FIXED: "no fix found",
+    Outcome.NOTHING_TO_FIX: "the tests pass",
+    Outcome.UNRECOVERABLE: "a failure no code change in the loop can fix",
+}
+
+
+def fingerprint(failures: Iterable[Failure]) -> str:
+    """A short hash (12 hex digits) of the sorted failing test ids and their exception types.
+
+    Stable across runs of the same failure: no messages (they may hold addresses
+    or timings), no line numbers. Empty string when nothing failed.
+    """
+    items = sorted({f"{f.test_id}\0{f.exc_type or f.kind.value}" for f in failures})
+    if not items:
+        return ""
+    return hashlib.sha256("\n".join(items).encode("utf-8")).hexdigest()[:FINGERPRINT_CHARS]
+
+
+def cell(text: object, limit: int = 160) -> str:
+    """A Markdown table cell: one line, pipes escaped, cut to ``limit`` characters."""
+    flat = " ".join(str(text).split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside ``text``."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{ticks}{lang}\n{body}{ticks}\n"
+
+
+def money(cost: Optional[float]) -> str:
+    """USD with 4 decimals; unknown when a model had no price."""
+    return "unknown (unpriced model)" if cost is None else f"${cost:.4f}"
+
+
+def headline(result: RunResult) -> str:
+    """One line: the outcome in words, e.g. ``repairloop: a fix for the failing tests``."""
+    return f"repairloop: {_TITLES[result.outcome]}"
+
+
+def _failures_table(failures: Sequence[Failure]) -> str:
+    rows = ["| test | kind | where | message |", "| --- | --- | --- | --- |"]
+    for f in failures:
+        where = f"`{cell(f.location)}`" if f.location else ""
+        rows.append(f"| `{cell(f.test_id)}` | {f.kind.value} | {where} | {cell(f.message)} |")
+    hints = [f"- `{cell(f.test_id)}`: {cell(f.hint, 300)}" for f in failures if f.hint]
+    return "\n".join(rows) + ("\n\nWhat to do:\n" + "\n".join(hints) if hints else "") + "\n"
+
+
+def _iterations_table(iterations: Sequence[Iteration]) -> str:
+    rows = ["| # | engine | model | decision | tests failing | tokens | cost | why |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for it in iterations:
+        failing = "" if it.tests_failed is None else str(it.tests_failed)
+        rows.append(f"| {it.number} | {it.engine} | {cell(it.model, 40)} | {it.decision.value} | {failing} "
+                    f"| {it.usage.tokens:,} | {money(it.usage.cost_usd)} | {cell(it.reason)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _totals_line(result: RunResult) -> str:
+    totals = result.totals
+    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
+    return (f"{totals['iterations']} iteration(s), {tokens:,} tokens "
+            f"({totals['prompt_tokens']:,} prompt + {totals['completion_tokens']:,} completion), "
+            f"{money(totals['cost_usd'])}, {result.seconds:.1f} s")
+
+
+def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_path: Optional[str] = None,
+                     actions: Sequence[str] = ()) -> str:
+    """The whole summary: headline, what failed, what was tried, the patch, totals, actions taken.
+
+    ``actions`` are lines such as "pushed branch …" or "opened pull request …".
+    """
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(result.failure_kinds.items())) or "none"
+    parts = [f"## {headline(result)}\n",
+             f"- outcome: **{result.outcome.value}** "
+             f"(stopped: {result.stop_reason.value}: {cell(result.stop_detail, 300)})",
+             f"- failing at the start: {len(result.failures)} (kinds: {kinds})"
+             + (f"; fingerprint `{fingerprint_text}`" if fingerprint_text else ""),
+             f"- spent: {_totals_line(result)}\n"]
+    if result.failures:
+        parts.append("### What failed\n\n" + _failures_table(result.failures))
+    if result.iterations:
+        parts.append("### What was tried\n\n" + _iterations_table(result.iterations))
+    if result.patch:
+        fixed = ", ".join(f"`{cell(t)}`" for t in result.fixed_tests) or "none"
+        shown = result.patch if len(result.patch) <= PATCH_LIMIT else result.patch[:PATCH_LIMIT] + "\n… (cut)\n"
+        parts.append("### Patch\n\nFixes: " + fixed + ". It passes the test suite: plausible, not proven "
+                     "correct; review it.\n\n" + fence(shown, "diff")
+                     + (f"\nSaved as `{patch_path}`.\n" if patch_path else ""))
+    if result.still_failing:
+        parts.append("Still failing: " + ", ".join(f"`{cell(t)}`" for t in result.still_failing) + "\n")
+    if actions:
+        parts.append("### Actions\n\n" + "\n".join(f"- {a}" for a in actions) + "\n")
+    return "\n".join(parts)
