@@ -17,6 +17,7 @@ import pytest
 
 from repairloop import runner
 from repairloop.propose.builtin.localise import (
+    EVERY_TEST,
     FAR,
     is_test_path,
     localise,
@@ -142,8 +143,17 @@ def test_ochiai_ranks_the_buggy_line_first(stats_project: Path) -> None:
     top = loc.suspects[0]
     assert (top.path, top.line, top.score) == ("mini/stats.py", BUG_LINE, 1.0)
     assert (top.failed, top.passed) == (2, 0)
-    assert all(s.path == "mini/stats.py" for s in loc.suspects)  # no test file is ever suspected
+    assert not any(s.path.startswith("tests/") for s in loc.suspects)  # no test file is ever suspected
+    module_level = [s for s in loc.suspects if s.path == "mini/__init__.py"]  # run at import, for every test
+    assert all(s.score < top.score for s in module_level)
     assert set(loc.passing) >= {"tests/test_stats.py::test_mean", "tests/test_stats.py::test_median_odd"}
+
+
+def test_import_time_code_counts_as_run_by_every_test() -> None:
+    lines = {("m.py", 1): frozenset({EVERY_TEST}), ("m.py", 5): frozenset({"t::fail"})}
+    scores = ochiai(lines, ["t::fail"], ["t::a", "t::b", "t::c"])
+    assert scores[("m.py", 5)][0] == 1.0
+    assert scores[("m.py", 1)] == (0.5, 1, 3)  # 1 / sqrt(1 * (1 + 3)): a candidate, ranked low
 
 
 def test_traceback_fallback_when_there_is_no_coverage(tmp_path: Path) -> None:

@@ -95,6 +95,12 @@ def relative_path(path: str, root: Path) -> Optional[str]:
     return rel.as_posix()
 
 
+# The empty context: code run outside any test (module bodies at import, during collection).
+# It runs for every test of the session, so Ochiai counts it as executed by all of them:
+# a bug in import-time code then ranks low but is still a candidate, not invisible.
+EVERY_TEST = "<every test>"
+
+
 def read_line_contexts(coverage_file: str, root: Path, globs: Sequence[str]) -> Dict[LineKey, FrozenSet[str]]:
     """Per line of non-test project code, the test ids whose context executed it.
 
@@ -110,7 +116,7 @@ def read_line_contexts(coverage_file: str, root: Path, globs: Sequence[str]) -> 
         if rel is None or is_test_path(rel, globs) or not rel.endswith(".py"):
             continue
         for line, contexts in (data.contexts_by_lineno(measured) or {}).items():
-            tests = frozenset(c.split("|", 1)[0] for c in contexts if c)
+            tests = frozenset(EVERY_TEST if not c else c.split("|", 1)[0] for c in contexts)
             if tests:
                 lines[(rel, line)] = tests
     return lines
@@ -124,7 +130,10 @@ def ochiai(
     if not failed:
         return {}
     scores: Dict[LineKey, Tuple[float, int, int]] = {}
+    everyone = failed | passed
     for key, tests in lines.items():
+        if EVERY_TEST in tests:
+            tests = everyone
         ef = len(tests & failed)
         if ef:
             ep = len(tests & passed)
