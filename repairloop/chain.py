@@ -6,6 +6,7 @@ an offline run never imports litellm (about 3 s; TECH-NOTES section 1.2).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -53,6 +54,26 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         max_completion_tokens=settings.max_completion_tokens,
         on_event=on_event,
     )
+
+
+def warm_up(chain: Sequence[str]) -> None:
+    """Import litellm in the background when the chain has a model (about 3 s, TECH-NOTES 1.2).
+
+    The import then overlaps the baseline test run instead of delaying the
+    first prompt; a later import simply waits for it (Python's import lock).
+    """
+    if not any(m != BUILTIN for m in chain):
+        return
+
+    def load() -> None:
+        from repairloop.propose.llm import load_litellm
+
+        try:
+            load_litellm()
+        except Exception:  # the real call will fail with a clear error where it matters
+            pass
+
+    threading.Thread(target=load, name="repairloop-litellm-import", daemon=True).start()
 
 
 def token_counter(chain: Sequence[str]) -> Callable[[str], int]:

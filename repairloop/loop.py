@@ -16,7 +16,7 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, 
 
 from repairloop import stop
 from repairloop.attempt import AttemptRunner, guard_notes
-from repairloop.chain import ReplayProposer, build_proposer, token_counter
+from repairloop.chain import ReplayProposer, build_proposer, token_counter, warm_up
 from repairloop.recorded import Recorded
 from repairloop.classify import blocking_kind, classify_report
 from repairloop.errors import RepairloopError
@@ -161,6 +161,7 @@ def drive(
     chain = model_chain(settings, environ)
     started = clock()
     with ProjectLock(project, run_id):
+        warm_up(chain)
         registry = project / ".repairloop" / "worktrees"
         ensure_excluded(project)
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):

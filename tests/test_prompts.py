@@ -89,7 +89,19 @@ def test_last_attempt_says_what_it_did(last: LastAttempt, expected: list) -> Non
     section = render_context(ctx).split("## Last attempt\n", 1)[1]
     for phrase in expected:
         assert phrase in section, phrase
-    assert "```diff\n" + DIFF in section
+    assert "```diff\n-    return xs[len(xs)]\n+    return xs[len(xs) - 2]\n```" in section
+    assert "@@" not in section and "+++" not in section  # only the changed lines: the code above is current
+
+
+def test_last_attempt_does_not_repeat_the_failure_shown_above() -> None:
+    last = LastAttempt(DIFF, Decision.REVERTED, "fixed none of the 1 failing test(s): AssertionError: assert 1 == 2")
+    ctx = RepairContext(failing_tests=("t::a",), message="AssertionError: assert 1 == 2\n  where 1 = f()",
+                        traceback="", slices=(SOURCE,), last_attempt=last)
+    section = render_context(ctx).split("## Last attempt\n", 1)[1]
+    assert "because: fixed none of the 1 failing test(s)\n" in section and "assert 1 == 2" not in section
+    other = RepairContext(failing_tests=("t::a",), message="KeyError: 'x'", traceback="", slices=(SOURCE,),
+                          last_attempt=last)
+    assert "assert 1 == 2" in render_context(other)  # a different failure is worth saying
 
 
 def test_backticks_in_text_cannot_close_the_fence() -> None:

@@ -8,6 +8,8 @@ files under a root (old and new texts, nothing written).
 from __future__ import annotations
 
 import difflib
+import functools
+import re
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
@@ -136,13 +138,42 @@ class AppliedPatch:
         """Added plus removed lines over all files."""
         total = 0
         for change in self.changes:
-            old = _split_keepends(change.old_text)
-            new = _split_keepends(change.new_text)
-            matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            for tag, i1, i2, j1, j2 in line_opcodes(change.old_text, change.new_text):
                 if tag != "equal":
                     total += (i2 - i1) + (j2 - j1)
         return total
+
+
+def _common_ends(old: List[str], new: List[str]) -> Tuple[int, int]:
+    """Lines equal at the start and (not overlapping) at the end of both lists."""
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
+
+
+@functools.lru_cache(maxsize=32)
+def line_opcodes(old_text: Optional[str], new_text: Optional[str]) -> Tuple[Tuple[str, int, int, int, int], ...]:
+    """difflib opcodes over the lines of two texts, computed once per pair.
+
+    The equal lines at both ends are set aside before difflib runs: a one-line
+    fix in a 3,000-line module compares one line, not the module (the guards,
+    the size limits and the diff all need these opcodes for every candidate).
+    """
+    old, new = _split_keepends(old_text), _split_keepends(new_text)
+    prefix, suffix = _common_ends(old, new)
+    middle = difflib.SequenceMatcher(None, old[prefix:len(old) - suffix], new[prefix:len(new) - suffix],
+                                     autojunk=False).get_opcodes()
+    ops = [("equal", 0, prefix, 0, prefix)] if prefix else []
+    ops += [(tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for tag, i1, i2, j1, j2 in middle
+            if i2 > i1 or j2 > j1]
+    if suffix:
+        ops.append(("equal", len(old) - suffix, len(old), len(new) - suffix, len(new)))
+    return tuple(ops)
 
 
 def _split_keepends(text: Optional[str]) -> List[str]:
@@ -159,6 +190,27 @@ def _marked(lines: Iterator[str]) -> Iterator[str]:
             yield line + "\n\\ No newline at end of file\n"
 
 
+_HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
+
+
+def _unified_diff(old: List[str], new: List[str], src: str, dst: str, context: int = 3) -> Iterator[str]:
+    """``difflib.unified_diff`` run only on the window around the change, headers shifted back.
+
+    Same output as on the whole files (3 lines of context), without making
+    difflib compare thousands of equal lines.
+    """
+    prefix, suffix = _common_ends(old, new)
+    start = max(prefix - context, 0)
+    keep = max(suffix - context, 0)
+    lines = difflib.unified_diff(old[start:len(old) - keep], new[start:len(new) - keep], src, dst, n=context)
+    for line in lines:
+        match = _HUNK.match(line) if start else None
+        if match:
+            a, b, c, d = match.groups()
+            line = f"@@ -{int(a) + start}{b} +{int(c) + start}{d} @@" + line[match.end():]
+        yield line
+
+
 def _file_diff(change: FileChange) -> str:
     old = _split_keepends(change.old_text)
     new = _split_keepends(change.new_text)
@@ -169,7 +221,7 @@ def _file_diff(change: FileChange) -> str:
     head = [f"diff --git a/{change.path} b/{change.path}\n"]
     if change.old_text is None:
         head.append("new file mode 100644\n")
-    body = list(_marked(difflib.unified_diff(old, new, src, dst, n=3)))
+    body = list(_marked(_unified_diff(old, new, src, dst)))
     if not body:  # an empty file created or deleted: git needs the mode line alone
         if change.new_text is None:
             head.append("deleted file mode 100644\n")

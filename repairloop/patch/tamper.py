@@ -17,13 +17,12 @@ keep it. Files that do not parse are left to ``check_syntax``.
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections import Counter
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from repairloop.errors import GuardError
-from repairloop.patch.model import FileChange
+from repairloop.patch.model import FileChange, line_opcodes
 
 # Names that skip a test or expect it to fail (pytest and unittest).
 SKIP_NAMES = frozenset({"skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless",
@@ -259,12 +258,10 @@ def edited_tests(change: FileChange) -> List[str]:
     tree = _parse(change.old_text)
     if tree is None or not change.path.endswith(".py"):
         return []
-    old = (change.old_text or "").splitlines()
-    new = (change.new_text or "").splitlines()
     # Old 1-based line numbers touched; an insertion between lines k and k+1 is k + 0.5,
     # so lines added right after a test's last line do not count as editing it.
     changed: Set[float] = set()
-    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, _, _ in line_opcodes(change.old_text, change.new_text):
         if tag == "insert":
             changed.add(i1 + 0.5)
         elif tag != "equal":

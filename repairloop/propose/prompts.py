@@ -69,7 +69,7 @@ def render_context(context: RepairContext) -> str:
     """
     parts = [_tests_section(context), _failure_section(context), _code_section(context.slices)]
     if context.last_attempt is not None:
-        parts.append(_last_attempt_section(context.last_attempt))
+        parts.append(_last_attempt_section(context.last_attempt, context.message))
     if context.notes:
         parts.append("## Notes\n" + "\n".join(f"- {note}" for note in context.notes))
     parts.append("## Task\nFix the code under test so that the failing tests pass and no "
@@ -109,19 +109,41 @@ def _code_section(slices: Tuple[CodeSlice, ...]) -> str:
     return "\n\n".join(blocks)
 
 
-def _last_attempt_section(last: LastAttempt) -> str:
-    lines = ["## Last attempt", _verdict(last)]
+def _last_attempt_section(last: LastAttempt, failure: str) -> str:
+    """What the previous candidate changed and what it did, in a few lines.
+
+    Only the changed lines are shown (the code above is current), and the
+    verdict leaves out a failure message the Failure section already shows:
+    the prompt stays about the same size from one iteration to the next.
+    """
+    lines = ["## Last attempt", _verdict(last, failure)]
     if last.fixed:
         lines.append("It fixed: " + ", ".join(last.fixed))
     if last.broke:
         lines.append("It broke: " + ", ".join(last.broke))
-    if last.diff.strip():
-        lines.append(_fenced(last.diff.rstrip("\n"), "diff"))
+    changed = _changed_lines(last.diff)
+    if changed:
+        lines.append(_fenced(changed, "diff"))
     return "\n".join(lines)
 
 
-def _verdict(last: LastAttempt) -> str:
+def _changed_lines(diff: str) -> str:
+    """The '-'/'+' lines of a diff, each file named once when there are several."""
+    out: List[str] = []
+    files = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
+    for line in diff.splitlines():
+        if line.startswith("+++ b/") and len(files) > 1:
+            out.append(f"# {line[6:]}")
+        elif line[:1] in ("+", "-") and not line.startswith(("+++", "---")):
+            out.append(line)
+    return "\n".join(out)
+
+
+def _verdict(last: LastAttempt, failure: str) -> str:
     reason = last.reason.strip()
+    head, _, detail = reason.partition(": ")
+    if detail and detail.split("\n")[0].strip() in failure:
+        reason = head  # the same failure as shown above: do not repeat it
     if last.decision is Decision.KEPT:
         text = "It was kept: it is applied in the code shown above; build on it."
     elif last.decision is Decision.REJECTED:
