@@ -48,6 +48,17 @@ def init_repo(path: Path, message: str = "initial") -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def lean_project_test_runs() -> None:
+    """Project test suites started by these tests load only the plugins they name.
+
+    repairloop's own environment has pytest-cov and xdist installed; autoloading
+    them in every one of the thousands of project test runs costs about 0.25 s
+    each and plays no part in what is tested (our plugin is loaded with -p).
+    """
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+
+
 @pytest.fixture
 def make_project(tmp_path: Path) -> Callable[..., Path]:
     """Copy ``fixtures/projects/<name>`` to a temp dir; a git repo unless ``git=False``.
