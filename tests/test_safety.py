@@ -89,7 +89,10 @@ def prepare(make_project, scenario: str, ending: str) -> Path:
 def start(project: Path, srv: ScriptedServer, env: Dict[str, str]) -> subprocess.Popen:
     args = [sys.executable, "-m", "repairloop", "run", str(project), "--model", "openai/scripted",
             "--api-base", srv.base_url, "--no-builtin", "--json"]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # A shell without job control starts background jobs with SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt handler: give the run Ctrl-C as a terminal would.
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_request(srv: ScriptedServer, proc: subprocess.Popen, limit: float = 120) -> None:
@@ -111,6 +114,9 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
     env = {**os.environ, "NO_COLOR": "1"}
     marker = tmp_path / "sessions"
     script: List[tuple] = [("hang", 50)] if ending == "sigint_model" else [("ok", RIGHT)]
+    env["REPAIRLOOP_MODEL_TIMEOUT"] = "60"  # a missed Ctrl-C fails fast instead of waiting out retries
+    env["REPAIRLOOP_MODEL_RETRIES"] = "0"
+    env["REPAIRLOOP_MAX_ITERATIONS"] = "1"
     if ending == "sigint_tests":
         env.update(RL_SESSION_MARKER=str(marker), RL_SLEEP_FROM="1")
     if ending == "sigkill_validation":
