@@ -413,6 +413,8 @@ class _Session:
         detail = "no usable model left in the chain"
         if self.state.dropped:
             detail += " (" + "; ".join(self.state.dropped) + ")"
+        elif self.state.history and self.state.history[-1].decision is Decision.NO_CANDIDATE:
+            detail += f"; last: {self.state.history[-1].reason}"
         tried = [it for it in self.state.history if it.decision is not Decision.NO_CANDIDATE]
         if self.state.dropped and not tried and len(self.state.dropped) == len(self.state.chain):
             return StopReason.NO_MODEL_LEFT, detail, Outcome.UNRECOVERABLE
