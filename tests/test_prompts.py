@@ -76,13 +76,13 @@ def test_empty_parts_are_left_out() -> None:
 
 @pytest.mark.parametrize("last, expected", [
     (LastAttempt(DIFF, Decision.REVERTED, "broke a passing test", fixed=("t::a",), broke=("t::b",)),
-     ["tested and reverted", "because: broke a passing test", "It fixed: t::a", "It broke: t::b"]),
+     ["Tested and reverted", ": broke a passing test", "It fixed: t::a", "It broke: t::b"]),
     (LastAttempt(DIFF, Decision.REJECTED, "hunk 1 does not apply to calc/lists.py"),
-     ["rejected without being tested", "because: hunk 1 does not apply to calc/lists.py"]),
+     ["Rejected untested", ": hunk 1 does not apply to calc/lists.py"]),
     (LastAttempt(DIFF, Decision.KEPT, "fixed 1 test", fixed=("t::a",)),
-     ["It was kept", "build on it", "It fixed: t::a"]),
+     ["Kept", "build on it", "It fixed: t::a"]),
     (LastAttempt(DIFF, Decision.STAGNANT, "92% alike to iteration 1"),
-     ["not used (stagnant)", "92% alike"]),
+     ["Not used (stagnant)", "92% alike"]),
 ], ids=["reverted", "rejected", "kept", "stagnant"])
 def test_last_attempt_says_what_it_did(last: LastAttempt, expected: list) -> None:
     ctx = RepairContext(failing_tests=("t::a",), message="m", traceback="", slices=(SOURCE,), last_attempt=last)
@@ -98,7 +98,7 @@ def test_last_attempt_does_not_repeat_the_failure_shown_above() -> None:
     ctx = RepairContext(failing_tests=("t::a",), message="AssertionError: assert 1 == 2\n  where 1 = f()",
                         traceback="", slices=(SOURCE,), last_attempt=last)
     section = render_context(ctx).split("## Last attempt\n", 1)[1]
-    assert "because: fixed none of the 1 failing test(s)\n" in section and "assert 1 == 2" not in section
+    assert ": fixed none of the 1 failing test(s).\n" in section and "assert 1 == 2" not in section
     other = RepairContext(failing_tests=("t::a",), message="KeyError: 'x'", traceback="", slices=(SOURCE,),
                           last_attempt=last)
     assert "assert 1 == 2" in render_context(other)  # a different failure is worth saying

@@ -145,18 +145,16 @@ def _verdict(last: LastAttempt, failure: str) -> str:
     if detail and detail.split("\n")[0].strip() in failure:
         reason = head  # the same failure as shown above: do not repeat it
     if last.decision is Decision.KEPT:
-        text = "It was kept: it is applied in the code shown above; build on it."
+        text = "Kept: it is in the code above; build on it"
     elif last.decision is Decision.REJECTED:
-        text = "It was rejected without being tested"
+        text = "Rejected untested"
     elif last.decision is Decision.REVERTED:
-        text = "It was tested and reverted (the code above does not contain it)"
+        text = "Tested and reverted (not in the code above)"
     else:
-        text = f"It was not used ({last.decision.value})"
-    if reason and last.decision is not Decision.KEPT:
-        text += f", because: {reason}"
-    elif reason:
-        text += f" ({reason})"
-    return text if text.endswith((".", ")")) else text + "."
+        text = f"Not used ({last.decision.value})"
+    if reason:
+        text += f" ({reason})" if last.decision is Decision.KEPT else f": {reason}"
+    return text if text.endswith(".") else text + "."
 
 
 def _fenced(text: str, language: str = "") -> str:
