@@ -18,7 +18,7 @@ from repairloop import stop
 from repairloop.attempt import AttemptRunner, guard_notes
 from repairloop.chain import ReplayProposer, build_proposer, token_counter, warm_up
 from repairloop.recorded import Recorded
-from repairloop.classify import blocking_kind, classify_report
+from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.errors import RepairloopError
 from repairloop.journal import Journal, ProjectLock, new_run_id, pid_alive, run_dir_for
 from repairloop.redact import Redactor, secret_values
@@ -283,6 +283,10 @@ class _Session:
         baseline = self.suite.run(self.ws.root)
         self.journal.append("baseline", report=_report_summary(baseline))
         yield LoopEvent("note", _describe(baseline), {"failing": len(baseline.failing_ids)})
+        if baseline.timed_out and self.seconds_left() <= 1.0:  # the run's --timeout, not the suite, ran out
+            detail = "the run's time budget (--timeout) ran out during the baseline test run"
+            yield self._finish(StopReason.BUDGET_TIME, detail, Outcome.NOT_FIXED)
+            return
         if baseline.green:
             yield self._finish(StopReason.NOTHING_TO_FIX, "the test suite passes", Outcome.NOTHING_TO_FIX)
             return
@@ -307,9 +311,12 @@ class _Session:
         yield from self._maybe_apply(apply, confirm)
 
     def _set_baseline(self, baseline: TestReport) -> None:
-        self.state.baseline_failing = baseline.failing_ids
+        failing = baseline.failing_ids
+        if not failing:  # only an exit code is known (no plugin, no JUnit XML): the suite is the unit
+            failing = tuple(f.test_id for f in self.state.failures) or (SESSION_ID,)
+        self.state.baseline_failing = failing
         self.state.baseline_passing = baseline.passed_ids
-        self.state.failing = baseline.failing_ids
+        self.state.failing = failing
         self.state.results = {r.test_id: r for r in baseline.failing}
 
     def _confirm_failures(self) -> Iterator[LoopEvent]:

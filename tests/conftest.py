@@ -57,6 +57,10 @@ def lean_project_test_runs() -> None:
     each and plays no part in what is tested (our plugin is loaded with -p).
     """
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # As in an activated virtualenv: `python` is repairloop's test interpreter, so the
+    # default test command (the python on PATH that has pytest) is the same on every machine.
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    os.environ.pop("VIRTUAL_ENV", None)
 
 
 @pytest.fixture

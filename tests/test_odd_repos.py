@@ -133,3 +133,30 @@ def test_read_only_checkout(make_project, capsys) -> None:
         expect_usage_error(["run", str(project)], capsys, "writable")
     finally:
         subprocess.run(["chattr", "-i", str(project)])
+
+
+def test_a_test_command_known_only_by_its_exit_code_is_repaired(tmp_path, capsys) -> None:
+    """No pytest plugin and no JUnit XML: the whole suite is the failing unit, never 'flaky'."""
+    root = tmp_path / "plain_unittest"
+    root.mkdir()
+    (root / "app.py").write_text("def double(x):\n    return x + x + 1\n")
+    (root / "test_app.py").write_text("import unittest\nfrom app import double\n\n\n"
+                                      "class T(unittest.TestCase):\n    def test_double(self):\n"
+                                      "        self.assertEqual(double(2), 4)\n")
+    init_repo(root)
+    fix = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def double(x):\n-    return x + x + 1\n+    return x + x\n"
+    with ScriptedServer([("ok", fix)]) as srv:
+        code = main(scripted(root, srv, "--test-cmd", "python -m unittest -q"))
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["outcome"] == "fixed", doc
+    assert doc["flaky_tests"] == [] and doc["iterations"][0]["decision"] == "kept"
+
+
+def test_the_run_budget_running_out_in_the_baseline_is_a_budget_stop(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    (project / "conftest.py").write_text("import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep(30)\n")
+    git(project, "add", "conftest.py")
+    git(project, "commit", "-q", "-m", "slow suite")
+    code = main(["run", str(project), "--timeout", "3", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["stop_reason"] == "budget_time" and doc["outcome"] == "not_fixed"

@@ -407,7 +407,7 @@ def test_plugin_imports_only_stdlib_and_pytest_at_module_level() -> None:
 
 
 def test_project_python_is_the_venv_interpreter_unresolved(tmp_path: Path) -> None:
-    assert project_python(tmp_path) == sys.executable
+    assert project_python(tmp_path) == sys.executable  # the python on PATH (conftest puts ours first)
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(sys.executable)
@@ -455,3 +455,21 @@ def test_default_test_command_finds_nested_test_files_but_not_in_venvs(tmp_path:
 )
 def test_is_pytest_command(command: object, expected: bool) -> None:
     assert is_pytest_command(command) is expected  # type: ignore[arg-type]
+
+
+def test_project_python_prefers_the_active_virtualenv_then_a_path_python_with_pytest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    active = tmp_path / "active"
+    (active / "bin").mkdir(parents=True)
+    (active / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.setenv("VIRTUAL_ENV", str(active))
+    assert project_python(tmp_path / "project") == str(active / "bin" / "python")
+    monkeypatch.delenv("VIRTUAL_ENV")
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    for name in ("python", "python3"):  # a PATH python without pytest is passed over
+        (fake / name).write_text("#!/bin/sh\nexit 1\n")
+        (fake / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    assert project_python(tmp_path / "project") == sys.executable

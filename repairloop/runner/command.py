@@ -7,9 +7,12 @@ packages (TECH-NOTES section 2, "Do not resolve a venv's python").
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
@@ -78,17 +81,37 @@ def is_pytest_command(command: Union[Sequence[str], str]) -> bool:
 
 
 def project_python(project: Path) -> str:
-    """The project's virtualenv interpreter (``.venv`` then ``venv``), else ``sys.executable``.
+    """The interpreter that runs the project's tests by default.
 
-    The path is absolute but never resolved: resolving follows the venv's
-    symlink to the base interpreter, which lacks the venv's packages.
+    In order: the project's virtualenv (``.venv`` then ``venv``); the active
+    virtualenv (``$VIRTUAL_ENV``); ``python`` (then ``python3``) on PATH when
+    it can import pytest, since that is where the user's dependencies live
+    when repairloop itself is installed apart (pipx); else repairloop's own
+    interpreter. Paths are absolute but never resolved: resolving follows a
+    venv's symlink to the base interpreter, which lacks the venv's packages.
     """
     root = Path(project).absolute()
-    for name in _VENV_DIRS:
-        for candidate in (root / name / "bin" / "python", root / name / "Scripts" / "python.exe"):
+    homes = [root / name for name in _VENV_DIRS]
+    if os.environ.get("VIRTUAL_ENV"):
+        homes.append(Path(os.environ["VIRTUAL_ENV"]))
+    for home in homes:
+        for candidate in (home / "bin" / "python", home / "Scripts" / "python.exe"):
             if candidate.exists():
                 return str(candidate)
+    for name in ("python", "python3"):
+        found = shutil.which(name)
+        if found and _imports_pytest(found):
+            return found
     return sys.executable
+
+
+@functools.lru_cache(maxsize=8)
+def _imports_pytest(python: str) -> bool:
+    try:
+        done = subprocess.run([python, "-c", "import pytest"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def _has_pytest_config(root: Path) -> bool:
