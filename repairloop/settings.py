@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from repairloop.errors import ConfigError
+from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,28 +66,11 @@ class Settings(BaseModel):
     downgrade_at: float = Field(0.5, ge=0, le=1, description="Budget share after which the next, cheaper model is used.")
     allow_test_edits: bool = Field(False, description="Let candidates edit test files (the report says so).")
     test_globs: List[str] = Field(
-        default_factory=lambda: [
-            "tests/**",
-            "test/**",
-            "test_*.py",
-            "**/test_*.py",
-            "*_test.py",
-            "**/*_test.py",
-            "conftest.py",
-            "**/conftest.py",
-        ],
+        default_factory=lambda: list(DEFAULT_TEST_GLOBS),
         description="Files that are tests (read-only to candidates).",
     )
     protected_globs: List[str] = Field(
-        default_factory=lambda: [
-            "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
-            ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
-            "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
-            "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
-            ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
-            "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
-            "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
-        ],
+        default_factory=lambda: list(DEFAULT_PROTECTED_GLOBS),
         description="Test configuration, CI and dependency pins: never edited, even with allow_test_edits.",
     )
     source_dirs: List[str] = Field(

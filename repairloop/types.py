@@ -12,6 +12,25 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Protocol, Tuple
 
 
+# Files that are tests, read-only to candidates (settings' ``test_globs`` default).
+DEFAULT_TEST_GLOBS: Tuple[str, ...] = (
+    "tests/**", "test/**", "test_*.py", "**/test_*.py", "*_test.py", "**/*_test.py",
+    "conftest.py", "**/conftest.py",
+)
+
+# Test configuration, CI configuration and dependency pins: never edited by a candidate,
+# even with allow_test_edits (settings' ``protected_globs`` default).
+DEFAULT_PROTECTED_GLOBS: Tuple[str, ...] = (
+    "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
+    ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
+    "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
+    "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
+    ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
+    "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
+    "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
+)
+
+
 class FailureKind(str, enum.Enum):
     """Why a test failed, as DESIGN.md's "Failure kinds" table defines it."""
 

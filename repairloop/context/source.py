@@ -14,11 +14,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from repairloop.types import DEFAULT_TEST_GLOBS as TYPES_TEST_GLOBS
 from repairloop.types import CodeSlice, Failure, Frame
 
 # The settings' default test globs (fnmatch; "**/" also matches no directory).
-DEFAULT_TEST_GLOBS = ("tests/**", "test/**", "test_*.py", "**/test_*.py", "*_test.py", "**/*_test.py",
-                      "conftest.py", "**/conftest.py")
+DEFAULT_TEST_GLOBS = TYPES_TEST_GLOBS  # the same defaults as settings' test_globs
 _NOT_PROJECT = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
 WINDOW = 25  # lines either side of the frame line when a slice is shrunk (trim step 4)
 SMALL_CLASS_LINES = 40  # a method of a class this small is shown with its whole class

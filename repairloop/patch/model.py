@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
+from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS
+
 # How a hunk line is tagged, as in a unified diff.
 CONTEXT, REMOVED, ADDED = " ", "-", "+"
 
@@ -21,15 +23,7 @@ MATCH_RANK = {"new": 0, "delete": 0, "exact": 0, "whitespace": 1, "fuzzy": 2}
 
 
 # Test configuration, CI configuration and dependency pins (settings' ``protected_globs``).
-PROTECTED_GLOBS: Tuple[str, ...] = (
-    "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
-    ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
-    "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
-    "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
-    ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
-    "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
-    "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
-)
+PROTECTED_GLOBS: Tuple[str, ...] = DEFAULT_PROTECTED_GLOBS
 
 
 @dataclass(frozen=True)
@@ -43,15 +37,7 @@ class GuardPolicy:
     one resulting file.
     """
 
-    test_globs: Tuple[str, ...] = (
-        "tests/**",
-        "test_*.py",
-        "**/test_*.py",
-        "*_test.py",
-        "**/*_test.py",
-        "conftest.py",
-        "**/conftest.py",
-    )
+    test_globs: Tuple[str, ...] = DEFAULT_TEST_GLOBS
     allow_test_edits: bool = False
     # Refused whatever ``allow_test_edits`` says: test configuration, CI, dependency pins.
     protected_globs: Tuple[str, ...] = PROTECTED_GLOBS

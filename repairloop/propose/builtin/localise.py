@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from repairloop.types import DEFAULT_TEST_GLOBS as TYPES_TEST_GLOBS
 from repairloop.types import Frame, TestReport, TestResult
 
 FAR = 10**6  # distance of a line in a file with no failing frame
-DEFAULT_TEST_GLOBS = ("tests/*", "test/*", "test_*.py", "*_test.py", "conftest.py")
+DEFAULT_TEST_GLOBS = TYPES_TEST_GLOBS  # the same defaults as settings' test_globs
 LineKey = Tuple[str, int]
 
 
