@@ -24,7 +24,7 @@ from repairloop.cli import app, main
 from repairloop.integrations import github_actions
 from repairloop.integrations.summary import fingerprint
 from repairloop.types import Failure, FailureKind
-from scripted_server import ScriptedServer
+from scripted_server import ScriptedServer, completion_body
 
 RIGHT = """\
 --- a/calc/lists.py
@@ -141,6 +141,9 @@ def test_summary_outputs_annotation_and_patch_artifact(make_project, monkeypatch
     before = checkout_state(project)
     with ScriptedServer([("ok", RIGHT)]) as srv:
         code, out = run_ci(project, srv, capsys)
+    # The server charges characters // 4; the prompt quotes pytest's assertion text, which varies by pytest version.
+    (request,) = srv.requests
+    charged = completion_body(request, RIGHT)["usage"]["total_tokens"]
     got = outputs(files)
     summary = files["summary"].read_text()
     assert code == 1  # the commit under test is broken, fix proposed or not
@@ -148,7 +151,7 @@ def test_summary_outputs_annotation_and_patch_artifact(make_project, monkeypatch
     assert got["patch-path"] == str(files["temp"] / "repairloop.patch")
     assert "+    return items[-n:]" in Path(got["patch-path"]).read_text()
     for expected in ("## repairloop: a fix for the failing tests", "### What failed", "tests/test_lists.py::test_last_n",
-                     "| logic |", "### What was tried", "| kept |", "```diff", "+    return items[-n:]", "434 tokens", "unknown (unpriced model)"):
+                     "| logic |", "### What was tried", "| kept |", "```diff", "+    return items[-n:]", f"{charged} tokens", "unknown (unpriced model)"):
         assert expected in summary, expected
     assert "::notice title=repairloop::repairloop proposes a patch for 1 failing test(s)" in out
     assert checkout_state(project) == before  # the CI workspace is never written
