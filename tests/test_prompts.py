@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from repairloop.propose.prompts import SYSTEM_PROMPT, render_context, render_messages
@@ -76,32 +78,66 @@ def test_empty_parts_are_left_out() -> None:
 
 @pytest.mark.parametrize("last, expected", [
     (LastAttempt(DIFF, Decision.REVERTED, "broke a passing test", fixed=("t::a",), broke=("t::b",)),
-     ["Tested and reverted", ": broke a passing test", "It fixed: t::a", "It broke: t::b"]),
+     ["## Last attempt (reverted)\n", ": broke a passing test", "It fixed: t::a", "It broke: t::b"]),
     (LastAttempt(DIFF, Decision.REJECTED, "hunk 1 does not apply to calc/lists.py"),
-     ["Rejected untested", ": hunk 1 does not apply to calc/lists.py"]),
+     ["(rejected untested)", ": hunk 1 does not apply to calc/lists.py"]),
     (LastAttempt(DIFF, Decision.KEPT, "fixed 1 test", fixed=("t::a",)),
-     ["Kept", "build on it", "It fixed: t::a"]),
+     ["(kept: it is in the code above; build on it)", "It fixed: t::a"]),
     (LastAttempt(DIFF, Decision.STAGNANT, "92% alike to iteration 1"),
-     ["Not used (stagnant)", "92% alike"]),
+     ["(not used: stagnant)", "92% alike"]),
 ], ids=["reverted", "rejected", "kept", "stagnant"])
 def test_last_attempt_says_what_it_did(last: LastAttempt, expected: list) -> None:
     ctx = RepairContext(failing_tests=("t::a",), message="m", traceback="", slices=(SOURCE,), last_attempt=last)
-    section = render_context(ctx).split("## Last attempt\n", 1)[1]
+    section = render_context(ctx).split("## Task", 1)[0].split("\n\n")[-2]
     for phrase in expected:
         assert phrase in section, phrase
-    assert "```diff\n-    return xs[len(xs)]\n+    return xs[len(xs) - 2]\n```" in section
-    assert "@@" not in section and "+++" not in section  # only the changed lines: the code above is current
+    assert "`xs[len(xs)]` → `xs[len(xs) - 2]`" in section  # a one-line change, shown in place
+    assert "@@" not in section and "+++" not in section and "```" not in section
+
+
+def test_a_one_line_change_names_its_line_when_the_text_recurs() -> None:
+    source = CodeSlice("calc/lists.py", 10, 12, "last", "def last(xs):\n    n = len(xs)\n    return xs[n]\n")
+    diff = "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -11,2 +11,2 @@\n     n = len(xs)\n-    return xs[n]\n+    return xs[n - 1]\n"
+    last = LastAttempt(diff, Decision.REVERTED, "fixed none of the 1 failing test(s): IndexError: list index out of range")
+    ctx = RepairContext(failing_tests=("t::a",), message="m", traceback="", slices=(source,), last_attempt=last)
+    # `n` alone recurs in the line, so the span widens to `xs[n]`; that occurs once in the code shown
+    assert "\n`xs[n]` → `xs[n - 1]`: IndexError: list index out of range\n" in render_context(ctx)
+    twice = CodeSlice("calc/lists.py", 10, 12, "last", "def last(xs):\n    xs[n]\n    return xs[n]\n")
+    ctx = RepairContext(failing_tests=("t::a",), message="m", traceback="", slices=(twice,), last_attempt=last)
+    assert "\nLine 12, `xs[n]` → `xs[n - 1]`: " in render_context(ctx)
+
+
+@pytest.mark.parametrize("diff", [
+    "--- a/c.py\n+++ b/c.py\n@@ -1,2 +1,2 @@\n-a = 1\n-b = 2\n+a = 2\n+b = 1\n",  # two lines
+    "--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-x = 1\n+    x = 1\n",  # whitespace only
+    "--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-x = `a`\n+x = `b`\n",  # backticks
+], ids=["two-lines", "whitespace", "backticks"])
+def test_other_changes_are_shown_as_their_changed_lines(diff: str) -> None:
+    last = LastAttempt(diff, Decision.REVERTED, "broke a passing test")
+    ctx = RepairContext(failing_tests=("t::a",), message="m", traceback="", slices=(SOURCE,), last_attempt=last)
+    changed = "\n".join(line for line in diff.splitlines()[3:])
+    assert f"```diff\n{changed}\n```" in render_context(ctx) and "→" not in render_context(ctx)
 
 
 def test_last_attempt_does_not_repeat_the_failure_shown_above() -> None:
     last = LastAttempt(DIFF, Decision.REVERTED, "fixed none of the 1 failing test(s): AssertionError: assert 1 == 2")
     ctx = RepairContext(failing_tests=("t::a",), message="AssertionError: assert 1 == 2\n  where 1 = f()",
                         traceback="", slices=(SOURCE,), last_attempt=last)
-    section = render_context(ctx).split("## Last attempt\n", 1)[1]
-    assert ": fixed none of the 1 failing test(s).\n" in section and "assert 1 == 2" not in section
+    section = render_context(ctx).split("## Last attempt", 1)[1]
+    assert "`xs[len(xs) - 2]`: the same failure\n" in section and "assert 1 == 2" not in section
     other = RepairContext(failing_tests=("t::a",), message="KeyError: 'x'", traceback="", slices=(SOURCE,),
                           last_attempt=last)
-    assert "assert 1 == 2" in render_context(other)  # a different failure is worth saying
+    assert "`xs[len(xs) - 2]`: assert 1 == 2\n" in render_context(other)  # a different failure is worth saying
+
+
+def test_a_one_line_attempt_adds_under_ten_percent_to_a_small_prompt() -> None:
+    """Issue 2's flatness target, at the unit level: the last attempt is the only growth after iteration 1."""
+    from repairloop.propose.llm import count_tokens
+
+    last = LastAttempt(DIFF, Decision.REVERTED, "fixed none of the 2 failing test(s): AssertionError: assert [2] == 2")
+    first = "".join(m["content"] for m in render_messages(CONTEXT))
+    later = "".join(m["content"] for m in render_messages(replace(CONTEXT, last_attempt=last)))
+    assert count_tokens("openai/gpt-4o-mini", later) <= 1.10 * count_tokens("openai/gpt-4o-mini", first)
 
 
 def test_backticks_in_text_cannot_close_the_fence() -> None:

@@ -14,6 +14,7 @@ invite the model to copy the numbers into its diff.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, List, Optional, Tuple
 
@@ -69,7 +70,7 @@ def render_context(context: RepairContext) -> str:
     """
     parts = [_tests_section(context), _failure_section(context), _code_section(context.slices)]
     if context.last_attempt is not None:
-        parts.append(_last_attempt_section(context.last_attempt, context.message))
+        parts.append(_last_attempt_section(context.last_attempt, context.message, context.slices))
     if context.notes:
         parts.append("## Notes\n" + "\n".join(f"- {note}" for note in context.notes))
     parts.append("## Task\nFix the code under test so that the failing tests pass and no "
@@ -109,22 +110,117 @@ def _code_section(slices: Tuple[CodeSlice, ...]) -> str:
     return "\n\n".join(blocks)
 
 
-def _last_attempt_section(last: LastAttempt, failure: str) -> str:
-    """What the previous candidate changed and what it did, in a few lines.
+def _last_attempt_section(last: LastAttempt, failure: str, slices: Tuple[CodeSlice, ...] = ()) -> str:
+    """What the previous candidate changed and what it did, in as few tokens as will do.
 
-    Only the changed lines are shown (the code above is current), and the
-    verdict leaves out a failure message the Failure section already shows:
-    the prompt stays about the same size from one iteration to the next.
+    A one-line change is shown in place (```a - 1` → `a + 1```), with just
+    enough of the line around it to be unambiguous, because the code above
+    already shows the whole line (its number is added when the changed text
+    occurs more than once there); anything larger is shown as its changed
+    lines only. The verdict leaves out a failure the Failure section
+    already shows. The section is the only part of the prompt that iteration 1
+    lacks, so its size is the prompt's growth over a run: about 40 tokens for
+    a one-line candidate (BENCHMARKS.md, figure 2).
     """
-    lines = ["## Last attempt", _verdict(last, failure)]
+    change = _one_line_change(last.diff, "\n".join(piece.text for piece in slices))
+    outcome = _outcome(last, failure)
+    if change is not None:
+        lines = [f"## Last attempt ({_decision_words(last)})", f"{change}{': ' + outcome if outcome else ''}"]
+    else:
+        lines = [f"## Last attempt ({_decision_words(last)})"] + ([outcome] if outcome else [])
     if last.fixed:
         lines.append("It fixed: " + ", ".join(last.fixed))
     if last.broke:
         lines.append("It broke: " + ", ".join(last.broke))
-    changed = _changed_lines(last.diff)
-    if changed:
-        lines.append(_fenced(changed, "diff"))
+    if change is None:
+        changed = _changed_lines(last.diff)
+        if changed:
+            lines.append(_fenced(changed, "diff"))
     return "\n".join(lines)
+
+
+def _decision_words(last: LastAttempt) -> str:
+    if last.decision is Decision.KEPT:
+        return "kept: it is in the code above; build on it"
+    if last.decision is Decision.REVERTED:
+        return "reverted"  # tested, then undone: the code above is without it
+    if last.decision is Decision.REJECTED:
+        return "rejected untested"
+    return f"not used: {last.decision.value}"
+
+
+def _outcome(last: LastAttempt, failure: str) -> str:
+    """The verdict's reason, without a failure message the Failure section already shows."""
+    head, _, detail = last.reason.strip().partition(": ")
+    if not head:
+        return ""
+    if head.startswith("fixed none of") and detail:
+        first = detail.split("\n")[0].strip()
+        first = first[len("AssertionError: "):] if first.startswith("AssertionError: assert ") else first
+        return "the same failure" if first in failure else first
+    if detail and detail.split("\n")[0].strip() in failure:
+        return head
+    return last.reason.strip()
+
+
+def _one_line_change(diff: str, shown: str = "") -> Optional[str]:
+    """```old` → `new``` when ``diff`` replaces one line of one file, else None.
+
+    Prefixed with ``Line N, `` (the line's number in the file; the code above
+    shows the range) unless ``old`` occurs exactly once in ``shown``.
+    None too for a change of whitespace only, or one with backticks: clearer as a diff.
+    """
+    lines = diff.splitlines()
+    hunks = [i for i, line in enumerate(lines) if line.startswith("@@")]
+    removed = [line[1:] for line in lines if line[:1] == "-" and not line.startswith("---")]
+    added = [line[1:] for line in lines if line[:1] == "+" and not line.startswith("+++")]
+    files = sum(line.startswith("+++") for line in lines)
+    header = re.match(r"@@ -(\d+)", lines[hunks[0]]) if len(hunks) == 1 else None
+    if header is None or files != 1 or len(removed) != 1 or len(added) != 1:
+        return None
+    if removed[0].split() == added[0].split():
+        return None
+    number = int(header.group(1))
+    for line in lines[hunks[0] + 1:]:
+        if line[:1] == "-":
+            break
+        number += line[:1] == " "
+    old, new = _changed_span(removed[0], added[0])
+    if "`" in old + new:
+        return None  # would break out of the inline code span
+    where = "" if shown.count(old) == 1 else f"Line {number}, "
+    return f"{where}`{old}` → `{new}`"
+
+
+def _changed_span(old: str, new: str) -> Tuple[str, str]:
+    """The part of ``old`` that ``new`` changes, widened to whole words, then one word
+    further to the left (or right) at a time until it occurs once in ``old``."""
+    prefix = len(os.path.commonprefix([old, new]))
+    room = min(len(old), len(new)) - prefix
+    suffix = min(room, len(os.path.commonprefix([old[::-1], new[::-1]])))
+    left = _word_start(old, prefix)
+    end_old, end_new = _word_end(old, len(old) - suffix), _word_end(new, len(new) - suffix)
+    while not old[left:end_old].strip() or old.count(old[left:end_old].strip()) > 1:
+        if left > 0:
+            left = _word_start(old, len(old[:left].rstrip()))
+        elif end_old < len(old):
+            end_old, end_new = _word_end(old, end_old + 1), _word_end(new, end_new + 1)
+        else:
+            break
+    return old[left:end_old].strip(), new[left:end_new].strip()
+
+
+def _word_start(text: str, at: int) -> int:
+    while at > 0 and not text[at - 1].isspace():
+        at -= 1
+    return at
+
+
+def _word_end(text: str, at: int) -> int:
+    at = min(at, len(text))
+    while at < len(text) and not text[at].isspace():
+        at += 1
+    return at
 
 
 def _changed_lines(diff: str) -> str:
@@ -137,24 +233,6 @@ def _changed_lines(diff: str) -> str:
         elif line[:1] in ("+", "-") and not line.startswith(("+++", "---")):
             out.append(line)
     return "\n".join(out)
-
-
-def _verdict(last: LastAttempt, failure: str) -> str:
-    reason = last.reason.strip()
-    head, _, detail = reason.partition(": ")
-    if detail and detail.split("\n")[0].strip() in failure:
-        reason = head  # the same failure as shown above: do not repeat it
-    if last.decision is Decision.KEPT:
-        text = "Kept: it is in the code above; build on it"
-    elif last.decision is Decision.REJECTED:
-        text = "Rejected untested"
-    elif last.decision is Decision.REVERTED:
-        text = "Tested and reverted (not in the code above)"
-    else:
-        text = f"Not used ({last.decision.value})"
-    if reason:
-        text += f" ({reason})" if last.decision is Decision.KEPT else f": {reason}"
-    return text if text.endswith(".") else text + "."
 
 
 def _fenced(text: str, language: str = "") -> str:
