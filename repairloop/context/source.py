@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -54,7 +55,7 @@ class _Def:
 
 
 class _Source:
-    """One file's lines and definitions, parsed once per ``build_context`` call."""
+    """One file's lines and definitions; the outline is cached by text (``_outline``)."""
 
     def __init__(self, path: Path) -> None:
         try:
@@ -62,25 +63,9 @@ class _Source:
         except OSError:
             text = ""
         self.lines = text.splitlines()
-        self.defs: List[_Def] = []
-        self.imports: Dict[str, str] = {}  # local name -> dotted "module" or "module.name"
-        try:
-            self._walk(ast.parse(text).body, None)
-        except (SyntaxError, ValueError):
-            pass  # a file that does not parse gets line windows only
-
-    def _walk(self, body: Sequence[ast.stmt], parent: Optional[_Def]) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                name = f"{parent.name}.{node.name}" if parent else node.name
-                item = _Def(start, node.end_lineno or node.lineno, name, isinstance(node, ast.ClassDef), parent)
-                self.defs.append(item)
-                self._walk(node.body, item)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                self.imports.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
-            elif isinstance(node, ast.Import):
-                self.imports.update({a.asname or a.name: a.name for a in node.names})
+        defs, imports = _outline(text)
+        self.defs: List[_Def] = list(defs)
+        self.imports: Dict[str, str] = dict(imports)  # local name -> dotted "module" or "module.name"
 
     def enclosing(self, line: int) -> Tuple[int, int, str]:
         """(start, end, name) of what to show for ``line``: its function, else a window."""
@@ -103,6 +88,35 @@ class _Source:
 
     def text(self, start: int, end: int) -> str:
         return "\n".join(self.lines[start - 1:end])
+
+
+@lru_cache(maxsize=8)
+def _outline(text: str) -> Tuple[Tuple[_Def, ...], Tuple[Tuple[str, str], ...]]:
+    """(definitions, imports) of a module's text; cached because every iteration of a run
+    reads the same test file and, until a candidate is kept, the same source files.
+    A file that does not parse has none (it gets line windows only)."""
+    defs: List[_Def] = []
+    imports: Dict[str, str] = {}
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return (), ()
+    _walk(body, None, defs, imports)
+    return tuple(defs), tuple(imports.items())
+
+
+def _walk(body: Sequence[ast.stmt], parent: Optional[_Def], defs: List[_Def], imports: Dict[str, str]) -> None:
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            name = f"{parent.name}.{node.name}" if parent else node.name
+            item = _Def(start, node.end_lineno or node.lineno, name, isinstance(node, ast.ClassDef), parent)
+            defs.append(item)
+            _walk(node.body, item, defs, imports)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imports.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            imports.update({a.asname or a.name: a.name for a in node.names})
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from repairloop.patch.model import AppliedPatch
+from repairloop.patch.statements import statement_delta
 
 _LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
 # ``match`` statements exist from Python 3.10; on 3.9 these are empty tuples (isinstance is False).
@@ -101,9 +102,9 @@ def assertion_literals(root: Path, test_ids: Sequence[str]) -> FrozenSet[str]:
     return frozenset(found)
 
 
-def _branch_tests(tree: ast.AST) -> Iterator[ast.AST]:
+def _branch_tests(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
     """Conditions that choose a branch: if/while/ternary tests, comprehension ifs, match guards."""
-    for node in ast.walk(tree):
+    for node in (sub for top in nodes for sub in ast.walk(top)):
         if isinstance(node, (ast.If, ast.While, ast.IfExp)):
             yield node.test
         elif isinstance(node, ast.comprehension):
@@ -114,9 +115,9 @@ def _branch_tests(tree: ast.AST) -> Iterator[ast.AST]:
                 yield node.guard
 
 
-def _special_cases(tree: ast.AST, literals: FrozenSet[str]) -> Iterator[Tuple[str, str, int, str]]:
+def _special_cases(nodes: Sequence[ast.AST], literals: FrozenSet[str]) -> Iterator[Tuple[str, str, int, str]]:
     """(key, shown, line, literal) of each comparison in a branch condition against a test literal."""
-    for test in _branch_tests(tree):
+    for test in _branch_tests(nodes):
         for node in ast.walk(test):
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
@@ -141,13 +142,6 @@ def _literals_in_operands(operands: List[ast.AST]) -> Set[str]:
     return keys
 
 
-def _parse(text: Optional[str]) -> Optional[ast.AST]:
-    try:
-        return ast.parse(text) if text is not None else None
-    except (SyntaxError, ValueError):
-        return None
-
-
 def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
                       is_test: Callable[[str], bool] = lambda path: False) -> Tuple[str, ...]:
     """Flags for branch conditions the candidate adds that compare with the tests' literals.
@@ -163,13 +157,13 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
     for change in applied.changes:
         if not change.path.endswith(".py") or is_test(change.path):
             continue
-        new = _parse(change.new_text)
-        if new is None:
+        delta = statement_delta(change.old_text, change.new_text)
+        if not delta.parses:
             continue
-        old_tree = _parse(change.old_text)
-        before = Counter(k for k, _, _, _ in _special_cases(old_tree, literals)) if old_tree else Counter()
+        # A special case is one node: only the statements the candidate touches can add one.
+        before = Counter(k for k, _, _, _ in _special_cases(delta.removed, literals))
         seen: Dict[str, int] = {}
-        for key, shown, line, literal in _special_cases(new, literals):
+        for key, shown, line, literal in _special_cases(delta.added, literals):
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > before.get(key, 0):
                 flags.append(f"suspected_overfitting: {change.path}:{line} `{shown}` compares with "

@@ -19,10 +19,12 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from functools import lru_cache
+from typing import AbstractSet, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import GuardError
 from repairloop.patch.model import FileChange, line_opcodes
+from repairloop.patch.statements import parse_module, statement_delta
 
 # Names that skip a test or expect it to fail (pytest and unittest).
 SKIP_NAMES = frozenset({"skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless",
@@ -71,24 +73,39 @@ def _src(node: ast.AST) -> str:
     return " ".join(ast.unparse(node).split())[:120]
 
 
-def _runner_imports(tree: ast.AST) -> Set[str]:
-    """Local names bound by ``from pytest import skip`` and the like."""
+def _runner_imports(nodes: Sequence[ast.AST]) -> Set[str]:
+    """Local names bound by ``from pytest import skip`` and the like, anywhere in ``nodes``."""
     names: Set[str] = set()
-    for node in ast.walk(tree):
+    for node in _walk(nodes):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in RUNNER_MODULES:
             names.update(alias.asname or alias.name for alias in node.names)
     return names
 
 
+@lru_cache(maxsize=2)
+def _module_runner_imports(text: str) -> FrozenSet[str]:
+    """``_runner_imports`` of a whole module, cached: every candidate is checked against one old text."""
+    tree = parse_module(text)
+    return frozenset(_runner_imports(tree.body)) if tree is not None else frozenset()
+
+
+def _walk(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    for top in nodes:
+        yield from ast.walk(top)
+
+
 class _Scanner:
-    """Walks one parsed file and yields its findings (rule, text, line)."""
+    """Walks statements of one file and yields their findings (rule, text, line).
 
-    def __init__(self, tree: ast.AST) -> None:
-        self.tree = tree
-        self.imported = _runner_imports(tree)
+    ``imported`` is the file's runner imports (``_runner_imports``): a bare
+    ``skip(...)`` is a finding only where ``skip`` comes from pytest.
+    """
 
-    def findings(self) -> Iterator[Finding]:
-        for node in ast.walk(self.tree):
+    def __init__(self, imported: AbstractSet[str]) -> None:
+        self.imported = imported
+
+    def findings(self, nodes: Sequence[ast.AST]) -> Iterator[Finding]:
+        for node in _walk(nodes):
             for rule in (self._skip, self._exit, self._runner, self._summary, self._trivial):
                 found = rule(node)
                 if found:
@@ -158,15 +175,6 @@ class _Scanner:
         return None
 
 
-def _parse(text: Optional[str]) -> Optional[ast.AST]:
-    if text is None:
-        return None
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def count_assertions(tree: Optional[ast.AST]) -> int:
     """``assert`` statements plus calls of ``assert*`` methods and ``pytest.raises``/``warns``."""
     if tree is None:
@@ -198,10 +206,12 @@ def check_tamper(change: FileChange) -> None:
     """
     if not change.path.endswith(".py"):
         return
-    old_tree, new_tree = _parse(change.old_text), _parse(change.new_text)
-    if change.new_text is not None and new_tree is None:
+    delta = statement_delta(change.old_text, change.new_text)
+    if change.new_text is not None and not delta.parses:
         return  # check_syntax reports it with the line
-    before, after = count_assertions(old_tree), count_assertions(new_tree)
+    # Every rule looks at one node at a time: only the statements the candidate touches can differ.
+    before = sum(count_assertions(node) for node in delta.removed)
+    after = sum(count_assertions(node) for node in delta.added)
     if after < before:
         gone = "deletes the file, and with it" if change.new_text is None else "removes"
         raise GuardError(
@@ -209,11 +219,21 @@ def check_tamper(change: FileChange) -> None:
             "assertions are the test oracle and may not be deleted",
             hint="keep every assertion; if an expected value is really wrong, say so to the user instead",
         )
-    if new_tree is None:
+    if change.new_text is None:
         return
-    old = Counter((r, k) for r, k, _, _ in _Scanner(old_tree).findings()) if old_tree is not None else Counter()
+    old_imported = _module_runner_imports(change.old_text) if delta.old_tree is not None else frozenset()
+    if delta.old_tree is not None and _runner_imports(delta.removed) == _runner_imports(delta.added):
+        new_imported: AbstractSet[str] = old_imported
+        old_nodes, new_nodes = delta.removed, delta.added
+    else:  # new, unparsable before, or the runner imports changed: then a bare `skip` anywhere counts
+        new_tree = delta.new_module()
+        if new_tree is None:
+            return
+        new_imported = _runner_imports(new_tree.body)
+        old_nodes, new_nodes = (delta.old_tree.body if delta.old_tree else []), new_tree.body
+    old = Counter((r, k) for r, k, _, _ in _Scanner(old_imported).findings(old_nodes))
     seen: Dict[Tuple[str, str], int] = {}
-    for rule, key, text, line in _Scanner(new_tree).findings():
+    for rule, key, text, line in _Scanner(new_imported).findings(new_nodes):
         seen[(rule, key)] = seen.get((rule, key), 0) + 1
         if seen[(rule, key)] > old.get((rule, key), 0):
             what, hint = _WHY[rule]
@@ -255,8 +275,10 @@ def edited_tests(change: FileChange) -> List[str]:
     This catches an edited expected value in a test file that no test glob
     names. Returns qualified names (``TestX.test_y``); [] for non-Python files.
     """
-    tree = _parse(change.old_text)
-    if tree is None or not change.path.endswith(".py"):
+    if change.old_text is None or not change.path.endswith(".py"):
+        return []
+    tree = parse_module(change.old_text)
+    if tree is None:
         return []
     # Old 1-based line numbers touched; an insertion between lines k and k+1 is k + 0.5,
     # so lines added right after a test's last line do not count as editing it.

@@ -191,6 +191,7 @@ def _pump(proc: "subprocess.Popen[bytes]", buffer: CappedBuffer, deadline: Optio
     kill_at: Optional[float] = None  # SIGKILL time once SIGTERM was sent
     drain_until: Optional[float] = None  # set when the command exited
     eof = False
+    nap = 0.0  # seconds of the last sleep while waiting for the exit after EOF
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
@@ -211,7 +212,10 @@ def _pump(proc: "subprocess.Popen[bytes]", buffer: CappedBuffer, deadline: Optio
                 _kill_group(proc.pid, signal_module.SIGKILL)
                 kill_at = None
             if eof:
-                time.sleep(_POLL / 2)  # pipe closed but the command still runs
+                # The pipe closed: usually the command is exiting this very moment, so look
+                # again soon (1 ms, doubling up to _POLL / 2) rather than after a fixed nap.
+                nap = min(_POLL / 2, nap * 2) if nap else 0.001
+                time.sleep(nap)
                 continue
             wait = _POLL if deadline is None or timed_out else max(0.0, min(_POLL, deadline - now))
             if selector.select(wait):
