@@ -1,7 +1,7 @@
 """Git plumbing for the CI job: a fix commit made without a checkout, and a careful push.
 
 Plain ``git`` subprocesses, not GitPython: STYLE.md keeps GitPython in
-``workspace.py``, and the few commands here need nothing from it. The user's
+``workspace/``, and the few commands here need nothing from it. The user's
 checkout (the CI workspace) is never switched and its index never written:
 the commit is built in a temporary index file (``read-tree``, ``apply
 --cached``, ``write-tree``, ``commit-tree``), with the failing commit's date
