@@ -37,14 +37,43 @@ OUTCOME_EXIT = {
 }
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: the installed distribution's version (the source tree's when not installed)."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("repairloop")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        import repairloop
+
+        text = repairloop.__version__
+    typer.echo(f"repairloop {text}")
+    raise typer.Exit(int(ExitCode.OK))
+
+
+@app.callback()
+def _options(
+    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                      help="Print repairloop's version and exit."),
+) -> None:
+    # Options before the command (only --version); eager, so nothing else is parsed or imported.
+    return None
+
+
 def _console() -> Any:
     from repairloop.report import make_console
 
     return make_console()
 
 
-def _guarded(action: Callable[[], int]) -> None:
-    """Run a command body; map our errors and Ctrl-C to exit codes with a clear message."""
+def _guarded(action: Callable[[], int], as_json: bool = False) -> None:
+    """Run a command body; map our errors and Ctrl-C to exit codes with a clear message.
+
+    With ``as_json`` an error also becomes the one JSON document on stdout
+    (``{"error": {"kind", "message", "hint", "exit_code"}}``; README, "Use").
+    """
     try:
         code = action()
     except RepairloopError as err:
@@ -53,9 +82,13 @@ def _guarded(action: Callable[[], int]) -> None:
         if err.hint:
             console.print(f"hint: {err.hint}")
         code = int(err.exit_code)
+        if as_json:
+            _json_error(_error_kind(type(err).__name__), err.message, err.hint, code)
     except KeyboardInterrupt:
         _console().print("repairloop: interrupted; your files are as they were.")
         code = int(ExitCode.INTERRUPTED)
+        if as_json:
+            _json_error("interrupted", "interrupted", "repairloop resume continues a run", code)
     except Exception as err:  # a bug of ours: say so plainly, never a bare traceback
         console = _console()
         console.print(f"repairloop: internal error: {type(err).__name__}: {err}")
@@ -64,7 +97,34 @@ def _guarded(action: Callable[[], int]) -> None:
         if os.environ.get("REPAIRLOOP_DEBUG"):
             console.print_exception()
         code = int(ExitCode.NOT_FIXED)
+        if as_json:
+            _json_error("internal", f"{type(err).__name__}: {err}", "please report this with the run's journal", code)
     raise typer.Exit(code)
+
+
+def _error_kind(class_name: str) -> str:
+    """``ConfigError`` -> ``config``, ``UnrecoverableModelError`` -> ``unrecoverable_model``."""
+    import re
+
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name.removesuffix("Error") or class_name).lower()
+
+
+def _json_error(kind: str, message: str, hint: str, code: int) -> None:
+    document = {"error": {"kind": kind, "message": message, "hint": hint, "exit_code": code}}
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+def _check_usage(*, model: Optional[List[str]] = None, yes: bool = False, apply: bool = False) -> None:
+    """Flag combinations that would otherwise be silently ignored (ConfigError, exit 2)."""
+    from repairloop.errors import ConfigError
+
+    if yes and not apply:
+        raise ConfigError("--yes was given without --apply; --yes only answers the question --apply asks",
+                          hint="add --apply to write the patch to your files without asking, or drop --yes")
+    if model and any(not m.strip() for m in model):
+        raise ConfigError("--model was given an empty name",
+                          hint="pass a model name (--model openai/gpt-4o-mini, --model builtin), "
+                               "or leave --model out for the default chain")
 
 
 def _settings(path: Path, flags: Dict[str, Any]) -> Any:
@@ -72,7 +132,16 @@ def _settings(path: Path, flags: Dict[str, Any]) -> Any:
 
     if not path.is_dir():
         raise _not_a_directory(path)
+    _warn_unknown_env()
     return load_settings(path.resolve(), flags)
+
+
+def _warn_unknown_env() -> None:
+    """One stderr line per REPAIRLOOP_* variable that is no setting (a typo would otherwise do nothing)."""
+    from repairloop.settings import unknown_env_warnings
+
+    for warning in unknown_env_warnings(os.environ):
+        _console().print(warning)
 
 
 @app.command()
@@ -113,20 +182,24 @@ def run(
         "fallback_to_builtin": False if no_builtin else None,
         "allow_test_edits": True if allow_test_edits else None,
     }
-    _guarded(lambda: _run(path, flags, apply=apply, yes=yes, as_json=as_json))
+    _guarded(lambda: _run(path, flags, apply=apply, yes=yes, as_json=as_json, model=model), as_json)
 
 
-def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool) -> int:
+def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]]) -> int:
     from repairloop.loop import iterate
 
+    _check_usage(model=model, yes=yes, apply=apply)
     settings = _settings(path, flags)
     console = _console()
-    confirm = None if (yes or not sys.stdin.isatty()) else _ask(console)
-    return _show(console, iterate(settings, path, apply=apply, confirm=confirm), as_json)
+    confirm = None if (yes or not sys.stdin.isatty()) else _Ask(console)
+    return _show(console, iterate(settings, path, apply=apply, confirm=confirm), as_json, confirm)
 
 
-def _show(console: Any, events: Any, as_json: bool) -> int:
-    """Render loop events; print the final panel (and JSON); return the exit code."""
+def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = None) -> int:
+    """Render loop events; print the final panel (and JSON); return the exit code.
+
+    The panel leaves the diff out when the --apply question has shown it already.
+    """
     from repairloop.report import ConsoleRenderer, render_result
 
     renderer = ConsoleRenderer(console)
@@ -140,7 +213,7 @@ def _show(console: Any, events: Any, as_json: bool) -> int:
         renderer.close()
     if result is None:  # a resume that only settled a finished run's side effects
         return int(ExitCode.OK)
-    render_result(console, result)
+    render_result(console, result, show_patch=asked is None or not asked.shown)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     return int(OUTCOME_EXIT[result.outcome])
@@ -161,11 +234,12 @@ def resume(
 
         if not path.is_dir():
             raise _not_a_directory(path)
+        _check_usage(yes=yes, apply=apply)
         console = _console()
-        confirm = None if (yes or not sys.stdin.isatty()) else _ask(console)
-        return _show(console, resume_run(path, run_id, apply=apply, confirm=confirm), as_json)
+        confirm = None if (yes or not sys.stdin.isatty()) else _Ask(console)
+        return _show(console, resume_run(path, run_id, apply=apply, confirm=confirm), as_json, confirm)
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 @app.command()
@@ -193,14 +267,19 @@ def _not_a_directory(path: Path) -> Exception:
     return ProjectError(f"{path} is not a directory", hint="pass the project's directory")
 
 
-def _ask(console: Any) -> Callable[[str], bool]:
-    def confirm(diff: str) -> bool:
+class _Ask:
+    """The --apply question on a terminal: shows the diff, then asks; ``shown`` once it has shown it."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.shown = False
+
+    def __call__(self, diff: str) -> bool:
         from rich.syntax import Syntax
 
-        console.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+        self.console.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+        self.shown = True
         return typer.confirm("Apply this patch to your files?", default=False, err=True)
-
-    return confirm
 
 
 @app.command()
@@ -213,7 +292,7 @@ def classify(
 ) -> None:
     """Run the tests once and sort every failure into a kind, with a hint for each."""
     flags = {"test_cmd": test_cmd, "junit_xml": junit_xml, "test_timeout": test_timeout}
-    _guarded(lambda: _classify(path, flags, as_json))
+    _guarded(lambda: _classify(path, flags, as_json), as_json)
 
 
 def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
@@ -250,12 +329,17 @@ def bench(
 ) -> None:
     """Run the loop on every case of CASES_DIR, each in a temporary copy; report the repair rate."""
     flags = {"workers": workers, "models": model or None, "api_base": api_base}
-    _guarded(lambda: _bench(cases_dir, flags, timeout, as_json))
+    _guarded(lambda: _bench(cases_dir, flags, timeout, as_json, model), as_json)
 
 
-def _bench(cases_dir: Path, flags: Dict[str, Any], timeout: Optional[float], as_json: bool) -> int:
+def _bench(cases_dir: Path, flags: Dict[str, Any], timeout: Optional[float], as_json: bool,
+           model: Optional[List[str]]) -> int:
     from repairloop.integrations.bench import markdown_table, run_bench, settings_for_bench, totals
+    from repairloop.settings import check_flags
 
+    _check_usage(model=model)
+    _warn_unknown_env()
+    check_flags(flags)  # a ConfigError naming the flag, not pydantic's ValidationError
     settings_for_bench(flags)
     console = _console()
 
@@ -307,7 +391,7 @@ def runs(
         _emit(json.dumps(rows, indent=2) + "\n" if as_json else render_runs(rows), None)
         return int(ExitCode.OK)
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 @app.command()
@@ -327,7 +411,7 @@ def stats(
         _emit(json.dumps(figures.to_json(), indent=2) + "\n" if as_json else render_stats(figures), None)
         return int(ExitCode.OK)
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 def _emit(text: str, output: Optional[Path]) -> None:
@@ -358,15 +442,17 @@ def hook(
     """pre-commit entry point: passing tests exit 0; failing ones get a short repair and exit 1 with the patch."""
     flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
              "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
-    _guarded(lambda: _hook(path, flags, apply))
+    _guarded(lambda: _hook(path, flags, apply, model))
 
 
-def _hook(path: Path, flags: Dict[str, Any], apply: bool) -> int:
+def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[str]]) -> int:
     from repairloop.integrations.hook import hook_settings, run_hook
     from repairloop.report import ConsoleRenderer
 
+    _check_usage(model=model)
     if not path.is_dir():
         raise _not_a_directory(path)
+    _warn_unknown_env()
     settings = hook_settings(path.resolve(), flags, os.environ)
     renderer = ConsoleRenderer(_console())
     try:
@@ -404,13 +490,15 @@ def ci(
     extra = {"push_branch": push_branch or open_pr, "open_pr": open_pr, "remote": remote, "base": base,
              "author": author, "patch_file": patch_file, "summary_file": summary_file, "dotenv_file": dotenv,
              "api_timeout": api_timeout}
-    _guarded(lambda: _ci(path, flags, extra))
+    _guarded(lambda: _ci(path, flags, extra, model))
 
 
-def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any]) -> int:
+def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optional[List[str]]) -> int:
     from repairloop.integrations.ci import CIOptions, run_ci
+    from repairloop.integrations.ci_env import GITHUB, detect_system
     from repairloop.report import ConsoleRenderer, render_result
 
+    _check_usage(model=model)
     settings = _settings(path, flags)
     options = CIOptions(**{k: v for k, v in extra.items() if v is not None})
     console = _console()
@@ -420,7 +508,8 @@ def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any]) -> int:
     finally:
         renderer.close()
     if report.result is not None:
-        render_result(console, report.result)
+        # Outside GitHub the summary, patch included, went to stdout: print the patch once.
+        render_result(console, report.result, show_patch=detect_system(os.environ) == GITHUB)
     for line in report.actions:
         console.print(line)
     return report.exit_code
@@ -436,14 +525,35 @@ def main(argv: Optional[List[str]] = None) -> int:
     import signal
     import threading
 
+    args = list(sys.argv[1:] if argv is None else argv)
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        app(args=argv, standalone_mode=True)
+        if "--json" in args:
+            return _main_json(args)
+        app(args=args, standalone_mode=True)
     except SystemExit as done:
         return int(done.code or 0)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _main_json(args: List[str]) -> int:
+    """Like standalone mode, but a usage error click finds (bad option or value) also prints the JSON error."""
+    # click's base exception, whether typer uses click or (typer >= 0.29) its own copy of it.
+    click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    try:
+        return int(app(args=args, standalone_mode=False) or 0)
+    except click_exception as err:  # type: ignore[misc]
+        err.show()
+        ctx = getattr(err, "ctx", None)
+        words = ["repairloop", *(ctx.command_path.split(" ")[1:] if ctx is not None else []), "--help"]
+        hint = f"see '{' '.join(words)}'"
+        _json_error("usage", err.format_message(), hint, err.exit_code)
+        return err.exit_code
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        return int(ExitCode.NOT_FIXED)

@@ -159,6 +159,8 @@ def drive(
     """The run itself, new (``recorded`` None) or resumed from a journal (``resume.resume``)."""
     environ = dict(os.environ if environ is None else environ)
     chain = model_chain(settings, environ)
+    if not settings.test_cmd:
+        default_test_command(project)  # raises ProjectError now, before a run directory exists
     started = clock()
     with ProjectLock(project, run_id):
         warm_up(chain)

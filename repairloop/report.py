@@ -89,8 +89,12 @@ class ConsoleRenderer:
         self._stop_status()
 
 
-def render_result(console: Console, result: RunResult) -> None:
-    """The final panel: outcome, stop reason, totals, where the run is kept, and the diff."""
+def render_result(console: Console, result: RunResult, *, show_patch: bool = True) -> None:
+    """The final panel: outcome, stop reason, totals, where the run is kept, and the diff.
+
+    ``show_patch`` False leaves the diff out when the user has already been shown it
+    (the --apply question, the CI summary), so a patch is printed once.
+    """
     totals = result.totals
     cost = totals["cost_usd"]
     # Guard warnings (test edits allowed, suspected overfitting) come right under the outcome.
@@ -120,7 +124,7 @@ def render_result(console: Console, result: RunResult) -> None:
     for index, line in enumerate(lines):
         body.append(("\n" if index else "") + line, style="bold yellow" if line in warnings else "")
     console.print(Panel(body, title="repairloop", border_style=style, expand=False))
-    if result.patch:
+    if result.patch and show_patch:
         console.print(Syntax(result.patch, "diff", theme="ansi_dark", background_color="default"))
 
 

@@ -9,20 +9,22 @@ Sources, lowest precedence first (STYLE.md habit 7):
 3. environment variables ``REPAIRLOOP_<FIELD>`` (lists comma-separated);
 4. command-line flags (a flag not given stays unset and does not override).
 
-Unknown keys are errors that name the key and the file they came from.
+Unknown keys are errors that name the key and the file they came from; unknown
+``REPAIRLOOP_*`` variables are only warned about (:func:`unknown_env_warnings`).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from repairloop.errors import ConfigError
-from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS
+from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS, FailureKind
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,6 +32,19 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 ENV_PREFIX = "REPAIRLOOP_"
+
+# REPAIRLOOP_* names that are not settings but that repairloop itself reads or writes, so
+# finding them in the environment is no typo: the traceback switch (cli.py), the pytest
+# plugin's channel (runner/plugin), the outputs `repairloop ci --dotenv` writes (integrations/
+# ci.py; a GitLab dotenv report exports them to later jobs) and the test suite's switch for
+# a user-like hook environment (tests/test_hook.py).
+INTERNAL_ENV = frozenset({
+    "REPAIRLOOP_DEBUG", "REPAIRLOOP_RESULTS", "REPAIRLOOP_COVERAGE_SOURCE", "REPAIRLOOP_COVERAGE_FILE",
+    "REPAIRLOOP_PER_TEST_TIMEOUT", "REPAIRLOOP_OUTCOME", "REPAIRLOOP_PATCH_PATH", "REPAIRLOOP_BRANCH",
+    "REPAIRLOOP_PULL_REQUEST_URL", "REPAIRLOOP_FINGERPRINT", "REPAIRLOOP_TEST_FULL_HOOK_ENV",
+})
+# Where a pip-installed user finds every key (configs/default.toml is in the source tree only).
+KEYS_DOC = 'the "Configuration" section of repairloop\'s README'
 
 # Provider key variables that mean "a hosted model is reachable" when no model is
 # configured, with the model used then (a cheap, capable default per provider).
@@ -87,6 +102,30 @@ class Settings(BaseModel):
     builtin_candidate_timeout: float = Field(10.0, gt=0, description="Seconds for one offline candidate's tests.")
     builtin_extra_search: float = Field(0.2, ge=0, le=1, description="Share of time searching on after a plausible patch.")
 
+    @field_validator("test_cmd", "junit_xml", "api_base")
+    @classmethod
+    def _not_blank(cls, value: Optional[str]) -> Optional[str]:
+        # An empty string would silently mean "unset" further on; say so instead.
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty (leave it out to use the default)")
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _model_names(cls, value: List[str]) -> List[str]:
+        if any(not name.strip() for name in value):
+            raise ValueError("a model name is empty (use a litellm name such as openai/gpt-4o-mini, or builtin)")
+        return value
+
+    @field_validator("retry_kinds")
+    @classmethod
+    def _failure_kinds(cls, value: List[str]) -> List[str]:
+        kinds = [k.value for k in FailureKind]
+        unknown = [k for k in value if k not in kinds]
+        if unknown:
+            raise ValueError(f"unknown failure kind {unknown[0]!r} (kinds: {', '.join(kinds)})")
+        return value
+
 
 FIELD_NAMES = tuple(Settings.model_fields)
 
@@ -98,8 +137,27 @@ def _validation_message(err: ValidationError, origin: str) -> str:
         if item["type"] == "extra_forbidden":
             parts.append(f"unknown key '{key}' in {origin}")
         else:
-            parts.append(f"'{key}' in {origin}: {item['msg']}")
+            parts.append(f"'{key}' in {origin}: {item['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
+
+
+def _validation_hint(err: ValidationError, origin: str) -> str:
+    """The fix for the first error: the closest key, or what the key means and its default."""
+    item = err.errors()[0]
+    key = str(item["loc"][0]) if item["loc"] else ""
+    if item["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
+        guess = f"did you mean '{close[0]}'? " if close else ""
+        return f"{guess}fix or remove it in {origin}; every key is listed in {KEYS_DOC}"
+    field = Settings.model_fields.get(key)
+    if field is None:
+        return f"fix it in {origin}; every key is listed in {KEYS_DOC}"
+    default = field.get_default(call_default_factory=True)
+    text = "unset" if default is None else repr(default)
+    text = text if len(text) <= 60 else text[:57] + "..."  # the glob lists are long
+    note = "" if "default" in str(field.description) else f" (default: {text})"
+    where = "the flag (repairloop run --help lists the flags)" if "flags" in origin else f"it in {origin}"
+    return f"'{key}': {field.description}{note}; fix {where}"
 
 
 def _check(values: Mapping[str, Any], origin: str) -> Dict[str, Any]:
@@ -107,11 +165,33 @@ def _check(values: Mapping[str, Any], origin: str) -> Dict[str, Any]:
     try:
         Settings(**values)
     except ValidationError as err:
-        raise ConfigError(
-            _validation_message(err, origin),
-            hint=f"the keys are listed in configs/default.toml; fix or remove it in {origin}",
-        ) from None
+        raise ConfigError(_validation_message(err, origin), hint=_validation_hint(err, origin)) from None
     return dict(values)
+
+
+def check_flags(flags: Mapping[str, Any]) -> Dict[str, Any]:
+    """The flags the user gave (None: not given), validated alone. Raises ConfigError naming the flag's key."""
+    return _check({k: v for k, v in flags.items() if v is not None}, "the command-line flags")
+
+
+def unknown_env_warnings(environ: Mapping[str, str]) -> List[str]:
+    """One warning per ``REPAIRLOOP_*`` variable that is neither a setting nor one of INTERNAL_ENV.
+
+    Such a variable is ignored, so a typo (``REPAIRLOOP_MAX_ITERATION``) would
+    change nothing without a word; each warning names the closest known variable.
+    (difflib, not rapidfuzz: rapidfuzz stays in patch and stop, STYLE.md's import table.)
+    """
+    known = [name.upper() for name in FIELD_NAMES]
+    warnings = []
+    for name in sorted(environ):
+        rest = name[len(ENV_PREFIX):]
+        if not name.startswith(ENV_PREFIX) or rest in known or name in INTERNAL_ENV:
+            continue
+        # Compared without the prefix, which every name shares and which would make any two look alike.
+        close = difflib.get_close_matches(rest, known + ["DEBUG"], n=1)
+        guess = f"; did you mean {ENV_PREFIX}{close[0]}?" if close else ""
+        warnings.append(f"repairloop: warning: {name} is not a repairloop setting and is ignored{guess}")
+    return warnings
 
 
 def read_file_layer(project: Path) -> Tuple[Dict[str, Any], Optional[Path]]:
@@ -148,8 +228,10 @@ def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
         if raw is None:
             continue
         annotation = str(Settings.model_fields[name].annotation)
-        values[name] = [p.strip() for p in raw.split(",") if p.strip()] if "List" in annotation or "list" in annotation else raw
-    return _check(values, "the environment (REPAIRLOOP_*)")
+        value = [p.strip() for p in raw.split(",") if p.strip()] if "List" in annotation or "list" in annotation else raw
+        # One variable at a time, so an error names the variable to fix.
+        values.update(_check({name: value}, f"the environment variable {ENV_PREFIX}{name.upper()}"))
+    return values
 
 
 def load_settings(

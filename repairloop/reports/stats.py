@@ -164,9 +164,10 @@ def _recurring(reports: Sequence[RunReport]) -> Tuple[List[Dict[str, Any]], List
         share = n / len(reports)
         if n >= 2 and share > RECURRING_SHARE:
             recurring.append({"code": place, "runs": n, "share": round(share, 3)})
-            upstream.append(f"{n} of {len(reports)} runs ({share:.0%}) repaired {place}: the fault keeps coming "
-                            "back, so the problem belongs upstream; fix it at its source (the code, its "
-                            "generator or the dependency) instead of repairing it run after run")
+            # A definition heading ends with ':' (git's hunk heading); another ':' after it read as '::'.
+            upstream.append(f"{n} of {len(reports)} runs ({share:.0%}) repaired {place.rstrip(':')}. The fault "
+                            "keeps coming back, so the problem belongs upstream: fix it at its source (the code, "
+                            "its generator or the dependency) instead of repairing it run after run")
     return recurring, upstream
 
 
