@@ -42,6 +42,10 @@ RETRY_INSTRUCTION = (
     "current code shown in the first message."
 )
 
+# A changed span ending in one of these gets the next word too, when that is short (characters).
+_OPERATOR_ENDS = set("+-*/%<>=!&|^~,")
+_SHORT_WORD = 8
+
 _LANGUAGES = {".py": "python", ".pyi": "python", ".toml": "toml", ".cfg": "ini", ".ini": "ini",
               ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".js": "javascript",
               ".ts": "typescript", ".sh": "sh"}
@@ -193,8 +197,8 @@ def _one_line_change(diff: str, shown: str = "") -> Optional[str]:
 
 
 def _changed_span(old: str, new: str) -> Tuple[str, str]:
-    """The part of ``old`` that ``new`` changes, widened to whole words, then one word
-    further to the left (or right) at a time until it occurs once in ``old``."""
+    """The part of ``old`` that ``new`` changes, widened to whole words, then by one more
+    word at a time (to the left first) until it occurs once in ``old``."""
     prefix = len(os.path.commonprefix([old, new]))
     room = min(len(old), len(new)) - prefix
     suffix = min(room, len(os.path.commonprefix([old[::-1], new[::-1]])))
@@ -207,6 +211,10 @@ def _changed_span(old: str, new: str) -> Tuple[str, str]:
             end_old, end_new = _word_end(old, end_old + 1), _word_end(new, end_new + 1)
         else:
             break
+    # `n -` → `n +` reads better as `n - 1` → `n + 1`: finish an operator with a short operand.
+    right = _word_end(old, end_old + 1) if end_old < len(old) else end_old
+    if old[left:end_old].strip()[-1:] in _OPERATOR_ENDS and right - end_old <= _SHORT_WORD + 1:
+        end_old, end_new = right, _word_end(new, end_new + 1)
     return old[left:end_old].strip(), new[left:end_new].strip()
 
 
