@@ -44,7 +44,7 @@ from repairloop.types import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from repairloop.loop import _Session
+    from repairloop.session import Session
 
 _BUDGET_REASONS = {
     "tokens": StopReason.BUDGET_TOKENS,
@@ -67,9 +67,9 @@ class Verdict:
 
 
 class AttemptRunner:
-    """Runs iterations for a loop session (``loop._Session``)."""
+    """Runs iterations for a loop session (``session.Session``)."""
 
-    def __init__(self, session: "_Session") -> None:
+    def __init__(self, session: "Session") -> None:
         self.s = session
         settings = session.settings
         self.policy = GuardPolicy(
