@@ -1,0 +1,142 @@
+"""Helpers every command shares: the stderr console, error guarding, usage checks, settings.
+
+``guarded`` is the one place where exceptions become exit codes (DESIGN.md's
+contract: 0 fixed or nothing to fix, 1 not fixed, 2 usage or configuration
+error, 3 unrecoverable failure kind, 130 interrupted); ``OUTCOME_EXIT`` maps a
+run's outcome to its code. Heavy modules (the loop, settings with pydantic,
+rich's syntax highlighting) are imported inside the functions so that
+``repairloop --help`` answers fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import typer
+
+from repairloop.errors import RepairloopError
+from repairloop.types import ExitCode, Outcome
+
+# The PATH argument of the commands that take a project directory positionally.
+PathArg = typer.Argument(Path("."), help="Project directory (default: the current directory).")
+
+# A finished run's outcome -> the process exit code (DESIGN.md, "Exit codes").
+OUTCOME_EXIT = {
+    Outcome.FIXED: ExitCode.OK,
+    Outcome.NOTHING_TO_FIX: ExitCode.OK,
+    Outcome.PARTIALLY_FIXED: ExitCode.NOT_FIXED,
+    Outcome.NOT_FIXED: ExitCode.NOT_FIXED,
+    Outcome.UNRECOVERABLE: ExitCode.UNRECOVERABLE,
+}
+
+
+def err_console() -> Any:
+    """A rich Console on stderr (``report.make_console``): progress, errors, panels."""
+    from repairloop.report import make_console
+
+    return make_console()
+
+
+def guarded(action: Callable[[], int], as_json: bool = False) -> None:
+    """Run a command body; map our errors and Ctrl-C to exit codes with a clear message.
+
+    ``action`` returns the exit code. Always raises ``typer.Exit``: with that code,
+    with a RepairloopError's ``exit_code`` (2 or 3; message and hint on stderr),
+    130 on KeyboardInterrupt (SIGTERM becomes one too, see ``main``) and 1 on any
+    other exception (a bug of ours; REPAIRLOOP_DEBUG=1 prints the traceback).
+    With ``as_json`` an error also becomes the one JSON document on stdout
+    (``{"error": {"kind", "message", "hint", "exit_code"}}``; README, "Use").
+    """
+    try:
+        code = action()
+    except RepairloopError as err:
+        console = err_console()
+        console.print(f"repairloop: error: {err.message}")
+        if err.hint:
+            console.print(f"hint: {err.hint}")
+        code = int(err.exit_code)
+        if as_json:
+            json_error(_error_kind(type(err).__name__), err.message, err.hint, code)
+    except KeyboardInterrupt:
+        err_console().print("repairloop: interrupted; your files are as they were.")
+        code = int(ExitCode.INTERRUPTED)
+        if as_json:
+            json_error("interrupted", "interrupted", "repairloop resume continues a run", code)
+    except Exception as err:  # a bug of ours: say so plainly, never a bare traceback
+        console = err_console()
+        console.print(f"repairloop: internal error: {type(err).__name__}: {err}")
+        console.print("Your files are as they were. The run's journal is under .repairloop/runs/; "
+                      "please report this with it (REPAIRLOOP_DEBUG=1 shows the traceback).")
+        if os.environ.get("REPAIRLOOP_DEBUG"):
+            console.print_exception()
+        code = int(ExitCode.NOT_FIXED)
+        if as_json:
+            json_error("internal", f"{type(err).__name__}: {err}", "please report this with the run's journal", code)
+    raise typer.Exit(code)
+
+
+def _error_kind(class_name: str) -> str:
+    """``ConfigError`` -> ``config``, ``UnrecoverableModelError`` -> ``unrecoverable_model``."""
+    import re
+
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name.removesuffix("Error") or class_name).lower()
+
+
+def json_error(kind: str, message: str, hint: str, code: int) -> None:
+    """Write ``{"error": {"kind", "message", "hint", "exit_code"}}`` (indented JSON) to stdout.
+
+    ``kind`` is snake_case (``config``, ``usage``, ``interrupted``, ``internal``...);
+    ``code`` is the exit code the process is about to return.
+    """
+    document = {"error": {"kind": kind, "message": message, "hint": hint, "exit_code": code}}
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+def check_usage(*, model: Optional[List[str]] = None, yes: bool = False, apply: bool = False) -> None:
+    """Flag combinations that would otherwise be silently ignored.
+
+    Raises ConfigError (exit 2) for ``--yes`` without ``--apply`` and for an empty
+    ``--model`` name; ``model`` is the list of ``--model`` values (None when absent).
+    """
+    from repairloop.errors import ConfigError
+
+    if yes and not apply:
+        raise ConfigError("--yes was given without --apply; --yes only answers the question --apply asks",
+                          hint="add --apply to write the patch to your files without asking, or drop --yes")
+    if model and any(not m.strip() for m in model):
+        raise ConfigError("--model was given an empty name",
+                          hint="pass a model name (--model openai/gpt-4o-mini, --model builtin), "
+                               "or leave --model out for the default chain")
+
+
+def project_settings(path: Path, flags: Dict[str, Any]) -> Any:
+    """The project's Settings (``settings.load_settings``) with ``flags`` (None values: not given) on top.
+
+    Warns about unknown REPAIRLOOP_* variables first. Raises ProjectError (exit 2)
+    when ``path`` is no directory, ConfigError (exit 2) for an invalid setting.
+    """
+    from repairloop.settings import load_settings
+
+    if not path.is_dir():
+        raise not_a_directory(path)
+    warn_unknown_env()
+    return load_settings(path.resolve(), flags)
+
+
+def warn_unknown_env() -> None:
+    """One stderr line per REPAIRLOOP_* variable that is no setting (a typo would otherwise do nothing)."""
+    from repairloop.settings import unknown_env_warnings
+
+    for warning in unknown_env_warnings(os.environ):
+        err_console().print(warning)
+
+
+def not_a_directory(path: Path) -> Exception:
+    """The ProjectError (exit 2) a command raises when its project ``path`` is no directory."""
+    from repairloop.errors import ProjectError
+
+    return ProjectError(f"{path} is not a directory", hint="pass the project's directory")

@@ -1,0 +1,141 @@
+"""The commands other tools call: ``hook`` (pre-commit), ``ci`` (CI jobs) and ``bench``.
+
+Plain functions; ``repairloop.cli`` registers them on the typer app. Each is a
+thin adapter over ``repairloop.integrations``: flags in, a report rendered,
+its exit code returned through ``guarded``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import typer
+
+from repairloop.cli.common import PathArg, check_usage, err_console, guarded, not_a_directory, project_settings, warn_unknown_env
+from repairloop.types import ExitCode
+
+
+def bench(
+    cases_dir: Path = typer.Argument(..., help="Directory of cases (each a project with a case.toml)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model chain (default: the offline engine)."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per case (a case.toml timeout may lower it)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a Markdown table."),
+) -> None:
+    """Run the loop on every case of CASES_DIR, each in a temporary copy; report the repair rate."""
+    flags = {"workers": workers, "models": model or None, "api_base": api_base}
+    guarded(lambda: _bench(cases_dir, flags, timeout, as_json, model), as_json)
+
+
+def _bench(cases_dir: Path, flags: Dict[str, Any], timeout: Optional[float], as_json: bool,
+           model: Optional[List[str]]) -> int:
+    from repairloop.integrations.bench import markdown_table, run_bench, settings_for_bench, totals
+    from repairloop.settings import check_flags
+
+    check_usage(model=model)
+    warn_unknown_env()
+    check_flags(flags)  # a ConfigError naming the flag, not pydantic's ValidationError
+    settings_for_bench(flags)
+    console = err_console()
+
+    def progress(case: Any) -> None:
+        console.print(f"- {case.name}: {case.outcome} ({case.stop_reason}, {case.seconds:.1f}s)")
+
+    results = run_bench(cases_dir, {k: v for k, v in flags.items() if v is not None}, timeout=timeout, on_case=progress)
+    if as_json:
+        document = {"cases": [r.to_json() for r in results], "totals": totals(results)}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        sys.stdout.write(markdown_table(results) + "\n")
+    return int(ExitCode.OK)
+
+
+def hook(
+    path: Path = PathArg,
+    apply: bool = typer.Option(False, "--apply", help="Write the fix to the working tree (never staged); still exits 1."),
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Iteration budget (hook default 3)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD (hook default 0.10)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget, seconds (hook default 120)."),
+    test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
+) -> None:
+    """pre-commit entry point: passing tests exit 0; failing ones get a short repair and exit 1 with the patch."""
+    flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
+             "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
+    guarded(lambda: _hook(path, flags, apply, model))
+
+
+def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[str]]) -> int:
+    from repairloop.integrations.hook import hook_settings, run_hook
+    from repairloop.report import ConsoleRenderer
+
+    check_usage(model=model)
+    if not path.is_dir():
+        raise not_a_directory(path)
+    warn_unknown_env()
+    settings = hook_settings(path.resolve(), flags, os.environ)
+    renderer = ConsoleRenderer(err_console())
+    try:
+        report = run_hook(settings, path, apply=apply, on_event=renderer)
+    finally:
+        renderer.close()
+    sys.stdout.write("\n".join(report.lines) + "\n")
+    return report.exit_code
+
+
+def ci(
+    path: Path = PathArg,
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
+    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
+    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Iteration budget."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget (prompt + completion)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget of the whole run, seconds."),
+    test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
+    push_branch: bool = typer.Option(False, "--push-branch", help="Push a fix as one commit on repairloop/<fingerprint>."),
+    open_pr: bool = typer.Option(False, "--open-pr", help="Also open (or update) a pull request; implies --push-branch."),
+    remote: str = typer.Option("origin", "--remote", help="Remote to push to."),
+    base: Optional[str] = typer.Option(None, "--base", help="Branch the fix targets (default: the CI's branch)."),
+    author: Optional[str] = typer.Option(None, "--author", help="Fix commit author, 'Name <email>'."),
+    patch_file: Optional[str] = typer.Option(None, "--patch-file", help="Also save the patch here (an artifact path)."),
+    summary_file: Optional[str] = typer.Option(None, "--summary-file", help="Also write the Markdown summary here."),
+    dotenv: Optional[str] = typer.Option(None, "--dotenv", help="Write the outputs as REPAIRLOOP_*=value lines (GitLab dotenv)."),
+    api_timeout: float = typer.Option(30.0, "--api-timeout", help="Seconds per forge API request."),
+) -> None:
+    """CI entry point: repair, then a summary, outputs, annotations, a patch file; optionally a branch and a pull request."""
+    flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
+             "max_tokens": max_tokens, "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
+    extra = {"push_branch": push_branch or open_pr, "open_pr": open_pr, "remote": remote, "base": base,
+             "author": author, "patch_file": patch_file, "summary_file": summary_file, "dotenv_file": dotenv,
+             "api_timeout": api_timeout}
+    guarded(lambda: _ci(path, flags, extra, model))
+
+
+def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optional[List[str]]) -> int:
+    from repairloop.integrations.ci import CIOptions, run_ci
+    from repairloop.integrations.ci_env import GITHUB, detect_system
+    from repairloop.report import ConsoleRenderer, render_result
+
+    check_usage(model=model)
+    settings = project_settings(path, flags)
+    options = CIOptions(**{k: v for k, v in extra.items() if v is not None})
+    console = err_console()
+    renderer = ConsoleRenderer(console)
+    try:
+        report = run_ci(settings, path, options, environ=os.environ, stdout=sys.stdout, on_event=renderer)
+    finally:
+        renderer.close()
+    if report.result is not None:
+        # Outside GitHub the summary, patch included, went to stdout: print the patch once.
+        render_result(console, report.result, show_patch=detect_system(os.environ) == GITHUB)
+    for line in report.actions:
+        console.print(line)
+    return report.exit_code
