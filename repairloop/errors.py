@@ -1,7 +1,7 @@
 """A small exception family. Each error carries a message, a hint and an exit code.
 
 Expected endings (success, stagnation, budget) are ``StopReason`` values, not
-exceptions. Only ``cli.py`` turns these into process exit codes.
+exceptions. Only ``cli/`` turns these into process exit codes.
 """
 
 from __future__ import annotations

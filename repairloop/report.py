@@ -1,6 +1,6 @@
 """Rendering results for people: the console (rich, on stderr) and Markdown.
 
-Only this module and ``cli.py`` touch rich. Colour is off when stderr is not a
+Only this module and ``cli/`` touch rich. Colour is off when stderr is not a
 terminal or ``NO_COLOR`` is set; the text is then plain.
 """
 

@@ -34,7 +34,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
 ENV_PREFIX = "REPAIRLOOP_"
 
 # REPAIRLOOP_* names that are not settings but that repairloop itself reads or writes, so
-# finding them in the environment is no typo: the traceback switch (cli.py), the pytest
+# finding them in the environment is no typo: the traceback switch (cli/), the pytest
 # plugin's channel (runner/plugin), the outputs `repairloop ci --dotenv` writes (integrations/
 # ci.py; a GitLab dotenv report exports them to later jobs) and the test suite's switch for
 # a user-like hook environment (tests/test_hook.py).
