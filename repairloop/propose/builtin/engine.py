@@ -4,7 +4,8 @@ Classic search-based program repair (GenProg's generate-and-validate loop,
 with the simple-stupid-bug operators of ManySStuBs4J/PySStuBs): localise
 once per run (Ochiai over per-test coverage), mutate the most suspicious
 lines, validate candidates in parallel scratch copies, keep searching a while
-after the first plausible patch, and answer the smallest. The loop treats the
+after the first plausible patch, and answer the best (fewest changed lines, then
+the most likely by the ranking, then fewest characters). The loop treats the
 answer like a model's: guards, its own validation, stop policy, journal.
 """
 
@@ -18,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 from repairloop.errors import EngineExhausted
 from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.filemodel import FileModel
+from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.localise import Localisation, is_test_path, localise
 from repairloop.propose.builtin.scratch import (
     Plan,
@@ -36,6 +38,7 @@ PLAUSIBLE_NOTE = (
     "oracle, so review it (and its alternatives) before relying on it."
 )
 MAX_TRIED_IN_NOTES = 300  # the journal keeps the first ones; counts cover them all
+PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
 NO_BUDGET_BASELINE_TIMEOUT = 900.0  # seconds for the localisation run when the run has no time budget
 
 
@@ -83,6 +86,7 @@ class BuiltinProposer:
         self._started: Optional[float] = None
         self._localisation: Optional[Localisation] = None
         self._plan: Optional[Plan] = None
+        self._boosts: Dict[str, float] = {}
         self._baseline_seconds = 0.0
         self._search: Optional[Search] = None
         self._snapshot: Optional[Tuple[Tuple[str, int], ...]] = None
@@ -158,18 +162,28 @@ class BuiltinProposer:
             finally:
                 _remove_coverage(report.coverage_file)
         self._plan = self._make_plan(report, targets)
+        self._boosts = family_boosts(report, targets)
 
     def _make_plan(self, report: TestReport, targets: Tuple[str, ...]) -> Plan:
-        """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed."""
+        """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed.
+
+        When the failing tests took over ``PROBE_SECONDS`` together (hangs stopped by a
+        per-test timeout, slow tests), the quickest of them alone is run first.
+        """
         durations = {r.test_id: r.duration for r in report.results}
         target_seconds = sum(durations.get(t, 0.0) for t in targets)
         self._baseline_seconds = report.seconds
         allowed = frozenset(report.failing_ids) - frozenset(targets)
+        probe: Tuple[str, ...] = ()
+        if len(targets) > 1 and target_seconds > PROBE_SECONDS:
+            probe = (min(targets, key=lambda t: (durations.get(t, 0.0), t)),)
         return Plan(
             targets=targets,
             allowed_failing=allowed,
             target_timeout=max(self.candidate_timeout, 3.0 * target_seconds),
             suite_timeout=max(self.candidate_timeout, 3.0 * report.seconds),
+            probe=probe,
+            probe_timeout=max(self.candidate_timeout, 3.0 * durations.get(probe[0], 0.0)) if probe else 0.0,
         )
 
     def _reserve(self, deadline: Optional[float], seconds: Optional[float]) -> Optional[float]:
@@ -188,7 +202,7 @@ class BuiltinProposer:
                     models[path] = FileModel(Source(path, sources[path]))
                 except (SyntaxError, ValueError):
                     continue  # a file that does not parse cannot be mutated
-        candidates = order_candidates(self._localisation.suspects, models)
+        candidates = order_candidates(self._localisation.suspects, models, self._boosts)
         return Search(candidates, sources, self.workers)
 
     # -- search policy ------------------------------------------------------------------
@@ -224,6 +238,8 @@ class BuiltinProposer:
         if search is not None:
             notes["counts"] = search.counts()
             notes["tried"] = [r.to_json() for r in search.results[:MAX_TRIED_IN_NOTES]]
+        if self._boosts:
+            notes["family_boosts"] = dict(sorted(self._boosts.items()))
         if self._plan is not None:
             notes["timeouts"] = {"failing_tests": self._plan.target_timeout, "suite": self._plan.suite_timeout}
         notes["stopped_because"] = self._stopped_because

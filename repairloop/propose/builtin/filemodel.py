@@ -79,6 +79,8 @@ class FileModel:
         self.methods: Dict[str, Dict[str, Signature]] = {}  # class -> name -> signature
         self.attributes: Dict[str, Set[str]] = {}  # receiver source text -> attribute names
         self._scope_cache: Dict[int, Tuple[str, ...]] = {}
+        # Per-function facts operators derive once (keyed by operator's name and id(function)).
+        self.memo: Dict[Tuple[str, int], object] = {}
         for node in ast.walk(source.tree):  # breadth first: inner statements come later
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node

@@ -14,6 +14,7 @@ from typing import Callable, Iterator, List, Set, Tuple
 
 from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.filemodel import FileModel
+from repairloop.propose.builtin.mutate_calls import method_to_function, wrap_call
 from repairloop.propose.builtin.mutate_exprs import (
     negate_condition,
     off_by_one,
@@ -30,6 +31,7 @@ from repairloop.propose.builtin.mutate_ops import (
     literal_off_by_one,
     unary_operator,
 )
+from repairloop.propose.builtin.mutate_inserts import insert_update
 from repairloop.propose.builtin.mutate_stmts import delete_statement, insert_statement
 from repairloop.propose.builtin.mutation import Mutation
 
@@ -50,8 +52,10 @@ EXPRESSION_OPERATORS: Tuple[Operator, ...] = (
     wrong_variable,
     wrong_attribute,
     wrong_function,
+    method_to_function,
+    wrap_call,
 )
-STATEMENT_OPERATORS: Tuple[Operator, ...] = (delete_statement, insert_statement)
+STATEMENT_OPERATORS: Tuple[Operator, ...] = (insert_update, delete_statement, insert_statement)
 
 _HEADERS = {
     ast.If: ("test",),

@@ -38,12 +38,29 @@ def _call_sites(model: FileModel, node: ast.Call) -> List[Tuple[ast.AST, str, fl
         return [(a, "range argument", 1.0) for a in node.args]
     if isinstance(func, ast.Name) and func.id == "len" and len(node.args) == 1:
         return [(node, "len()", 0.9)]
+    if isinstance(func, ast.Name) and func.id in ("min", "max") and not node.keywords:
+        # The terms of a min/max are costs and bounds: `dp[i][j - 1] + 1` missing its `+ 1`.
+        return [(a, f"{func.id}() argument", 0.8) for a in node.args]
     # Arguments of the file's own functions (recursion bounds: `search(xs, mid + 1, hi)`);
     # every argument of every library call would flood the search with type errors.
     own = isinstance(func, ast.Name) and func.id in model.functions
     own = own or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                   and func.value.id in ("self", "cls"))  # fmt: skip
     return [(a, "call argument", 0.6) for a in node.args] if own else []
+
+
+_PLAIN_VALUES = (ast.Name, ast.Attribute, ast.Subscript)
+
+
+def _assigned_sites(target: ast.AST, value: ast.AST) -> List[Tuple[ast.AST, str, float]]:
+    """A plain value copied into a variable: ``hi = mid`` for ``hi = mid - 1``, ``i = lo``
+    for ``i = lo - 1`` (and each element of ``lo, hi = a, b``). Computed values are left to
+    the other sites: every operand of every assignment would flood the search."""
+    if isinstance(target, ast.Name) and isinstance(value, _PLAIN_VALUES):
+        return [(value, "assigned value", 0.8)]
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        return [(v, "assigned value", 0.7) for v in value.elts if isinstance(v, _PLAIN_VALUES)]
+    return []
 
 
 def _off_by_one_sites(model: FileModel, node: ast.AST) -> List[Tuple[ast.AST, str, float]]:
@@ -56,6 +73,8 @@ def _off_by_one_sites(model: FileModel, node: ast.AST) -> List[Tuple[ast.AST, st
         sites += [(b, "slice bound", 1.0) for b in (node.lower, node.upper) if b is not None]
     elif isinstance(node, ast.Call):
         sites += _call_sites(model, node)
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+        sites += _assigned_sites(node.targets[0], node.value)
     elif isinstance(node, ast.Return) and node.value is not None:
         value = node.value
         numeric_call = (
@@ -120,6 +139,8 @@ def negate_condition(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
         for target, weight in targets:
             if isinstance(target, ast.UnaryOp) and isinstance(target.op, ast.Not):
                 continue  # unary_operator drops the `not`
+            if isinstance(target, ast.Compare) and len(target.ops) == 1:
+                continue  # `not a < b` is the comparison family's `a >= b`, said plainly
             start, end = model.source.span(target)
             text = model.source.text[start:end]
             if precedence(target) >= PREC_NOT + 1:
@@ -139,6 +160,28 @@ def _swap_parts(model: FileModel, node: ast.AST) -> Optional[Tuple[ast.AST, ast.
         expected = ast.Compare(left=node.comparators[0], ops=node.ops, comparators=[node.left])
         return node.left, node.comparators[0], CMP_SYMBOLS[type(node.ops[0])], expected
     return None
+
+
+def _accumulates_sequence(model: FileModel, node: ast.AST) -> bool:
+    """``out = out + x`` where ``out`` starts as a string or list literal: an append that may
+    have been meant as a prepend (``digits = d + digits``), where `+` does not commute."""
+    parent = model.parent(node)
+    if not isinstance(parent, ast.Assign) or len(parent.targets) != 1 or not isinstance(parent.targets[0], ast.Name):
+        return False
+    name = parent.targets[0].id
+    if not isinstance(node, ast.BinOp) or not any(isinstance(o, ast.Name) and o.id == name for o in (node.left, node.right)):
+        return False
+    scope = model.function_of(node) or model.source.tree
+    for other in ast.walk(scope):
+        if isinstance(other, ast.Assign) and other is not parent and any(
+            isinstance(t, ast.Name) and t.id == name for t in other.targets
+        ):
+            value = other.value
+            if isinstance(value, (ast.List, ast.JoinedStr)) or (
+                isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes))
+            ):
+                return True
+    return False
 
 
 def swap_operands(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
@@ -165,7 +208,7 @@ def swap_operands(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
             continue
         if ast.dump(parsed) == want:
             # `+` commutes on numbers (a wasted candidate) but not on strings and lists.
-            weight = 0.6 if symbol == "+" else 1.0
+            weight = 1.0 if symbol != "+" or _accumulates_sequence(model, node) else 0.6
             yield make(model, "swap_operands", start, end, replacement, weight, f"swap operands of `{symbol}`")
             return
 

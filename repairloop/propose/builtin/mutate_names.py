@@ -10,7 +10,7 @@ function of the file with a matching positional arity.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from repairloop.propose.builtin.filemodel import FileModel, Signature
 from repairloop.propose.builtin.mutate_ops import make
@@ -25,7 +25,9 @@ SIBLINGS: Dict[str, Tuple[str, ...]] = {
     "upper": ("lower",), "startswith": ("endswith",), "endswith": ("startswith",),
     "lstrip": ("rstrip",), "rstrip": ("lstrip",), "find": ("rfind",), "rfind": ("find",),
     "index": ("rindex",), "isupper": ("islower",), "islower": ("isupper",),
-    "append": ("appendleft",), "appendleft": ("append",), "pop": ("popleft",),
+    "append": ("extend", "appendleft"), "extend": ("append",), "appendleft": ("append",),
+    "add": ("update",), "update": ("add",), "keys": ("values", "items"), "values": ("keys", "items"),
+    "items": ("values", "keys"), "pop": ("popleft",),
     "popleft": ("pop",), "heappush": ("heappushpop",), "nlargest": ("nsmallest",),
     "nsmallest": ("nlargest",), "insort_left": ("insort_right",), "insort_right": ("insort_left",),
 }  # fmt: skip
@@ -56,16 +58,83 @@ def _statement_names(model: FileModel, node: ast.AST) -> Set[str]:
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
 
 
+def _body_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a function (or module) body, not entering nested definitions."""
+    stack: List[ast.AST] = list(getattr(fn, "body", []))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _index_slot(model: FileModel, node: ast.AST) -> Optional[Tuple[str, int]]:
+    """(sequence name, depth) when ``node`` is inside an index: ``j`` of ``dp[i - 1][j]`` is ("dp", 2)."""
+    child, parent = node, model.parent(node)
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Subscript):
+            if child is not parent.slice:
+                return None
+            depth, base = 1, parent.value
+            while isinstance(base, ast.Subscript):
+                depth, base = depth + 1, base.value
+            return (base.id, depth) if isinstance(base, ast.Name) else None
+        child, parent = parent, model.parent(parent)
+    return None
+
+
+def _function_facts(model: FileModel, node: ast.AST) -> Tuple[Dict[Tuple[str, int], Dict[str, int]], Set[str]]:
+    """Of the function around ``node``: how often each name indexes each (sequence, depth),
+    and the variables read only to update themselves (``current = max(0, current + x)``)."""
+    fn = model.function_of(node) or model.source.tree
+    key = ("wrong_variable", id(fn))
+    if key not in model.memo:
+        slots: Dict[Tuple[str, int], Dict[str, int]] = {}
+        readers: Dict[str, Set[int]] = {}
+        self_updates: Dict[str, Set[int]] = {}
+        for sub in _body_nodes(fn):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                slot = _index_slot(model, sub)
+                if slot is not None:
+                    counts = slots.setdefault(slot, {})
+                    counts[sub.id] = counts.get(sub.id, 0) + 1
+                stmt = model.enclosing(sub, (ast.stmt,))
+                readers.setdefault(sub.id, set()).add(id(stmt))
+            elif isinstance(sub, (ast.Assign, ast.AugAssign)):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                for target in targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            self_updates.setdefault(name.id, set()).add(id(sub))
+        unread = {n for n, stmts in readers.items() if stmts <= self_updates.get(n, set())}
+        unread |= {n for n in self_updates if n not in readers}
+        model.memo[key] = (slots, unread)
+    return model.memo[key]  # type: ignore[return-value]
+
+
+def _smell_weight(model: FileModel, node: ast.Name, name: str) -> float:
+    """1.6 when data flow points at ``name``: the sequence is indexed by ``name`` everywhere
+    else and by ``node`` only here (``right[i:]`` where ``right`` always takes ``j``), or
+    ``name`` is computed but never read except by its own updates (a result left unused)."""
+    slots, unread = _function_facts(model, node)
+    slot = _index_slot(model, node)
+    if slot is not None:
+        counts = slots.get(slot, {})
+        if counts.get(name, 0) >= 2 and counts.get(node.id, 0) == 1:
+            return 1.6
+    return 1.6 if name in unread else 1.0
+
+
 def variable_choices(model: FileModel, node: ast.Name) -> List[Tuple[str, float]]:
-    """Other variables for ``node``, best first: similar or same-statement names, other
-    locals, then module variables; at most ``MAX_NAME_ALTERNATIVES``."""
+    """Other variables for ``node``, best first: names data flow points at, similar or
+    same-statement names, other locals, then module variables; at most ``MAX_NAME_ALTERNATIVES``."""
     local = model.local_vars(node)
     nearby = _statement_names(model, node)
     choices: List[Tuple[str, float]] = []
     for name in local:
         if name != node.id:
             hints = int(_similar(name, node.id)) + int(name in nearby)
-            choices.append((name, (0.7, 0.85, 1.0)[hints]))
+            choices.append((name, (0.7, 0.85, 1.0)[hints] * _smell_weight(model, node, name)))
     choices += [(n, 0.5) for n in model.module_vars if n != node.id and n not in local]
     choices.sort(key=lambda c: (-c[1], c[0]))
     return choices[:MAX_NAME_ALTERNATIVES]

@@ -154,7 +154,18 @@ def literal_off_by_one(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
         if _identity_operand(model, node, value):
             continue  # `x - 0`, `x * 1`: sub_expression's `x` is the same fix, cleaner
         what = f"`{node.value}` -> `{value}`"
-        yield make(model, "literal_off_by_one", start, end, str(value), 1.0 - 0.1 * k, what)
+        weight = (1.0 - 0.1 * k) * (0.5 if _doubled_step(model, node, value) else 1.0)
+        yield make(model, "literal_off_by_one", start, end, str(value), weight, what)
+
+
+def _doubled_step(model: FileModel, node: ast.Constant, value: int) -> bool:
+    """``x + 1`` to ``x + 2``: the 1 of a +-1 step is the deliberate adjustment, and doubling it
+    rarely fixes anything (while it does make a weak test pass by skipping a case)."""
+    parent = model.parent(node)
+    return (
+        node.value == 1 and value == 2 and isinstance(parent, ast.BinOp)
+        and parent.right is node and isinstance(parent.op, (ast.Add, ast.Sub))
+    )  # fmt: skip
 
 
 def _identity_operand(model: FileModel, node: ast.Constant, value: int) -> bool:

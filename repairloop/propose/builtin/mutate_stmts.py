@@ -18,21 +18,22 @@ _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.B
            ast.Continue, ast.Raise, ast.Delete)  # fmt: skip
 _SMALL_BLOCKS = (ast.If, ast.For, ast.While)
 _DONORS = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return, ast.Break, ast.Continue)
-_ENDS_FLOW = (ast.Return, ast.Break, ast.Continue, ast.Raise)
+ENDS_FLOW = (ast.Return, ast.Break, ast.Continue, ast.Raise)
 MAX_BLOCK_LINES = 4  # a compound statement longer than this is not "one statement"
 MAX_DONORS = 6
 
 
-def _whole_lines(model: FileModel, stmt: ast.stmt) -> bool:
+def whole_lines(model: FileModel, stmt: ast.stmt) -> bool:
     """True when ``stmt`` alone fills its lines (only indentation before, a comment after)."""
     src = model.source
     start, end = src.span(stmt)
     before = src.text[src.line_starts[stmt.lineno - 1] : start]
-    after = src.text[end : _line_offset(model, (stmt.end_lineno or stmt.lineno) + 1)]
+    after = src.text[end : line_offset(model, (stmt.end_lineno or stmt.lineno) + 1)]
     return not before.strip() and (not after.strip() or after.strip().startswith("#"))
 
 
-def _line_offset(model: FileModel, line: int) -> int:
+def line_offset(model: FileModel, line: int) -> int:
+    """Character offset where 1-based ``line`` starts (the end of the text past the last line)."""
     starts = model.source.line_starts
     return starts[line - 1] if line <= len(starts) else len(model.source.text)
 
@@ -52,7 +53,8 @@ def _is_docstring(model: FileModel, stmt: ast.stmt) -> bool:
     return isinstance(stmt.value.value, str) and _siblings(model, stmt)[0] is stmt
 
 
-def _indent(model: FileModel, stmt: ast.stmt) -> str:
+def indent_of(model: FileModel, stmt: ast.stmt) -> str:
+    """The leading whitespace of the first line of ``stmt``."""
     text = model.source.line_text(stmt.lineno)
     return text[: len(text) - len(text.lstrip())]
 
@@ -64,11 +66,11 @@ def delete_statement(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
     last = stmt.end_lineno or stmt.lineno
     if isinstance(stmt, _SMALL_BLOCKS) and last - stmt.lineno + 1 > MAX_BLOCK_LINES:
         return
-    if not _whole_lines(model, stmt):
+    if not whole_lines(model, stmt):
         return
-    start, end = _line_offset(model, stmt.lineno), _line_offset(model, last + 1)
+    start, end = line_offset(model, stmt.lineno), line_offset(model, last + 1)
     alone = len(_siblings(model, stmt)) == 1
-    replacement = f"{_indent(model, stmt)}pass\n" if alone else ""
+    replacement = f"{indent_of(model, stmt)}pass\n" if alone else ""
     first = model.source.line_text(stmt.lineno).strip()
     yield make(model, "delete_statement", start, end, replacement, 1.0, f"delete `{first}`")
 
@@ -86,7 +88,7 @@ def _donors(model: FileModel, stmt: ast.stmt) -> List[ast.stmt]:
     texts = {model.source.segment(stmt)}
     for node in found:
         text = model.source.segment(node)
-        if text not in texts and _whole_lines(model, node):
+        if text not in texts and whole_lines(model, node):
             texts.add(text)
             unique.append(node)
     return unique[:MAX_DONORS]
@@ -113,19 +115,29 @@ def _donor_weight(donor: ast.stmt, rank: int, loop_names: Set[str]) -> float:
 
 def insert_statement(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
     """Insert a copy of a nearby statement just before or just after ``stmt``."""
-    if not isinstance(stmt, _SIMPLE + _SMALL_BLOCKS) or not _whole_lines(model, stmt):
+    if not isinstance(stmt, _SIMPLE + _SMALL_BLOCKS) or not whole_lines(model, stmt):
         return
-    indent = _indent(model, stmt)
+    indent = indent_of(model, stmt)
     text = model.source.text
-    before = _line_offset(model, stmt.lineno)
-    after = _line_offset(model, (stmt.end_lineno or stmt.lineno) + 1)
+    before = line_offset(model, stmt.lineno)
+    after = line_offset(model, (stmt.end_lineno or stmt.lineno) + 1)
     loop_names = _loop_condition_names(model, stmt)
     for rank, donor in enumerate(_donors(model, stmt)):
         copy = model.source.segment(donor)
         line = f"{indent}{copy}\n"
         weight = _donor_weight(donor, rank, loop_names)
         yield make(model, "insert_statement", before, before, line, weight, f"insert `{copy}` before")
-        if isinstance(stmt, _ENDS_FLOW):
+        if isinstance(stmt, ENDS_FLOW):
             continue  # code after return/break/continue/raise would never run
         tail = line if after < len(text) or text.endswith("\n") else "\n" + line.rstrip("\n")
-        yield make(model, "insert_statement", after, after, tail, 0.9 * weight, f"insert `{copy}` after")
+        weight *= 0.9 * (2.0 if _resets_what_was_used(donor, stmt) else 1.0)
+        yield make(model, "insert_statement", after, after, tail, weight, f"insert `{copy}` after")
+
+
+def _resets_what_was_used(donor: ast.stmt, stmt: ast.stmt) -> bool:
+    """``x = ...`` right after a statement that hands ``x`` on (``lines.append(line)``,
+    ``out.append(f"{count}{ch}")``): use-then-reset, whose reset is a common missing line."""
+    if not isinstance(donor, ast.Assign) or isinstance(stmt, (ast.Assign, ast.AugAssign)):
+        return False
+    assigned = {t.id for t in donor.targets if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in assigned for n in ast.walk(stmt))

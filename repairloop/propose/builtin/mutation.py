@@ -33,10 +33,12 @@ FAMILY_PRIORS: Dict[str, float] = {
     "negate_condition": 0.8,
     "wrong_function": 0.7,
     "literal": 0.65,  # [] / [[]], True / False, None, inf / -inf
+    "insert_update": 0.6,  # only where a smell names the missing statement (mutate_inserts.py)
     "bitwise": 0.6,
     "swap_operands": 0.6,
     "swap_arguments": 0.55,
     "sub_expression": 0.5,
+    "wrap_call": 0.45,  # a missing abs() / len() / int() / recursive call
     "wrong_variable": 0.45,
     "wrong_attribute": 0.45,
     "delete_statement": 0.35,

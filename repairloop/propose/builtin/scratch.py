@@ -80,6 +80,8 @@ class Plan:
     allowed_failing: FrozenSet[str]  # failed at the baseline and not targets: not our business
     target_timeout: float
     suite_timeout: float
+    probe: Tuple[str, ...] = ()  # a cheap subset of the targets run first when all of them are slow
+    probe_timeout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,13 @@ def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:
 
 
 def _run_stages(root: Path, run_tests: RunTests, plan: Plan, time_left: Callable[[], Optional[float]]) -> Verdict:
+    if plan.probe:
+        # Most candidates fail every target: one cheap target rejects them without paying
+        # for the others (a hang costs a per-test timeout per test).
+        timeout = _bounded(plan.probe_timeout, time_left)
+        probe = judge_targets(run_tests(root, plan.probe, timeout, False), plan.probe, timeout)
+        if probe.status != "passed":
+            return probe
     timeout = _bounded(plan.target_timeout, time_left)
     first = judge_targets(run_tests(root, plan.targets, timeout, False), plan.targets, timeout)
     if first.status != "passed":

@@ -70,10 +70,18 @@ class Result:
     def plausible(self) -> bool:
         return self.verdict.status == "plausible"
 
-    def choice_key(self) -> Tuple[int, int, float, float, int]:
-        """Smallest edit, then most suspicious, then highest prior, then search order."""
+    def choice_key(self) -> Tuple[int, float, int, float, float, int]:
+        """Fewest changed lines, then the search's own belief (suspiciousness x prior), then
+        fewest changed characters, suspiciousness, prior, search order.
+
+        Between two one-line patches the character count is a weak signal and picks
+        overfitting ones (``mid + 1`` to ``mid + 2`` over ``hi = mid`` to ``hi = mid - 1``);
+        the ranking already weighs how often each kind of edit is the fix.
+        """
         c = self.candidate
-        return (*self.size, -round(c.suspiciousness, 9), -round(c.prior, 9), c.order)
+        lines, chars = self.size
+        return (lines, -round(c.suspiciousness * c.prior, 6), chars, -round(c.suspiciousness, 9),
+                -round(c.prior, 9), c.order)  # fmt: skip
 
     def to_json(self) -> Dict[str, object]:
         record = self.candidate.to_json()
@@ -82,8 +90,15 @@ class Result:
         return record
 
 
-def order_candidates(suspects: Sequence[Suspect], models: Mapping[str, FileModel]) -> List[Candidate]:
-    """Single-mutation candidates of the top suspicious lines, in search order."""
+def order_candidates(
+    suspects: Sequence[Suspect], models: Mapping[str, FileModel], boosts: Optional[Mapping[str, float]] = None
+) -> List[Candidate]:
+    """Single-mutation candidates of the top suspicious lines, in search order.
+
+    ``boosts`` multiplies the prior of a family (``hints.family_boosts``: what the
+    failing tests' exceptions point at).
+    """
+    boosts = boosts or {}
     found: List[Tuple[Mutation, float, int]] = []
     seen: Set[Tuple[str, int, int, str]] = set()
     for rank, suspect in enumerate(s for s in suspects if s.score > 0):
@@ -97,9 +112,12 @@ def order_candidates(suspects: Sequence[Suspect], models: Mapping[str, FileModel
             if key not in seen:
                 seen.add(key)
                 found.append((mutation, suspect.score, rank))
-    found.sort(key=lambda t: (-round(t[1] * t[0].prior, 9), t[2], FAMILY_ORDER[t[0].operator],
+    def prior(m: Mutation) -> float:
+        return m.prior * boosts.get(m.operator, 1.0)
+
+    found.sort(key=lambda t: (-round(t[1] * prior(t[0]), 9), t[2], FAMILY_ORDER[t[0].operator],
                               t[0].path, t[0].start, t[0].end, t[0].replacement))  # fmt: skip
-    return [Candidate((m, ), score, m.prior, i) for i, (m, score, _) in enumerate(found)]
+    return [Candidate((m, ), score, prior(m), i) for i, (m, score, _) in enumerate(found)]
 
 
 def _overlap(a: Mutation, b: Mutation) -> bool:
