@@ -206,6 +206,30 @@ def test_per_test_timeouts_and_crashes(project: Path, exc_type: str, message: st
     assert one(report(result(exc_type=exc_type, message=message)), project).kind is kind
 
 
+PLUGIN_FRAME = Frame("/opt/rl/runner/plugin/repairloop_pytest_plugin.py", 62, "alarm")
+PER_TEST = "the test ran past the per-test timeout of 2 s"
+
+
+@pytest.mark.parametrize("inner, kind", [
+    (Frame("pkg/pricing.py", 2, "price"), FailureKind.LOGIC),  # still computing in the code under test
+    (Frame("tests/test_a.py", 3, "test_a"), FailureKind.TIMEOUT),  # the test itself loops or sleeps
+    (Frame("/usr/lib/python3.11/socket.py", 700, "recv"), FailureKind.TIMEOUT),  # waiting in a library
+], ids=["code-under-test", "test-file", "library"])
+def test_a_per_test_timeout_inside_the_code_under_test_is_a_logic_fault(project: Path, inner: Frame,
+                                                                        kind: FailureKind) -> None:
+    frames = (Frame("tests/test_a.py", 3, "test_a"), inner, PLUGIN_FRAME)
+    failure = one(report(result(exc_type="Timeout", message=PER_TEST, frames=frames)), project)
+    assert failure.kind is kind and failure.retryable is (kind is FailureKind.LOGIC)
+    if kind is FailureKind.LOGIC:
+        assert failure.location == "pkg/pricing.py:2" and "does not end" in failure.hint
+
+
+def test_the_whole_runs_timeout_kill_stays_a_timeout_wherever_the_test_was(project: Path) -> None:
+    message = "the test-suite run exceeded its timeout of 5 s while this test ran"
+    frames = (Frame("tests/test_a.py", 3, "test_a"), Frame("pkg/pricing.py", 2, "price"))
+    assert one(report(result(exc_type="Timeout", message=message, frames=frames)), project).kind is FailureKind.TIMEOUT
+
+
 @pytest.mark.parametrize(
     "exit_code, output, extra, kind, words",
     [

@@ -10,7 +10,7 @@ from typing import Dict
 
 import pytest
 
-from conftest import init_repo
+from conftest import git, init_repo
 from repairloop.cli import main
 
 pytestmark = pytest.mark.slow
@@ -58,6 +58,18 @@ def test_a_hung_test_is_stopped_by_the_per_test_timeout(tmp_path, capsys) -> Non
     assert time.monotonic() - started < 120
     assert doc["exit"] == 3 and doc["failure_kinds"] == {"timeout": 1}
     assert "timeout" in doc["stop_detail"]
+
+
+def test_a_loop_that_never_ends_in_the_code_under_test_is_repaired(tmp_path, capsys) -> None:
+    """A bug that makes the code under test hang is a logic fault: the offline engine fixes it."""
+    root = project(tmp_path, "from app import total_below\n\n\ndef test_total():\n    assert total_below(4) == 6\n")
+    (root / "app.py").write_text(CODE + "\n\ndef total_below(n):\n    i = 0\n    total = 0\n"
+                                 "    while i < n:\n        total += i\n    return total\n")
+    git(root, "commit", "-qam", "total_below, whose loop never moves on")
+    doc = run_json(root, capsys, "--per-test-timeout", "2", "--timeout", "240")
+    assert doc["failure_kinds"] == {"logic": 1}
+    assert doc["exit"] == 0 and doc["outcome"] == "fixed", doc["stop_detail"]
+    assert "+        i += 1" in doc["patch"]
 
 
 def test_a_hung_suite_is_killed_by_the_test_timeout(tmp_path, capsys) -> None:

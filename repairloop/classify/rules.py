@@ -20,6 +20,9 @@ from repairloop.types import Failure, FailureKind, TestResult
 
 Rule = Callable[[Evidence], Optional[Failure]]
 
+# The file of the runner's pytest plugin, whose SIGALRM handler raises the per-test Timeout.
+PER_TEST_TIMEOUT_HANDLER = "repairloop_pytest_plugin"
+
 SYNTAX_TYPES = frozenset({"SyntaxError", "IndentationError", "TabError"})
 _SYNTAX_LINE = re.compile(r"^(?:E\s+)?(SyntaxError|IndentationError|TabError):", re.M)
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -41,10 +44,33 @@ def _environment(ev: Evidence) -> Optional[Failure]:
 
 def _timeout(ev: Evidence) -> Optional[Failure]:
     # pytest-timeout's failure (TECH-NOTES 5.4): "Failed: Timeout (>1.0s) from pytest-timeout."
-    # "Timeout" is the runner's record of the test a timeout kill interrupted.
-    if ev.exc_type == "Timeout" or "Timeout (>" in ev.message:
-        return ev.failure(FailureKind.TIMEOUT, hint="the test exceeded its time limit: find the hang or raise the timeout")
-    return None
+    # "Timeout" is also the runner's record of the test a whole-run timeout kill interrupted.
+    if ev.exc_type != "Timeout" and "Timeout (>" not in ev.message:
+        return None
+    looping = _looping_in_code_under_test(ev)
+    if looping is not None:
+        return ev.failure(FailureKind.LOGIC, location=looping,
+                          hint=f"the code under test was still running at {looping} when the per-test timeout "
+                          "stopped it: a loop or recursion that does not end")
+    return ev.failure(FailureKind.TIMEOUT, hint="the test exceeded its time limit: find the hang or raise the timeout")
+
+
+def _looping_in_code_under_test(ev: Evidence) -> Optional[str]:
+    """``path:line`` where a per-test timeout interrupted the project's own non-test code, else None.
+
+    The innermost frame (after the timeout's own handler) decides: a test stopped
+    while computing in the project's code is a logic fault (a bug that does not
+    terminate: the loop repairs it); one stopped in a library, a system call, or
+    the test file itself (waiting for a socket, a sleep) stays a timeout.
+    """
+    frames = [f for f in ev.frames if PER_TEST_TIMEOUT_HANDLER not in f.path]
+    if not frames or "per-test timeout" not in ev.message and "Timeout (>" not in ev.message:
+        return None  # the whole run's kill: no traceback of where the test was
+    inner = frames[-1]
+    test_file = ev.result.test_id.split("::")[0]
+    if not is_project_path(inner.path) or inner.path == test_file:
+        return None
+    return f"{inner.path}:{inner.line}"
 
 
 def _test_config(ev: Evidence) -> Optional[Failure]:

@@ -47,7 +47,8 @@ PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
 
 
 class Timeout(Exception):
-    """Raised inside a test that ran past the per-test timeout (classified as ``timeout``)."""
+    """Raised inside a test that ran past the per-test timeout (classified as ``timeout``, or as
+    ``logic`` when it stopped inside the code under test: a loop that does not end)."""
 
 
 class _PerTestTimer:
