@@ -18,7 +18,7 @@ import re
 from typing import List, Optional, Tuple
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
+from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk, common_ends
 
 SEARCH = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$")
 _DIVIDER = re.compile(r"^[ \t]*={5,9}[ \t]*$")
@@ -107,12 +107,7 @@ def _edit(path: str, search: List[str], replace: List[str], number: int) -> File
     if not any(s.strip() for s in search):
         return FileEdit(path, "create", (Hunk(label, tuple((ADDED, r) for r in replace)),), "search_replace")
     # Lines shared at both ends become context, so a fuzzy match keeps the file's own text.
-    head = 0
-    while head < min(len(search), len(replace)) and search[head] == replace[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(search), len(replace)) - head and search[-1 - tail] == replace[-1 - tail]:
-        tail += 1
+    head, tail = common_ends(search, replace)
     pairs = [(CONTEXT, s) for s in search[:head]]
     pairs += [(REMOVED, s) for s in search[head : len(search) - tail]]
     pairs += [(ADDED, r) for r in replace[head : len(replace) - tail]]

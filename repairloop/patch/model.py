@@ -11,7 +11,7 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS
 
@@ -130,8 +130,8 @@ class AppliedPatch:
         return total
 
 
-def _common_ends(old: List[str], new: List[str]) -> Tuple[int, int]:
-    """Lines equal at the start and (not overlapping) at the end of both lists."""
+def common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
+    """(prefix, suffix): how many lines are equal at the start and, not overlapping, at the end of both."""
     prefix = 0
     limit = min(len(old), len(new))
     while prefix < limit and old[prefix] == new[prefix]:
@@ -151,7 +151,7 @@ def line_opcodes(old_text: Optional[str], new_text: Optional[str]) -> Tuple[Tupl
     the size limits and the diff all need these opcodes for every candidate).
     """
     old, new = _split_keepends(old_text), _split_keepends(new_text)
-    prefix, suffix = _common_ends(old, new)
+    prefix, suffix = common_ends(old, new)
     middle = difflib.SequenceMatcher(None, old[prefix:len(old) - suffix], new[prefix:len(new) - suffix],
                                      autojunk=False).get_opcodes()
     ops = [("equal", 0, prefix, 0, prefix)] if prefix else []
@@ -185,7 +185,7 @@ def _unified_diff(old: List[str], new: List[str], src: str, dst: str, context: i
     Same output as on the whole files (3 lines of context), without making
     difflib compare thousands of equal lines.
     """
-    prefix, suffix = _common_ends(old, new)
+    prefix, suffix = common_ends(old, new)
     start = max(prefix - context, 0)
     keep = max(suffix - context, 0)
     lines = difflib.unified_diff(old[start:len(old) - keep], new[start:len(new) - keep], src, dst, n=context)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
 
+from repairloop.patch.model import common_ends
+
 # Old and new text of the file being checked, and of one more (a candidate seldom touches more).
 _CACHED_PARSES = 4
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -96,12 +98,7 @@ def _changed_region(old_tree: ast.Module, old: List[str], new: List[str]
                     ) -> Optional[Tuple[List[ast.stmt], str, int]]:
     """(old statements touched, the new text that replaces them, its line offset), or None
     when nothing changed."""
-    prefix = 0
-    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < min(len(old), len(new)) - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = common_ends(old, new)
     first, last = prefix + 1, len(old) - suffix  # changed old lines, 1-based; last < first: an insertion
     if first > last and len(old) == len(new):
         return None
