@@ -7,6 +7,7 @@ itself is ``attempt.AttemptRunner``. The state that grows over a run is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -16,6 +17,7 @@ from repairloop.attempt import AttemptRunner, guard_notes
 from repairloop.chain import ReplayProposer, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.journal import Journal
+from repairloop.patch.guards import is_test_path
 from repairloop.runner import default_test_command, project_python
 from repairloop.settings import Settings
 from repairloop.suite import TestSuite, test_environment
@@ -140,6 +142,23 @@ class Session:
         self.state.baseline_passing = baseline.passed_ids
         self.state.failing = failing
         self.state.results = {r.test_id: r for r in baseline.failing}
+        self._protect_collected_test_files(baseline)
+
+    def _protect_collected_test_files(self, baseline: TestReport) -> None:
+        """Every file the runner collected tests from is a test file, whatever ``test_globs`` say.
+
+        pytest's ``python_files``/``python_functions`` (``checks/check_*.py``) or a
+        runner's own layout can put tests where no default glob looks; the
+        guards, the context and the offline engine must still treat them as
+        read-only, or a "fix" could weaken the very test it was asked to pass.
+        """
+        globs = tuple(self.settings.test_globs)
+        files = sorted({r.test_id.split("::")[0] for r in baseline.results if "::" in r.test_id})
+        extra = [_literal_glob(path) for path in files
+                 if path.endswith(".py") and not path.startswith(("/", "..")) and not is_test_path(path, globs)]
+        if extra:
+            self.settings = self.settings.model_copy(update={"test_globs": [*globs, *extra]})
+            self.journal.append("test_files", added=extra)
 
     def _confirm_failures(self) -> Iterator[LoopEvent]:
         flaky: Set[str] = set()
@@ -341,3 +360,8 @@ def _blocking_detail(kind: FailureKind, failures: Sequence[Failure]) -> str:
     where = f" at {first.location}" if first.location else ""
     hint = f"; {first.hint}" if first.hint else ""
     return f"{kind.value} failure{where}: {first.message}{hint}"
+
+
+def _literal_glob(path: str) -> str:
+    """A glob that matches ``path`` only: ``*``, ``?`` and ``[`` become character classes."""
+    return re.sub(r"([*?\[])", r"[\1]", path)

@@ -190,3 +190,57 @@ def test_injected_instruction_obeyed_by_the_model_is_rejected(make_project, tmp_
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
     assert not pwned.exists()  # the answer is never run as a command
     assert snapshot(project) == before
+
+
+# -- tests where no default glob looks (pytest's python_files / python_functions) ------------
+
+
+CHECK_OPS = "from calc.ops import normalize\n\n\ndef check_normalize():\n    assert normalize('  Bob ') == 'bob'\n"
+WEAKENS_CHECK = """\
+--- a/checks/check_ops.py
++++ b/checks/check_ops.py
+@@ -4,2 +4,2 @@
+ def check_normalize():
+-    assert normalize('  Bob ') == 'bob'
++    assert normalize('  Bob ') != 'bob'
+"""
+
+
+def checks_project(tmp_path: Path) -> Path:
+    """Tests in ``checks/check_*.py`` with ``check_*`` functions: pytest finds them, no test glob does."""
+    from conftest import init_repo
+
+    root = tmp_path / "proj"
+    (root / "calc").mkdir(parents=True)
+    (root / "checks").mkdir()
+    (root / "calc" / "__init__.py").write_text("")
+    (root / "calc" / "ops.py").write_text("def normalize(name):\n    name = name.strip()\n    return name\n")
+    (root / "checks" / "check_ops.py").write_text(CHECK_OPS)
+    (root / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\npython_functions = check_*\n"
+                                     "testpaths = checks\npythonpath = .\n")
+    return init_repo(root)
+
+
+def test_a_weakened_test_in_a_custom_test_layout_is_rejected(tmp_path, capsys) -> None:
+    project = checks_project(tmp_path)
+    before = snapshot(project)
+    with ScriptedServer([("ok", WEAKENS_CHECK)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "1"), capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
+    assert doc["iterations"][0]["decision"] == "rejected"
+    assert "checks/check_ops.py" in doc["iterations"][0]["reason"] and "test" in doc["iterations"][0]["reason"]
+    assert snapshot(project) == before
+
+
+def test_the_offline_engine_leaves_a_custom_layouts_tests_alone(tmp_path, capsys) -> None:
+    project = checks_project(tmp_path)
+    (project / "calc" / "ops.py").write_text("def normalize(name):\n    name = name.strip()\n    name = name.lower()\n"
+                                            "    return name.upper()\n")
+    from conftest import git
+
+    git(project, "commit", "-qam", "upper by mistake")
+    code, out, _ = run_cli(["run", str(project), "--json", "--timeout", "240"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed", doc["stop_detail"]
+    assert "checks/" not in doc["patch"] and "calc/ops.py" in doc["patch"]
