@@ -21,7 +21,7 @@ from repairloop.classify import classify_report
 from repairloop.errors import RepairloopError
 from repairloop.journal import Journal, ProjectLock, new_run_id, pid_alive, run_dir_for
 from repairloop.recorded import Recorded
-from repairloop.redact import Redactor, secret_values
+from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command, project_python
 from repairloop.session import Confirm, Session
 from repairloop.settings import Settings, model_chain
@@ -109,7 +109,8 @@ def drive(
                 session = Session(settings, project, ws, journal, environ, chain, clock, started, run_id)
                 session.replay = dict(recorded.answers) if recorded else {}
                 session.given = dict(proposers or {})
-                yield from session.run(apply=apply, confirm=confirm)
+                for event in session.run(apply=apply, confirm=confirm):
+                    yield redact_record(event, session.redact)  # the screen sees what the journal sees
         except KeyboardInterrupt:
             journal.append("interrupted", seconds=clock() - started)
             raise
@@ -184,4 +185,6 @@ def classify_project(
                           test_environment(environ, settings), lambda: settings.test_timeout)
         report = suite.run(ws.root)
         failures = classify_report(report, ws.root, python=project_python(project)) if not report.green else ()
+    # What classify prints (--json too) is redacted like everything else that leaves a run.
+    failures = redact_record(failures, Redactor(secret_values(environ)))
     return report, failures, overall_kind(failures)

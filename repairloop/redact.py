@@ -30,9 +30,11 @@ for a format. Stdlib only; nothing happens at import time but compiling regexes.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import re
 from dataclasses import replace
-from typing import Callable, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
 from repairloop.types import CodeSlice, Feedback, RepairContext
 
@@ -165,3 +167,28 @@ def redact_feedback(feedback: Feedback, redactor: Callable[[str], str]) -> Feedb
 
 __all__ = ["MARKER", "FORMATS", "Redactor", "is_secret_name", "redact", "redact_context",
            "redact_feedback", "secret_values"]
+
+
+def redact_record(value: Any, redactor: Callable[[str], str]) -> Any:
+    """``value`` with every string inside it redacted, the same shape back.
+
+    Walks dataclasses (frozen ones are rebuilt with ``dataclasses.replace``),
+    tuples, lists and dict values; enums, numbers and None are returned as
+    they are. Used on what leaves a run for the user's screen, ``--json`` and
+    CI summaries (a RunResult, classified failures), as the journal already is.
+    """
+    if isinstance(value, enum.Enum) or value is None or isinstance(value, (int, float, bool)):
+        return value
+    if isinstance(value, str):
+        return redactor(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: redact_record(getattr(value, f.name), redactor)
+                   for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, tuple):
+        return tuple(redact_record(item, redactor) for item in value)
+    if isinstance(value, list):
+        return [redact_record(item, redactor) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_record(item, redactor) for key, item in value.items()}
+    return value

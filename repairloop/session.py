@@ -16,8 +16,10 @@ from repairloop import stop
 from repairloop.attempt import AttemptRunner, guard_notes
 from repairloop.chain import ReplayProposer, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
+from repairloop.errors import ProjectError
 from repairloop.journal import Journal
 from repairloop.patch.guards import is_test_path
+from repairloop.redact import redact_record
 from repairloop.runner import default_test_command, project_python
 from repairloop.settings import Settings
 from repairloop.suite import TestSuite, test_environment
@@ -96,6 +98,7 @@ class Session:
         self.downgraded = False
         self.replay: Dict[Tuple[int, int], Dict[str, object]] = {}  # recorded answers (resume)
         self.given: Dict[str, Proposer] = {}
+        self.raw_patch: Optional[str] = None  # the final patch before redaction, for --apply
 
     def seconds_left(self) -> float:
         return self.settings.timeout - (self.clock() - self.started)
@@ -304,6 +307,10 @@ class Session:
             notes=notes,
             seconds=self.clock() - self.started,
         )
+        # What leaves the run (screen, --json, CI summary, pull request body) is redacted like
+        # the journal; --apply writes the patch as the workspace made it.
+        self.raw_patch = patch
+        result = redact_record(result, self.redact)
         if patch:
             self.journal.write_text("fix.patch", patch)
         self.journal.write_json("summary.json", result.to_json())
@@ -319,8 +326,14 @@ class Session:
             yield LoopEvent("note", "not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch"))
             return
         key = f"{self.run_id}:apply"
-        self.journal.intent("apply", key, files=_patch_files(result.patch))
-        written = apply_to_user_tree(self.project, result.patch, self.ws.start)
+        patch = self.raw_patch or result.patch
+        self.journal.intent("apply", key, files=_patch_files(patch))
+        try:
+            written = apply_to_user_tree(self.project, patch, self.ws.start)
+        except ProjectError as err:  # a touched file changed during the run: nothing was written
+            saved = Path(result.run_dir) / "fix.patch"
+            raise ProjectError(f"{err.message} (run {self.run_id}, outcome {result.outcome.value})",
+                               hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`") from err
         self.journal.done("apply", key, files=written)
         applied = _replace(result, applied=True)
         self.journal.write_json("summary.json", applied.to_json())

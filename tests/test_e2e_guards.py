@@ -148,17 +148,21 @@ def test_a_secret_printed_by_a_failing_test_reaches_neither_the_model_nor_the_jo
         "def test_last_n():\n    import os\n    print('token:', os.environ['ACME_SERVICE_TOKEN'], 'AKIA' + 'IOSFODNN7EXAMPLE')\n")
     tests.write_text(text.replace("== [3, 4]\n", "== [3, 4], os.environ['ACME_SERVICE_TOKEN']\n"))
     with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, err = run_cli(scripted_run(project, srv), capsys)
         sent = json.dumps(srv.requests)
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed" and len(srv.requests) == 2
     assert PLANTED not in sent and AWS_KEY not in sent
+    # nor the --json document (what CI summaries and pull request bodies are made of), nor the screen
+    assert PLANTED not in out + err and "[REDACTED]" in json.dumps(doc["failures"])
     assert "[REDACTED]" in sent and "[REDACTED:aws-access-key]" in sent  # the output was there, masked
     run_dir = Path(doc["run_dir"])
     written = {p.name: p.read_text() for p in run_dir.rglob("*") if p.is_file()}
     assert {"journal.jsonl", "summary.json", "fix.patch"} <= set(written)
     for name, content in written.items():
         assert PLANTED not in content and AWS_KEY not in content, name
+    code, out, err = run_cli(["classify", str(project), "--json"], capsys)
+    assert code == 1 and PLANTED not in out + err and "[REDACTED]" in out
 
 
 def test_injected_instruction_obeyed_by_the_model_is_rejected(make_project, tmp_path, capsys) -> None:

@@ -102,3 +102,28 @@ def test_journal_with_a_redactor_writes_no_secret(tmp_path: Path) -> None:
     events, warnings = read_journal(tmp_path / "run")
     assert not warnings and events[0]["report"]["output_tail"] == f"printing {MARKER}\n"
     assert json.loads((tmp_path / "run" / "summary.json").read_text()) == {"notes": [MARKER]}
+
+
+def test_redact_record_masks_every_string_and_keeps_the_shape() -> None:
+    from dataclasses import dataclass
+    from typing import Dict, Tuple
+
+    from repairloop.redact import redact_record
+
+    @dataclass(frozen=True)
+    class Inner:
+        text: str
+        decision: Decision
+        count: int
+
+    @dataclass(frozen=True)
+    class Outer:
+        items: Tuple[Inner, ...]
+        extra: Dict[str, object]
+        nothing: object = None
+
+    leak = "s3cr3t-value-0123456789"
+    record = Outer((Inner(f"got {leak}", Decision.REVERTED, 3),), {"k": [leak, 1.5], "n": None})
+    clean = redact_record(record, Redactor([leak]))
+    assert clean == Outer((Inner("got [REDACTED]", Decision.REVERTED, 3),), {"k": ["[REDACTED]", 1.5], "n": None})
+    assert clean.items[0].decision is Decision.REVERTED  # a str enum is not text to mask
