@@ -257,7 +257,65 @@ def test_chart_has_one_point_per_iteration_per_series() -> None:
 def test_repaired_code_names_the_file_and_definition() -> None:
     assert repaired_code(PATCH) == ("calc/lists.py: def last_n(items, n):",)
     bare = PATCH.replace(" def last_n(items, n):", "")
-    assert repaired_code(bare) == ("calc/lists.py:12",)
+    assert repaired_code(bare) == ("calc/lists.py",)  # no heading, nothing in the hunk: the file
+
+
+# What `git diff` writes for a fix of is_adult in calc/ops.py: the heading names the function
+# above (the last definition line before the hunk), is_adult's own def sits in the context.
+IS_ADULT_PATCH = """\
+diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -14,7 +14,7 @@ def total(items):
+     return result
+ 
+ 
+ def is_adult(person):
+     \"\"\"Whether ``person`` is 18 or older.\"\"\"
+-    return person.age > 18
++    return person.age >= 18
+"""
+
+# The fix of total in the same file, by git's rules: its heading is the definition above, clamp.
+TOTAL_PATCH = IS_ADULT_PATCH.replace("def total(items):", "def clamp(value, low, high):").replace(
+    "def is_adult(person):", "def total(items):")
+
+
+def test_repaired_code_names_the_definition_inside_the_hunk_not_the_heading() -> None:
+    assert repaired_code(IS_ADULT_PATCH) == ("calc/ops.py: def is_adult(person):",)
+    assert repaired_code(TOTAL_PATCH) == ("calc/ops.py: def total(items):",)
+    # The enclosing def above the hunk (nothing less indented in the context): the heading.
+    above = """\
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -20,4 +20,4 @@ def is_adult(person):
+     if person is None:
+         return False
+     age = person.age
+-    return age > 18
++    return age >= 18
+"""
+    assert repaired_code(above) == ("calc/ops.py: def is_adult(person):",)
+    # The innermost definition: a method, not its class; a block (if) between them is crossed.
+    method = """\
+--- a/calc/people.py
++++ b/calc/people.py
+@@ -3,6 +3,6 @@ import math
+ class People:
+     def is_adult(self, person):
+         if person is not None:
+-            return person.age > 18
++            return person.age >= 18
+         return False
+"""
+    assert repaired_code(method) == ("calc/people.py: def is_adult(self, person):",)
+    # Module-level code under a function's heading belongs to the file, not to that function.
+    module = IS_ADULT_PATCH.replace("-    return person.age > 18\n+    return person.age >= 18\n",
+                                    "-LIMIT = 18\n+LIMIT = 21\n")
+    assert repaired_code(module) == ("calc/ops.py",)
+    # Two runs of changes in one hunk, in two functions: both are named.
+    both = TOTAL_PATCH.replace("     return result\n", "-    return result + 1\n+    return result\n")
+    assert repaired_code(both) == ("calc/ops.py: def clamp(value, low, high):", "calc/ops.py: def total(items):")
 
 
 def test_stats_say_a_recurring_fault_belongs_upstream(tmp_path) -> None:
@@ -269,6 +327,20 @@ def test_stats_say_a_recurring_fault_belongs_upstream(tmp_path) -> None:
     assert stats.recurring == [{"code": "calc/lists.py: def last_n(items, n):", "runs": 2, "share": 0.2}]
     assert "belongs upstream" in stats.upstream[0] and "2 of 10 runs (20%)" in stats.upstream[0]
     assert "upstream:" in render_stats_text(stats)
+
+
+def test_stats_name_the_function_whose_def_is_in_the_hunk(tmp_path, capsys) -> None:
+    for n in range(5):  # five runs repairing other code, two repairing is_adult: 2 of 7 runs
+        write_run(tmp_path, f"20240502-10000{n}-a000", patch=PATCH.replace("last_n", f"other_{n}"))
+    write_run(tmp_path, "20240502-100010-b000", patch=IS_ADULT_PATCH)
+    write_run(tmp_path, "20240502-100011-b001", patch=IS_ADULT_PATCH)
+    stats = compute_stats(load_runs(tmp_path))
+    assert stats.recurring == [{"code": "calc/ops.py: def is_adult(person):", "runs": 2, "share": 0.286}]
+    code, out, _ = cli(["stats", "-C", str(tmp_path)], capsys)
+    assert code == 0 and "2 of 7 runs (29%) repaired calc/ops.py: def is_adult(person). The fault" in out
+    assert "def total" not in out and "::" not in out
+    _, out, _ = cli(["stats", "-C", str(tmp_path), "--json"], capsys)
+    assert [r["code"] for r in json.loads(out)["recurring"]] == ["calc/ops.py: def is_adult(person):"]
 
 
 def render_stats_text(stats: Any) -> str:

@@ -21,6 +21,10 @@ from repairloop.reports.model import RunReport, load_run
 
 RECURRING_SHARE = 0.10  # more than this share of runs repairing the same code: fix it upstream
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
+_DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s")
+# Lines that cannot open a block: comments (may sit at any indentation) and the closing bracket
+# of a multi-line signature or call (black puts ``) -> int:`` at the definition's indentation).
+_NOT_A_BLOCK = re.compile(r"^\s*[#)\]}]")
 
 
 def load_runs(project: Path, since: Optional[datetime] = None) -> List[RunReport]:
@@ -79,20 +83,75 @@ def render_runs(rows: Sequence[Dict[str, Any]]) -> str:
 
 
 def repaired_code(patch: str) -> Tuple[str, ...]:
-    """Where a patch changes code: ``path: enclosing definition`` per hunk (git's hunk heading),
-    ``path:line`` when the hunk has no heading. Sorted, without repeats."""
+    """Where a patch changes code: one place per run of changed lines, sorted, without repeats.
+
+    A place is ``path: <definition line>``, the innermost ``def``/``class`` enclosing the run's
+    first line, e.g. ``calc/ops.py: def total(items):``. It is read from the patch text alone
+    (the journal is the source of reports): the hunk's old lines above the change (context and
+    removed) when they hold the enclosing definition, else git's hunk heading, else the bare
+    path (module-level code, or no heading). The heading alone misleads: it is the last
+    definition line above the hunk, the function before the fix when the fixed one's ``def``
+    sits in the hunk's context.
+    """
     places = set()
     path = ""
-    for line in patch.splitlines():
+    lines = patch.splitlines()
+    for index, line in enumerate(lines):
         if line.startswith("+++ "):
             path = line[4:].strip()
             path = path[2:] if path.startswith("b/") else path
             continue
         match = _HUNK.match(line)
         if match and path:
-            heading = match.group(2).strip()
-            places.add(f"{path}: {heading}" if heading else f"{path}:{match.group(1)}")
+            for owner in _enclosing_definitions(lines[index + 1:]):
+                owner = match.group(2).strip() if owner is None else owner
+                places.add(f"{path}: {owner}" if owner else path)
     return tuple(sorted(places))
+
+
+def _enclosing_definitions(hunk: Sequence[str]) -> List[Optional[str]]:
+    """For each run of changed lines in ``hunk`` (the lines after its ``@@`` heading), the
+    enclosing ``def``/``class`` line (stripped), ``""`` when the old lines above show module-level
+    code, or None when they do not say (the hunk heading then decides)."""
+    owners: List[Optional[str]] = []
+    old: List[str] = []  # the old file's lines so far: context and removed
+    in_change = False
+    for line in hunk:
+        if line.startswith(("@@", "diff ")):
+            break
+        if line[:1] in ("+", "-"):
+            if not in_change:
+                owners.append(_definition_above(line[1:], old))
+            in_change = True
+        elif not line.startswith("\\"):  # "\ No newline at end of file" does not end a change
+            in_change = False
+        if line[:1] in (" ", "-") or not line:  # some tools drop a blank context line's space
+            old.append(line[1:])
+    return owners
+
+
+def _definition_above(changed: str, context: Sequence[str]) -> Optional[str]:
+    """The definition among the ``context`` lines (old file, top down) that encloses ``changed``:
+    its line, ``""`` for module level, None when the lines do not say."""
+    if _DEFINITION.match(changed):  # the definition line itself changes: the repair is to it
+        return changed.strip()
+    # A comment or closing bracket says nothing by its indentation: any line above may hold it.
+    limit = 1 << 30 if _NOT_A_BLOCK.match(changed) or not changed.strip() else _indent(changed)
+    # Walk up: the first line less indented than the change opens the block holding it; a
+    # definition is the answer, another block (if/for/with) lowers the limit.
+    for code in reversed(context):
+        if limit == 0:
+            return ""
+        if not code.strip() or _NOT_A_BLOCK.match(code) or _indent(code) >= limit:
+            continue
+        if _DEFINITION.match(code):
+            return code.strip()
+        limit = _indent(code)
+    return "" if limit == 0 else None
+
+
+def _indent(code: str) -> int:
+    return len(code.expandtabs(8)) - len(code.expandtabs(8).lstrip())
 
 
 @dataclass(frozen=True)
