@@ -48,6 +48,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
     return LLMProposer(
         name,
         api_base=settings.api_base,
+        api_key_env=settings.api_key_env,
         timeout=settings.model_timeout,
         max_retries=settings.model_retries,
         backoff_base=settings.model_backoff,

@@ -64,6 +64,8 @@ class Settings(BaseModel):
     models: List[str] = Field(default_factory=list, description="Model chain (litellm names, or 'builtin').")
     fallback_to_builtin: bool = Field(True, description="Append the offline engine to every model chain.")
     api_base: Optional[str] = Field(None, description="Base URL of an OpenAI-compatible server.")
+    api_key_env: Optional[str] = Field(
+        None, description="Environment variable holding the model's API key; default: the provider's (OPENAI_API_KEY...).")
     max_iterations: int = Field(8, ge=1, description="Iterations of the loop.")
     max_tokens: int = Field(200_000, ge=1, description="Tokens (prompt + completion) for the run.")
     max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only).")
@@ -102,7 +104,7 @@ class Settings(BaseModel):
     builtin_candidate_timeout: float = Field(10.0, gt=0, description="Seconds for one offline candidate's tests.")
     builtin_extra_search: float = Field(0.2, ge=0, le=1, description="Share of time searching on after a plausible patch.")
 
-    @field_validator("test_cmd", "junit_xml", "api_base")
+    @field_validator("test_cmd", "junit_xml", "api_base", "api_key_env")
     @classmethod
     def _not_blank(cls, value: Optional[str]) -> Optional[str]:
         # An empty string would silently mean "unset" further on; say so instead.

@@ -77,7 +77,8 @@ class ScriptedServer:
     """Serve ``script`` on 127.0.0.1, port 0, in daemon threads; a context manager.
 
     ``base_url`` is ``http://127.0.0.1:PORT/v1``; ``requests`` holds every parsed
-    request body in arrival order. ``close()`` (or leaving the ``with``) stops it.
+    request body in arrival order, ``headers`` each request's HTTP headers
+    (names lower-cased) in the same order. ``close()`` (or leaving the ``with``) stops it.
     """
 
     def __init__(self, script: Sequence[ScriptEntry], port: int = 0) -> None:
@@ -87,6 +88,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.requests: List[Dict[str, Any]] = []
+        self.headers: List[Dict[str, str]] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
         self._httpd.daemon_threads = True
         self.port: int = self._httpd.server_address[1]
@@ -95,10 +97,11 @@ class ScriptedServer:
                                         kwargs={"poll_interval": 0.05})
         self._thread.start()
 
-    def next_item(self, body: Dict[str, Any]) -> Item:
-        """Record ``body`` and return the script item that answers it."""
+    def next_item(self, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None) -> Item:
+        """Record ``body`` (and ``headers``) and return the script item that answers it."""
         with self._lock:
             self.requests.append(body)
+            self.headers.append({k.lower(): v for k, v in (headers or {}).items()})
             entry = self._script.pop(0) if len(self._script) > 1 else self._script[0]
         return entry(body) if callable(entry) else entry
 
@@ -160,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        self._answer(self.scripted.next_item(body), body)
+        self._answer(self.scripted.next_item(body, dict(self.headers.items())), body)
 
     def _answer(self, item: Item, body: Dict[str, Any]) -> None:
         kind = item[0]

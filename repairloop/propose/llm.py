@@ -25,13 +25,13 @@ from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type
 
 from repairloop.errors import (BudgetExhausted, ModelError, ProposerError, TransientModelError,
                                UnrecoverableModelError)
-from repairloop.propose.errors_table import (TRANSIENT, UNRECOVERABLE, classify_exception, describe,
+from repairloop.propose.errors_table import (HINTS, TRANSIENT, UNRECOVERABLE, classify_exception, describe,
                                              hint_for, retry_after_seconds)
 from repairloop.propose.prompts import render_messages
 from repairloop.types import BudgetLeft, Proposal, ProposalRequest, Usage
 
 MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any useful one
-DUMMY_KEY = "sk-no-key"  # local servers need no key, but the openai client insists on one (1.9)
+DUMMY_KEY = "sk-no-key"  # sent only when no key is set: local servers need none, the openai client insists (1.9)
 MESSAGE_OVERHEAD = 4  # tokens per chat message beyond its content (OpenAI's counting guide)
 _ENV_DEFAULTS = (("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch at import
                  ("LITELLM_OFFLINE_MODE", "true"),  # no tokenizer downloads
@@ -87,6 +87,21 @@ def price_usd(model: str, prompt_tokens: int, completion_tokens: int) -> Optiona
         return None
 
 
+def provider_key_env(model: str) -> str:
+    """The variable holding ``model``'s provider key, ``<PROVIDER>_API_KEY`` (e.g. OPENAI_API_KEY).
+
+    The provider is litellm's (``get_llm_provider``: ``openai`` for ``openai/NAME``
+    and bare ``gpt-*`` names, ``hosted_vllm`` for ``hosted_vllm/NAME``), named as
+    litellm's provider docs name their keys; an unknown one falls back to the
+    name's prefix, else openai (as ``errors_table.hint_for`` does).
+    """
+    try:
+        provider = str(load_litellm().get_llm_provider(model)[1])
+    except Exception:  # unknown provider: the call itself will say so
+        provider = model.split("/", 1)[0] if "/" in model else "openai"
+    return f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
+
+
 @dataclass
 class _Call:
     """Running totals of one ``propose()``: every attempt, failed ones included."""
@@ -111,18 +126,23 @@ class LLMProposer:
     to 50 % jitter, capped at ``backoff_max``, or the server's Retry-After
     (capped the same). ``on_event`` receives journal records such as
     ``{"event": "model_retry", "cause": "rate_limit", "attempt": 1, "wait": 1.0}``.
+    The key sent is ``api_key``, else ``api_key_env``'s value, else with ``api_base``
+    the provider's (``provider_key_env``) or the placeholder DUMMY_KEY; without
+    ``api_base`` litellm reads the provider's variable itself.
     """
 
     engine = "llm"
 
     def __init__(self, model: str, *, api_base: Optional[str] = None, api_key: Optional[str] = None,
-                 timeout: float = 120.0, max_retries: int = 3, max_completion_tokens: int = 2048,
-                 backoff_base: float = 1.0, backoff_max: float = 30.0,
+                 api_key_env: Optional[str] = None, timeout: float = 120.0, max_retries: int = 3,
+                 max_completion_tokens: int = 2048, backoff_base: float = 1.0, backoff_max: float = 30.0,
                  sleep: Callable[[float], None] = time.sleep, rng: Optional[random.Random] = None,
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
         self.name = model
         self.api_base = api_base
-        self.api_key = api_key or (DUMMY_KEY if api_base else None)
+        self.api_key_env = api_key_env or (provider_key_env(model) if api_base and not api_key else None)
+        from_env = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
+        self.api_key = api_key or from_env or (DUMMY_KEY if api_base else None)
         self.timeout = timeout
         self.max_retries = max_retries
         self.max_completion_tokens = max_completion_tokens
@@ -206,6 +226,8 @@ class LLMProposer:
             if call.malformed > 1:  # garbage twice: the server will not get better (errors_table)
                 category = "model"
         detail = describe(exc)
+        if self.api_key and self.api_key != DUMMY_KEY:  # a server may echo the key; whatever its name
+            detail = detail.replace(self.api_key, "[REDACTED]")
         if category == TRANSIENT and call.retries < self.max_retries:
             wait = self._backoff(exc, call.retries)
             if budget.seconds is not None and call.elapsed() + wait >= budget.seconds:
@@ -223,7 +245,14 @@ class LLMProposer:
         if category == TRANSIENT:
             what += f", still failing after {call.retries} retries"
         self._raise(error_class, f"{self.name}: {what}: {detail}",
-                    hint_for(cause, self.name, self.api_base), call, exc)
+                    self._hint(cause), call, exc)
+
+    def _hint(self, cause: str) -> str:
+        """``hint_for``'s fix, naming the variable the key really came from (or that it is unset)."""
+        if not (self.api_key_env and "{key_env}" in HINTS.get(cause, "")):
+            return hint_for(cause, self.name, self.api_base)
+        unset = "" if os.environ.get(self.api_key_env, "").strip() else " (not set)"
+        return HINTS[cause].format(key_env=self.api_key_env + unset, model=self.name, api_base=self.api_base)
 
     def _backoff(self, exc: BaseException, retry: int) -> float:
         """Seconds to wait before retry number ``retry + 1``: Retry-After, else jittered exponential."""
