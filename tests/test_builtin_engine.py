@@ -159,7 +159,7 @@ def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
     with pytest.raises(EngineExhausted) as caught:
         engine.propose(request_for(project))
     error = caught.value
-    assert "tried 8 candidate patches" in error.message
+    assert "none of the 8 candidate edits it tried" in error.message
     assert error.notes["counts"]["tried"] == 8
     assert len(error.notes["tried"]) == 8
     assert {"operator", "path", "line", "outcome", "reason"} <= set(error.notes["tried"][0])

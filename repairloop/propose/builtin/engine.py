@@ -4,9 +4,12 @@ Classic search-based program repair (GenProg's generate-and-validate loop,
 with the simple-stupid-bug operators of ManySStuBs4J/PySStuBs): localise
 once per run (Ochiai over per-test coverage), mutate the most suspicious
 lines, validate candidates in parallel scratch copies, keep searching a while
-after the first plausible patch, and answer the best (fewest changed lines, then
-the most likely by the ranking, then fewest characters). The loop treats the
-answer like a model's: guards, its own validation, stop policy, journal.
+after the first plausible patch, and answer the best (fixes the repaired group,
+then the most failing tests, then fewest changed lines, the most likely by the
+ranking, fewest characters). Plausible means what the loop keeps (README, "How a
+run stops"): at least one failing test passes and no passing test breaks, so an
+unrelated broken test does not block a fix. The loop treats the answer like a
+model's: guards, its own validation, stop policy, journal.
 """
 
 from __future__ import annotations
@@ -51,9 +54,12 @@ class BuiltinProposer:
     ``workers`` candidates are validated at once; ``max_candidates`` bounds the
     candidates tried per run; ``candidate_timeout`` (seconds) is the least
     per-candidate test timeout (at least 3x the baseline duration is used);
-    after the first plausible patch the search goes on for
-    ``extra_search_share`` of the time spent so far or ``extra_candidates``
-    more candidates, whichever ends first. ``clock`` returns seconds.
+    after the first patch that fixes the whole repaired group the search goes on
+    for ``extra_search_share`` of the time spent so far or ``extra_candidates``
+    more candidates, whichever ends first. A partial fix (it makes some failing
+    tests pass, breaks none) does not end the search: it is the answer only when
+    the search ends without a whole-group fix (an early partial fix is often an
+    overfitting one, ``x // y`` for a missing ``abs``). ``clock`` returns seconds.
     """
 
     name = "builtin"
@@ -85,11 +91,13 @@ class BuiltinProposer:
         self.scratch_dir = scratch_dir
         self._started: Optional[float] = None
         self._localisation: Optional[Localisation] = None
+        self._baseline: Optional[TestReport] = None  # the localisation run (durations, failures)
+        self._first_targets: Tuple[str, ...] = ()
         self._plan: Optional[Plan] = None
         self._boosts: Dict[str, float] = {}
         self._baseline_seconds = 0.0
         self._search: Optional[Search] = None
-        self._snapshot: Optional[Tuple[Tuple[str, int], ...]] = None
+        self._search_key: Optional[Tuple[Any, ...]] = None  # sources, targets and group it was made for
         self._returned: Set[str] = set()
         self._stopped_because = ""
 
@@ -99,23 +107,30 @@ class BuiltinProposer:
     def propose(self, request: ProposalRequest) -> Proposal:
         """Answer the next plausible patch as a unified diff (``a/``, ``b/``, project-relative).
 
-        Continues the same search on later calls and never answers the same
-        diff twice. Raises EngineExhausted (with ``notes``) when no plausible
-        patch is found within ``max_candidates`` and ``request.budget.seconds``.
+        Targets are ``context.failing_tests`` (the group) then ``context.other_failing``.
+        Continues the same search on later calls with the same sources and
+        targets, and never answers the same diff twice. Raises EngineExhausted
+        (with ``notes``) when no plausible patch is found within
+        ``max_candidates`` and ``request.budget.seconds``.
         """
         start = self.clock()
         self._started = start if self._started is None else self._started
         seconds = request.budget.seconds
         deadline = None if seconds is None else start + seconds
-        targets = tuple(dict.fromkeys(request.context.failing_tests + request.context.other_failing))
+        group = tuple(dict.fromkeys(request.context.failing_tests))
+        targets = tuple(dict.fromkeys(group + request.context.other_failing))
         if not targets:
             raise self._exhausted("no failing tests were given to repair", {})
         sources = read_sources(self.project_root, self._is_test)
         if self._localisation is None:
             self._localise(request, targets, deadline, sources)
+        assert self._baseline is not None
         deadline = self._reserve(deadline, seconds)
-        if self._search is None or snapshot(sources) != self._snapshot:
-            self._search = self._new_search(sources)
+        key = (snapshot(sources), targets, group)
+        if self._search is None or key != self._search_key:
+            # A kept patch or a new group: validate against what fails now, from scratch.
+            self._plan = self._make_plan(self._baseline, targets, group)
+            self._search, self._search_key = self._new_search(sources), key
         best = self._search.plausible(self._returned)
         if not best:
             self._search_more(self._search, deadline)
@@ -161,24 +176,28 @@ class BuiltinProposer:
                 self._localisation = localise(report, root, targets, context.traceback, self.test_globs, sources)
             finally:
                 _remove_coverage(report.coverage_file)
-        self._plan = self._make_plan(report, targets)
+        self._baseline, self._first_targets = report, targets
         self._boosts = family_boosts(report, targets)
 
-    def _make_plan(self, report: TestReport, targets: Tuple[str, ...]) -> Plan:
+    def _make_plan(self, report: TestReport, targets: Tuple[str, ...], group: Tuple[str, ...] = ()) -> Plan:
         """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed.
 
         When the failing tests took over ``PROBE_SECONDS`` together (hangs stopped by a
-        per-test timeout, slow tests), the quickest of them alone is run first.
+        per-test timeout, slow tests) and share one root cause (no targets outside
+        ``group``), the quickest of them alone is run first. Baseline failures that
+        were never targets (the loop's flaky tests) may fail; tests a kept patch fixed
+        may not.
         """
         durations = {r.test_id: r.duration for r in report.results}
         target_seconds = sum(durations.get(t, 0.0) for t in targets)
         self._baseline_seconds = report.seconds
-        allowed = frozenset(report.failing_ids) - frozenset(targets)
+        allowed = frozenset(report.failing_ids) - frozenset(self._first_targets or targets)
         probe: Tuple[str, ...] = ()
-        if len(targets) > 1 and target_seconds > PROBE_SECONDS:
+        if len(targets) > 1 and target_seconds > PROBE_SECONDS and set(targets) <= set(group or targets):
             probe = (min(targets, key=lambda t: (durations.get(t, 0.0), t)),)
         return Plan(
             targets=targets,
+            group=group,
             allowed_failing=allowed,
             target_timeout=max(self.candidate_timeout, 3.0 * target_seconds),
             suite_timeout=max(self.candidate_timeout, 3.0 * report.seconds),
@@ -194,7 +213,6 @@ class BuiltinProposer:
 
     def _new_search(self, sources: Dict[str, str]) -> Search:
         assert self._localisation is not None
-        self._snapshot = snapshot(sources)
         models: Dict[str, FileModel] = {}
         for path in sorted({s.path for s in self._localisation.suspects}):
             if path in sources:
@@ -215,9 +233,9 @@ class BuiltinProposer:
         if deadline is not None and now >= deadline:
             self._stopped_because = "time budget spent"
             return False
+        assert self._started is not None
         if search.found_at is not None:
             found_time, found_tried = search.found_at
-            assert self._started is not None
             extra_time = self.extra_search_share * (found_time - self._started)
             if now >= found_time + extra_time or search.tried >= found_tried + self.extra_candidates:
                 self._stopped_because = "extra search after the first plausible patch done"
@@ -246,17 +264,21 @@ class BuiltinProposer:
         notes["plausible_note"] = PLAUSIBLE_NOTE
         notes["alternatives"] = [r.diff for r in others]
         if chosen is not None:
-            notes["chosen"] = {**chosen.candidate.to_json(), "edit_size": list(chosen.size)}
+            notes["chosen"] = {**chosen.candidate.to_json(), "edit_size": list(chosen.size),
+                               "fixes": chosen.verdict.fixed, "verdict": chosen.verdict.reason}  # fmt: skip
         return notes
 
     def _exhausted_message(self, search: Search) -> str:
         counts = search.counts()
+        assert self._plan is not None
+        failing = len(self._plan.targets)
+        found = "found no further patch" if self._returned else "found no patch"
         return (
-            f"the builtin engine tried {search.tried} candidate patches "
-            f"({counts.get('failing', 0)} left tests failing, {counts.get('timeout', 0)} timed out, "
+            f"the offline engine {found}: none of the {search.tried} candidate edits it tried made any of "
+            f"the {failing} failing test(s) pass without breaking a passing one "
+            f"({counts.get('failing', 0)} fixed no failing test, {counts.get('timeout', 0)} timed out, "
             f"{counts.get('broke_passing', 0)} broke passing tests, "
-            f"{counts.get('compile_error', 0)} did not compile) and found no plausible patch "
-            f"({self._stopped_because or 'no candidates'})"
+            f"{counts.get('compile_error', 0)} did not compile; {self._stopped_because or 'no candidates'})"
         )
 
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:

@@ -5,8 +5,11 @@ its own copy, made once per ``propose()`` call, and a candidate is validated by
 writing the changed files into one copy, running the tests, and writing the
 original text back. Validation is cheapest first (shared with the loop's own
 order): the previously failing tests with a per-candidate timeout (mutants
-often loop forever), then the whole suite; a candidate that makes a test fail
-that passed at the baseline is rejected.
+often loop forever), then the whole suite. Like the loop's own judge
+(README, "How a run stops"), a candidate is plausible when it makes at least
+one failing test pass and no test fail that passed at the baseline; tests that
+failed at the baseline may stay failing (an unrelated broken test must not
+block the fix of another bug).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 import queue
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
@@ -74,25 +77,47 @@ def drop_bytecode(root: Path, path: str) -> None:
 
 @dataclass(frozen=True)
 class Plan:
-    """How candidates are validated: target test ids, tolerated failures, timeouts in seconds."""
+    """How candidates are validated: target test ids, tolerated failures, timeouts in seconds.
+
+    ``targets`` are every currently failing test, the group being repaired first;
+    ``group`` is that group (the loop's ``RepairContext.failing_tests``; empty means
+    all targets). ``allowed_failing`` may fail after a candidate without counting
+    as broken: the targets themselves and baseline failures nobody asked to repair.
+    """
 
     targets: Tuple[str, ...]
-    allowed_failing: FrozenSet[str]  # failed at the baseline and not targets: not our business
+    allowed_failing: FrozenSet[str]
     target_timeout: float
     suite_timeout: float
     probe: Tuple[str, ...] = ()  # a cheap subset of the targets run first when all of them are slow
     probe_timeout: float = 0.0
+    group: Tuple[str, ...] = ()
+
+    @property
+    def group_ids(self) -> Tuple[str, ...]:
+        return self.group or self.targets
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What validating one candidate showed: ``status`` is ``plausible``, ``failing``,
-    ``timeout``, ``broke_passing`` or ``error``; ``fixed`` counts targets that passed."""
+    """What validating one candidate showed.
+
+    ``status`` is ``plausible``, ``failing`` (fixed no target), ``timeout``,
+    ``broke_passing`` or ``error`` (``passed``/``partial`` only between stages);
+    ``fixed`` counts targets that passed; ``missed_group`` counts tests of the
+    repaired group still failing (0 for a plausible patch that fixes the group).
+    """
 
     status: str
     reason: str
     fixed: int = 0
     seconds: float = 0.0
+    missed_group: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Plausible and the whole group passes: what ends the search early."""
+        return self.status == "plausible" and self.missed_group == 0
 
 
 def _short(ids: Sequence[str], limit: int = 3) -> str:
@@ -101,7 +126,11 @@ def _short(ids: Sequence[str], limit: int = 3) -> str:
 
 
 def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) -> Verdict:
-    """Verdict of the run of the target (previously failing) tests only."""
+    """Verdict of the run of the target (previously failing) tests only.
+
+    ``passed``: all of them pass; ``partial``: some do (worth a suite run);
+    ``failing``: none does; ``timeout``: the run was stopped.
+    """
     passed = set(report.passed_ids)
     fixed = sum(1 for t in targets if t in passed)
     if report.timed_out or report.exit_code is None:
@@ -111,22 +140,38 @@ def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) ->
         return Verdict("passed", "", fixed if report.results else len(targets))
     first = next((r for r in report.failing), None)
     detail = f" ({first.exc_type}: {first.message[:120]})" if first and first.exc_type else ""
-    return Verdict("failing", f"still failing: {_short(failing) or f'exit code {report.exit_code}'}{detail}", fixed)
+    status = "partial" if fixed and report.exit_code == 1 else "failing"
+    return Verdict(status, f"still failing: {_short(failing) or f'exit code {report.exit_code}'}{detail}", fixed)
 
 
 def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
-    """Verdict of the whole-suite run of a candidate whose target tests passed."""
-    fixed = len(plan.targets)
+    """Verdict of the whole-suite run of a candidate that made some target test pass.
+
+    Plausible when at least one target passes and nothing outside
+    ``plan.allowed_failing`` fails; ``fixed``/``missed_group`` are counted here.
+    """
     if report.timed_out or report.exit_code is None:
-        return Verdict("timeout", f"the test suite did not finish within {timeout:.1f}s", fixed)
+        return Verdict("timeout", f"the test suite did not finish within {timeout:.1f}s")
     failing = set(report.failing_ids)
-    broke = sorted(failing - plan.allowed_failing)
+    broke = sorted(failing - plan.allowed_failing - set(plan.targets))
     if broke:
-        return Verdict("broke_passing", f"breaks tests that passed: {_short(broke)}", fixed)
+        return Verdict("broke_passing", f"breaks tests that passed: {_short(broke)}")
     clean = report.exit_code == 0 or (report.exit_code == 1 and bool(failing) and report.source != "exit_code")
     if not clean:
-        return Verdict("error", f"the test suite exited with code {report.exit_code}", fixed)
-    return Verdict("plausible", "passes the failing tests and the whole suite", fixed)
+        return Verdict("error", f"the test suite exited with code {report.exit_code}")
+    # No per-test results (a non-pytest runner): only a green exit says the targets pass.
+    passed = set(report.passed_ids) if report.results else set(plan.targets)
+    fixed = [t for t in plan.targets if t in passed]
+    missed = [t for t in plan.group_ids if t not in passed]
+    if not fixed:
+        return Verdict("failing", "the failing tests pass alone but not in the whole suite")
+    still = [t for t in plan.targets if t not in passed]
+    if not still:
+        reason = "passes the failing tests and the whole suite"
+    else:
+        reason = (f"fixes {len(fixed)} of {len(plan.targets)} failing tests and breaks none "
+                  f"(still failing: {_short(still)})")  # fmt: skip
+    return Verdict("plausible", reason, len(fixed), missed_group=len(missed))
 
 
 class WorkerPool:
@@ -179,7 +224,7 @@ class WorkerPool:
         finally:
             _write(root, {p: originals[p] for p in changed})
             self._free.put(root)
-        return Verdict(verdict.status, verdict.reason, verdict.fixed, clock() - started)
+        return replace(verdict, seconds=clock() - started)
 
 
 def _write(root: Path, files: Dict[str, str]) -> None:
@@ -197,14 +242,15 @@ def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:
 def _run_stages(root: Path, run_tests: RunTests, plan: Plan, time_left: Callable[[], Optional[float]]) -> Verdict:
     if plan.probe:
         # Most candidates fail every target: one cheap target rejects them without paying
-        # for the others (a hang costs a per-test timeout per test).
+        # for the others (a hang costs a per-test timeout per test). The plan has a probe
+        # only when every target shares one root cause, so a real fix passes it too.
         timeout = _bounded(plan.probe_timeout, time_left)
         probe = judge_targets(run_tests(root, plan.probe, timeout, False), plan.probe, timeout)
         if probe.status != "passed":
-            return probe
+            return replace(probe, status="failing") if probe.status == "partial" else probe
     timeout = _bounded(plan.target_timeout, time_left)
     first = judge_targets(run_tests(root, plan.targets, timeout, False), plan.targets, timeout)
-    if first.status != "passed":
+    if first.status not in ("passed", "partial"):
         return first
     timeout = _bounded(plan.suite_timeout, time_left)
     return judge_suite(run_tests(root, (), timeout, False), plan, timeout)

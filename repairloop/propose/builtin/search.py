@@ -70,18 +70,19 @@ class Result:
     def plausible(self) -> bool:
         return self.verdict.status == "plausible"
 
-    def choice_key(self) -> Tuple[int, float, int, float, float, int]:
-        """Fewest changed lines, then the search's own belief (suspiciousness x prior), then
-        fewest changed characters, suspiciousness, prior, search order.
+    def choice_key(self) -> Tuple[int, int, int, float, int, float, float, int]:
+        """Fewest tests of the repaired group left failing, most failing tests fixed, then
+        fewest changed lines, the search's own belief (suspiciousness x prior), fewest
+        changed characters, suspiciousness, prior, search order.
 
         Between two one-line patches the character count is a weak signal and picks
         overfitting ones (``mid + 1`` to ``mid + 2`` over ``hi = mid`` to ``hi = mid - 1``);
         the ranking already weighs how often each kind of edit is the fix.
         """
-        c = self.candidate
+        c, v = self.candidate, self.verdict
         lines, chars = self.size
-        return (lines, -round(c.suspiciousness * c.prior, 6), chars, -round(c.suspiciousness, 9),
-                -round(c.prior, 9), c.order)  # fmt: skip
+        return (v.missed_group, -v.fixed, lines, -round(c.suspiciousness * c.prior, 6), chars,
+                -round(c.suspiciousness, 9), -round(c.prior, 9), c.order)  # fmt: skip
 
     def to_json(self) -> Dict[str, object]:
         record = self.candidate.to_json()
@@ -125,9 +126,11 @@ def _overlap(a: Mutation, b: Mutation) -> bool:
 
 
 def pair_candidates(results: Sequence[Result], first_order: int) -> List[Candidate]:
-    """Two-edit candidates from singles that ran (no timeout), partial fixes first."""
+    """Two-edit candidates from singles that ran (no timeout) and fixed not the whole group,
+    partial fixes first (two halves of a two-edit fix are each plausible partial fixes)."""
     ran = [r for r in results if len(r.candidate.mutations) == 1
-           and r.verdict.status in ("failing", "broke_passing")]  # fmt: skip
+           and (r.verdict.status in ("failing", "broke_passing")
+                or (r.verdict.status == "plausible" and not r.verdict.complete))]  # fmt: skip
     ran.sort(key=lambda r: (-r.verdict.fixed, r.candidate.order))
     pool = ran[:PAIR_POOL]
     pairs = []
@@ -178,7 +181,7 @@ class Search:
         self.pairs_added = False
         self.results: List[Result] = []
         self.tried = 0
-        self.found_at: Optional[Tuple[float, int]] = None  # (clock, tried) at this run's first plausible
+        self.found_at: Optional[Tuple[float, int]] = None  # (clock, tried) at this run's first complete fix
         self._seen: Set[Tuple[Tuple[str, int], ...]] = set()
 
     @property
@@ -219,7 +222,7 @@ class Search:
         if verdict.status == "plausible":
             diff = diff_files(self.originals, changed)
             size = edit_size(self.originals, changed)
-            if self.found_at is None:
+            if self.found_at is None and verdict.complete:
                 self.found_at = (now, self.tried)
         self.results.append(Result(candidate, verdict, diff, size))
 
