@@ -216,8 +216,9 @@ class AttemptRunner:
             s.forced_stop = (_BUDGET_REASONS.get(err.budget, StopReason.BUDGET_TOKENS), err.message)
             return f"not sent: {err.message}"
         if isinstance(err, UnrecoverableModelError):
-            s.drop_current(err.message)
-            return f"{name} dropped: {err.message}"
+            why = f"{err.message} ({err.hint})" if err.hint else err.message  # the hint names the fix (a key, a name)
+            s.drop_current(why)
+            return f"{name} dropped: {why}"
         if isinstance(err, (ModelError, TransientModelError, EngineExhausted)):
             s.next_model(err.message)
             return f"{name} failed: {err.message}"

@@ -95,7 +95,10 @@ def drive(
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):
             yield LoopEvent("note", f"removed a workspace left by an earlier run: {removed}")
         # Secrets stay home: every journal line and run file is redacted (repairloop.redact).
-        journal = Journal(run_dir_for(project, run_id), redact=Redactor(secret_values(environ)))
+        secrets = secret_values(environ)
+        if settings.api_key_env and environ.get(settings.api_key_env):  # a key under a name that looks harmless
+            secrets.append(environ[settings.api_key_env])
+        journal = Journal(run_dir_for(project, run_id), redact=Redactor(secrets))
         if recorded is None:
             journal.append("start", run_id=run_id, project=str(project), chain=chain, settings=settings.model_dump())
         else:
