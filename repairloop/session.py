@@ -262,10 +262,14 @@ class Session:
 
     def _chain_exhausted(self) -> Tuple[StopReason, str, Outcome]:
         detail = "no usable model left in the chain"
+        last = self.state.history[-1] if self.state.history else None
         if self.state.dropped:
             detail += " (" + "; ".join(self.state.dropped) + ")"
-        elif self.state.history and self.state.history[-1].decision is Decision.NO_CANDIDATE:
-            detail += f"; last: {self.state.history[-1].reason}"
+        elif last is not None and last.decision is Decision.NO_CANDIDATE and self.state.chain[-1:] == ["builtin"] \
+                and last.reason.startswith("builtin failed: "):
+            detail = "nothing left to try: " + last.reason[len("builtin failed: "):]  # the offline engine is done
+        elif last is not None and last.decision is Decision.NO_CANDIDATE:
+            detail += f"; last: {last.reason}"
         tried = [it for it in self.state.history if it.decision is not Decision.NO_CANDIDATE]
         if self.state.dropped and not tried and len(self.state.dropped) == len(self.state.chain):
             return StopReason.NO_MODEL_LEFT, detail, Outcome.UNRECOVERABLE

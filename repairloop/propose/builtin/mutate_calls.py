@@ -158,7 +158,7 @@ def method_to_function(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
         if func.attr == "sort" and not node.args:
             extra = "".join(", " + src.segment(k) for k in node.keywords)
             yield make(model, "wrong_function", start, end, f"sorted({receiver}{extra})", 1.0,
-                       f"`.sort()` -> `sorted()`")  # fmt: skip
+                       "`.sort()` -> `sorted()`")  # fmt: skip
         elif func.attr == "reverse" and not node.args and not node.keywords:
             yield make(model, "wrong_function", start, end, f"list(reversed({receiver}))", 1.0,
                        "`.reverse()` -> `reversed()`")  # fmt: skip
