@@ -355,8 +355,9 @@ def test_the_engine_repairs_a_missing_abs(tmp_path: Path) -> None:
     """))  # fmt: skip
     baseline = _run_tests(root, (), 120, False)
     context = RepairContext(failing_tests=baseline.failing_ids, message="", traceback="", slices=())
+    # Wrong candidates that loop forever cost their timeout: 4 s rather than the default 10 keeps this test short.
     engine = BuiltinProposer(project_root=root, run_tests=_run_tests, test_globs=("tests/*",), workers=2,
-                             extra_candidates=0)  # the first plausible patch is the answer  # fmt: skip
+                             candidate_timeout=4.0, extra_candidates=0)  # the first plausible patch is the answer
     proposal = engine.propose(ProposalRequest(context=context, budget=BudgetLeft(seconds=120.0)))
     assert "+        if abs(better - guess) < eps:" in proposal.answer
 
