@@ -82,7 +82,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if "--json" in args:
             return _main_json(args)
-        app(args=args, standalone_mode=True)
+        app(args=args, prog_name="repairloop", standalone_mode=True)
     except SystemExit as done:
         return int(done.code or 0)
     finally:
@@ -96,7 +96,7 @@ def _main_json(args: List[str]) -> int:
     # click's base exception, whether typer uses click or (typer >= 0.29) its own copy of it.
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
-        return int(app(args=args, standalone_mode=False) or 0)
+        return int(app(args=args, prog_name="repairloop", standalone_mode=False) or 0)
     except click_exception as err:  # type: ignore[misc]
         err.show()
         ctx = getattr(err, "ctx", None)

@@ -37,7 +37,7 @@ def run(
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget of the whole run, seconds."),
     test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
-    per_test_timeout: Optional[float] = typer.Option(None, "--per-test-timeout", help="Seconds for one test (pytest)."),
+    per_test_timeout: Optional[float] = typer.Option(None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."),
     final_runs: Optional[int] = typer.Option(None, "--final-runs", help="Full-suite runs a fix must pass (flaky check)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
     no_builtin: bool = typer.Option(False, "--no-builtin", help="Do not fall back to the offline engine."),
