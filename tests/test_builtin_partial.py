@@ -39,7 +39,10 @@ P, F = TestOutcome.PASSED, TestOutcome.FAILED
 def test_fixing_one_failing_test_while_another_stays_failing_is_plausible() -> None:
     verdict = judge_suite(report({GROUP: P, OTHER: F, PASSING: P}), PLAN, 10.0)
     assert verdict.status == "plausible" and verdict.fixed == 1 and verdict.missed_group == 0
-    assert verdict.complete and OTHER in verdict.reason
+    # Plausible, but not complete: the search goes on for a patch that fixes every failing test.
+    assert verdict.missed == 1 and not verdict.complete and OTHER in verdict.reason
+    everything = judge_suite(report({GROUP: P, OTHER: P, PASSING: P}, exit_code=0), PLAN, 10.0)
+    assert everything.complete and everything.missed == 0
     # The other failing test fixed instead of the group's: plausible too, but not complete.
     other_only = judge_suite(report({GROUP: F, OTHER: P, PASSING: P}), PLAN, 10.0)
     assert other_only.status == "plausible" and other_only.missed_group == 1 and not other_only.complete
@@ -62,10 +65,10 @@ def result(line: int, verdict: Verdict, size: Tuple[int, int]) -> Result:
     return Result(Candidate((mutation,), 0.5, 0.9, line), verdict, diff=f"diff {line}", size=size)
 
 
-def test_the_best_patch_fixes_the_group_then_the_most_failing_tests() -> None:
-    small_other = result(1, Verdict("plausible", "", fixed=1, missed_group=1), (2, 1))
-    group_fix = result(2, Verdict("plausible", "", fixed=1, missed_group=0), (4, 3))
-    both = result(3, Verdict("plausible", "", fixed=2, missed_group=0), (6, 5))
+def test_the_best_patch_fixes_every_failing_test_then_the_group() -> None:
+    small_other = result(1, Verdict("plausible", "", fixed=1, missed_group=1, missed=1), (2, 1))
+    group_fix = result(2, Verdict("plausible", "", fixed=1, missed_group=0, missed=1), (4, 3))
+    both = result(3, Verdict("plausible", "", fixed=2, missed_group=0, missed=0), (6, 5))
     ranked = sorted([small_other, group_fix, both], key=Result.choice_key)
     assert [r.candidate.order for r in ranked] == [3, 2, 1]
 

@@ -105,7 +105,8 @@ class Verdict:
     ``status`` is ``plausible``, ``failing`` (fixed no target), ``timeout``,
     ``broke_passing`` or ``error`` (``passed``/``partial`` only between stages);
     ``fixed`` counts targets that passed; ``missed_group`` counts tests of the
-    repaired group still failing (0 for a plausible patch that fixes the group).
+    repaired group still failing (0 for a plausible patch that fixes the group),
+    ``missed`` every target (group and other failing tests) still failing.
     """
 
     status: str
@@ -113,11 +114,17 @@ class Verdict:
     fixed: int = 0
     seconds: float = 0.0
     missed_group: int = 0
+    missed: int = 0
 
     @property
     def complete(self) -> bool:
-        """Plausible and the whole group passes: what ends the search early."""
-        return self.status == "plausible" and self.missed_group == 0
+        """Plausible and every failing test passes: what ends the search early.
+
+        A patch that fixes only the group does not: the group can be a part of
+        one fault (``% 400 != 0`` fixes 2024 but not 2000, where ``and`` → ``or``
+        fixes both), so the search goes on and such a patch is kept for the end.
+        """
+        return self.status == "plausible" and self.missed == 0
 
 
 def _short(ids: Sequence[str], limit: int = 3) -> str:
@@ -171,7 +178,7 @@ def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
     else:
         reason = (f"fixes {len(fixed)} of {len(plan.targets)} failing tests and breaks none "
                   f"(still failing: {_short(still)})")  # fmt: skip
-    return Verdict("plausible", reason, len(fixed), missed_group=len(missed))
+    return Verdict("plausible", reason, len(fixed), missed_group=len(missed), missed=len(still))
 
 
 class WorkerPool:

@@ -71,7 +71,7 @@ class Result:
         return self.verdict.status == "plausible"
 
     def choice_key(self) -> Tuple[int, int, int, float, int, float, float, int]:
-        """Fewest tests of the repaired group left failing, most failing tests fixed, then
+        """Fewest failing tests left failing, then fewest of the repaired group, then
         fewest changed lines, the search's own belief (suspiciousness x prior), fewest
         changed characters, suspiciousness, prior, search order.
 
@@ -81,7 +81,7 @@ class Result:
         """
         c, v = self.candidate, self.verdict
         lines, chars = self.size
-        return (v.missed_group, -v.fixed, lines, -round(c.suspiciousness * c.prior, 6), chars,
+        return (v.missed, v.missed_group, lines, -round(c.suspiciousness * c.prior, 6), chars,
                 -round(c.suspiciousness, 9), -round(c.prior, 9), c.order)  # fmt: skip
 
     def to_json(self) -> Dict[str, object]:
