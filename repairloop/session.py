@@ -8,7 +8,7 @@ itself is ``attempt.AttemptRunner``. The state that grows over a run is
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -339,15 +339,9 @@ class Session:
             raise ProjectError(f"{err.message} (run {self.run_id}, outcome {result.outcome.value})",
                                hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`") from err
         self.journal.done("apply", key, files=written)
-        applied = _replace(result, applied=True)
+        applied = replace(result, applied=True)
         self.journal.write_json("summary.json", applied.to_json())
         yield LoopEvent("stopped", f"applied to {', '.join(written)}", result=applied)
-
-
-def _replace(result: RunResult, **changes: object) -> RunResult:
-    from dataclasses import replace
-
-    return replace(result, **changes)  # type: ignore[arg-type]
 
 
 def _patch_files(patch: str) -> List[str]:
