@@ -25,7 +25,7 @@ from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command, project_python
 from repairloop.session import Confirm, Session
 from repairloop.settings import Settings, model_chain
-from repairloop.suite import TestSuite, test_environment
+from repairloop.suite import TestSuite
 from repairloop.types import Failure, LoopEvent, Proposer, RunResult, TestReport
 from repairloop.workspace import check_repository, clean_stale_workspaces, ensure_excluded, open_workspace
 
@@ -183,9 +183,7 @@ def classify_project(
     registry = project / ".repairloop" / "worktrees"
     ensure_excluded(project)
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
-        command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
-        suite = TestSuite(command, settings.test_timeout, settings.junit_xml,
-                          test_environment(environ, settings), lambda: settings.test_timeout)
+        suite = TestSuite.for_project(settings, project, environ, lambda: settings.test_timeout)
         report = suite.run(ws.root)
         failures = classify_report(report, ws.root, python=project_python(project)) if not report.green else ()
     # What classify prints (--json too) is redacted like everything else that leaves a run.

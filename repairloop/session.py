@@ -20,9 +20,9 @@ from repairloop.errors import ProjectError
 from repairloop.journal import Journal
 from repairloop.patch.guards import is_test_path
 from repairloop.redact import redact_record
-from repairloop.runner import default_test_command, project_python
+from repairloop.runner import project_python
 from repairloop.settings import Settings
-from repairloop.suite import TestSuite, test_environment
+from repairloop.suite import TestSuite
 from repairloop.types import (
     Decision,
     Failure,
@@ -78,9 +78,7 @@ class Session:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
         self.redact = journal.redact  # the run's secret redactor, also for what a model is shown
         self.clock, self.started, self.run_id = clock, started, run_id
-        command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
-        self.suite = TestSuite(command, settings.test_timeout, settings.junit_xml,
-                               test_environment(environ, settings), self.seconds_left)
+        self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left)
         self.state = RunState(chain=list(chain))
         self.limits = stop.Limits(
             max_iterations=settings.max_iterations,

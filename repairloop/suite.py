@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from repairloop.runner import PER_TEST_TIMEOUT_ENV, run_tests
+from repairloop.runner import PER_TEST_TIMEOUT_ENV, default_test_command, run_tests
 from repairloop.settings import Settings
 from repairloop.types import TestReport
 
@@ -33,6 +33,14 @@ class TestSuite:
     junit_xml: Optional[str]
     environ: Mapping[str, str]
     deadline: Callable[[], float]  # seconds left in the run
+
+    @classmethod
+    def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
+                    deadline: Callable[[], float]) -> "TestSuite":
+        """The suite ``settings`` describe for ``project``: its test command (or the default
+        one, which raises ProjectError when there is none), limits and environment."""
+        command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
+        return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings), deadline)
 
     def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None) -> TestReport:
         limit = min(timeout or self.timeout, max(self.deadline(), 1.0))
