@@ -25,17 +25,7 @@ from repairloop.integrations import github_actions
 from repairloop.integrations.summary import fingerprint
 from repairloop.types import Failure, FailureKind
 from scripted_server import ScriptedServer, completion_body
-
-RIGHT = """\
---- a/calc/lists.py
-+++ b/calc/lists.py
-@@ -12,4 +12,4 @@ def last_n(items, n):
-     \"\"\"Return the last ``n`` items of ``items``.\"\"\"
-     if n <= 0:
-         return []
--    return items[-n - 1:]
-+    return items[-n:]
-"""
+from test_e2e_run import RIGHT
 
 TOUCHES_WORKFLOW = RIGHT + """\
 --- a/.github/workflows/test.yml
