@@ -9,7 +9,7 @@ back once to the same model with the concrete error (DESIGN.md, "The loop").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, FrozenSet, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Sequence, Tuple
 
 from repairloop import stop
 from repairloop.classify import classify_report
@@ -97,8 +97,8 @@ class AttemptRunner:
         outcome = self.propose_and_apply(proposer, context, number)
         proposal, applied, usage, attempts, error = outcome
         model_seconds = usage.seconds
-        base = dict(number=number, engine=getattr(proposer, "engine", "llm"), model=model, usage=usage,
-                    attempts=attempts, flags=self.flags, candidates=self.tried)
+        base: Dict[str, Any] = {"number": number, "engine": getattr(proposer, "engine", "llm"), "model": model, "usage": usage,
+                    "attempts": attempts, "flags": self.flags, "candidates": self.tried}
         if applied is None:
             decision = Decision.NO_CANDIDATE if proposal is None else Decision.REJECTED
             it = Iteration(decision=decision, reason=error, seconds_model=model_seconds,
@@ -326,7 +326,7 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
     return tuple(notes)
 
 
-def _candidates_in(notes: Optional[dict], default: int) -> int:
+def _candidates_in(notes: Optional[Dict[str, Any]], default: int) -> int:
     """Candidates behind one answer: the offline engine reports how many it tried."""
     counts = (notes or {}).get("counts") or {}
     return int(counts.get("tried", default))
@@ -353,7 +353,7 @@ def _first_message(report: TestReport) -> str:
     return report.output[-300:].strip()
 
 
-def _summary(report: Optional[TestReport]) -> Optional[dict]:
+def _summary(report: Optional[TestReport]) -> Optional[Dict[str, Any]]:
     if report is None:
         return None
     return {

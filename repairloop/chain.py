@@ -41,7 +41,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         )
     from repairloop.propose.llm import LLMProposer
 
-    def on_event(event: dict) -> None:
+    def on_event(event: Dict[str, Any]) -> None:
         details = {k: v for k, v in event.items() if k != "event"}
         journal.append(str(event.get("event", "model_event")), **{"model": name, **details})
 

@@ -317,7 +317,7 @@ class ProjectLock:
         except (OSError, ValueError, KeyError, TypeError):
             # Unreadable: a writer between create and write, or a crash right there.
             raise LockedError(f"the project lock {self.path} is unreadable",
-                              hint="wait for the other run, or remove .repairloop/lock if none is going")
+                              hint="wait for the other run, or remove .repairloop/lock if none is going") from None
         if self._is_alive(pid):
             raise LockedError(f"another repairloop run (pid {pid}, run {run}) is working on this project",
                               hint="wait for it, or remove .repairloop/lock if that process is gone")

@@ -149,8 +149,8 @@ def resume(
     ProjectError when the run finished (and has no side effect left to check)
     or cannot be resumed.
     """
-    from repairloop.recorded import load_recorded
     from repairloop.intents import settle_pending
+    from repairloop.recorded import load_recorded
 
     project = project.resolve()
     check_repository(project)

@@ -165,8 +165,16 @@ def redact_feedback(feedback: Feedback, redactor: Callable[[str], str]) -> Feedb
     return Feedback(answer=redactor(feedback.answer), error=redactor(feedback.error))
 
 
-__all__ = ["MARKER", "FORMATS", "Redactor", "is_secret_name", "redact", "redact_context",
-           "redact_feedback", "secret_values"]
+__all__ = [
+    "FORMATS",
+    "MARKER",
+    "Redactor",
+    "is_secret_name",
+    "redact",
+    "redact_context",
+    "redact_feedback",
+    "secret_values",
+]
 
 
 def redact_record(value: Any, redactor: Callable[[str], str]) -> Any:

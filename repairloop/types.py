@@ -11,7 +11,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Protocol, Tuple
 
-
 # Files that are tests, read-only to candidates (settings' ``test_globs`` default).
 DEFAULT_TEST_GLOBS: Tuple[str, ...] = (
     "tests/**", "test/**", "test_*.py", "**/test_*.py", "*_test.py", "**/*_test.py",

@@ -84,7 +84,7 @@ def _handler(forge: FakeForge) -> type:
 class _Handler(BaseHTTPRequestHandler):
     forge: FakeForge
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _send(self, code: int, payload: Any) -> None:
@@ -195,14 +195,14 @@ class _Handler(BaseHTTPRequestHandler):
                 found[0]["body"] = found[0]["description"] = body[text_key]
             self._send(200, found[0])
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         self._route("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._route("POST")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._route("PATCH")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._route("PUT")

@@ -134,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     scripted: ScriptedServer  # set by _make_handler
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # tests must see no server chatter
 
     def handle(self) -> None:
@@ -154,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.rstrip("/") not in PATHS:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from scripted_server import ScriptedServer
+from test_e2e_run import RIGHT
 
 from repairloop.cli import main
 from repairloop.errors import UnrecoverableModelError
 from repairloop.propose.llm import DUMMY_KEY, LLMProposer, provider_key_env
 from repairloop.types import CodeSlice, ProposalRequest, RepairContext
-from scripted_server import ScriptedServer
-from test_e2e_run import RIGHT
 
 KEY = "sk-test-4f9a2c7e1b8d6f3a5c0e"
 ODD_KEY = "gateway-pass-8c1d0e7f"  # a key whose format the redactor's patterns do not know

@@ -105,7 +105,7 @@ def test_engine_repairs_bench_cases(case: str, fixed_line: str, tmp_path: Path) 
     assert proposal.engine == "builtin" and proposal.model == "builtin"
     assert proposal.usage.tokens == 0 and proposal.usage.cost_usd == 0.0
     assert fixed_line in proposal.answer.splitlines()
-    removed = [l for l in proposal.answer.splitlines() if l.startswith("-") and not l.startswith("---")]
+    removed = [line for line in proposal.answer.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert len(removed) == 1  # a one-line fix is a one-line diff
     assert all(not p.startswith("tests/") for p in changed_paths(proposal.answer))
     notes = proposal.notes

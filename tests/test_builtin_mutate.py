@@ -43,7 +43,7 @@ def find(code: str, line: int, operator: str, new_line: str) -> Mutation:
         compile(new, "m.py", "exec")
         removed, added = changed_lines(text, new)
         seen.append((removed, added))
-        if added == [new_line] and len(removed) <= 1 or removed == [new_line] and not added:
+        if (added == [new_line] and len(removed) <= 1) or (removed == [new_line] and not added):
             return mutation
     raise AssertionError(f"no {operator} mutation gives {new_line!r}; got {seen}")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-
 from conftest import init_repo
+
 from repairloop.cli import main
 from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.scratch import Plan, Verdict, judge_suite, judge_targets
@@ -105,7 +105,7 @@ def test_run_fixes_the_bug_and_leaves_the_unrelated_failing_test(tmp_path: Path,
     kept = [it for it in doc["iterations"] if it["decision"] == "kept"]
     assert len(kept) == 1 and kept[0]["engine"] == "builtin"
     assert "+    return age >= 18" in doc["patch"].splitlines()
-    assert "tests/" not in "".join(l for l in doc["patch"].splitlines() if l.startswith("+++"))
+    assert "tests/" not in "".join(line for line in doc["patch"].splitlines() if line.startswith("+++"))
     assert doc["stop_detail"].startswith("nothing left to try: the offline engine found no further patch")
     # No --apply: the user's tree is untouched.
     assert (project / "people.py").read_text() == "def is_adult(age):\n    return age > 18\n"

@@ -17,15 +17,15 @@ from typing import Dict, List, Tuple
 
 import pytest
 import yaml
-
 from conftest import GIT_ENV, REPO_ROOT, git
 from fake_github import FakeForge
+from scripted_server import ScriptedServer, completion_body
+from test_e2e_run import RIGHT
+
 from repairloop.cli import app, main
 from repairloop.integrations import github_actions
 from repairloop.integrations.summary import fingerprint
 from repairloop.types import Failure, FailureKind
-from scripted_server import ScriptedServer, completion_body
-from test_e2e_run import RIGHT
 
 TOUCHES_WORKFLOW = RIGHT + """\
 --- a/.github/workflows/test.yml

@@ -15,16 +15,15 @@ import re
 import subprocess
 import sys
 from importlib.metadata import version
-from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-
 from conftest import REPO_ROOT
-from repairloop.cli import main
-from repairloop.settings import FIELD_NAMES
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
+
+from repairloop.cli import main
+from repairloop.settings import FIELD_NAMES
 
 FIX_LINE = "+    return items[-n:]"  # the one added line of RIGHT, off_by_one's fix
 

@@ -12,7 +12,15 @@ from repairloop.classify import classify_report
 from repairloop.context import DEFAULT_TEST_GLOBS, build_context, group_failures
 from repairloop.runner import default_test_command, run_tests
 from repairloop.types import (
-    Decision, Failure, FailureKind, Frame, LastAttempt, RepairContext, TestOutcome, TestReport, TestResult,
+    Decision,
+    Failure,
+    FailureKind,
+    Frame,
+    LastAttempt,
+    RepairContext,
+    TestOutcome,
+    TestReport,
+    TestResult,
 )
 
 

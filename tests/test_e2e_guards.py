@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
 from scripted_server import ScriptedServer
 from test_e2e_run import EDITS_TEST, RIGHT, WRONG, run_cli, scripted_run, snapshot
 
@@ -47,8 +46,8 @@ SKIPS_TEST = """\
 @@ -1,3 +1,4 @@
 +import pytest
  from calc import chunk, first_n, last_n
- 
- 
+
+
 @@ -8,2 +9,3 @@
 +@pytest.mark.skip(reason="flaky")
  def test_last_n():

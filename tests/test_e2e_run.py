@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 import pytest
+from scripted_server import ScriptedServer
 
 from repairloop.cli import main
-from scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +218,7 @@ def test_json_follows_the_contract(make_project, capsys) -> None:
     assert set(it["seconds"]) == {"model", "tests", "total"} and it["engine"] == "llm"
     assert set(doc["totals"]["seconds"]) == {"model", "tests", "total"}
     assert doc["totals"]["prompt_tokens"] == it["prompt_tokens"] > 0
-    events = [json.loads(l)["event"] for l in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    events = [json.loads(line)["event"] for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
     assert events[0] == "start" and "iteration" in events and events[-1] == "stopped"
 
 
@@ -290,14 +290,14 @@ def test_unauthorised_model_is_dropped_and_the_next_one_used(make_project, capsy
     assert code == 0 and doc["outcome"] == "fixed"
     assert [i["decision"] for i in doc["iterations"]] == ["no_candidate", "kept"]
     assert any("openai/first" in note for note in doc["notes"])
-    events = [json.loads(l) for l in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
     assert any(e["event"] == "model_dropped" and e["model"] == "openai/first" for e in events)
 
 
 def test_only_model_unauthorised_is_unrecoverable(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("status", 401, "invalid api key")]) as srv:
-        code, out, err = run_cli(scripted_run(project, srv), capsys)
+        code, out, _err = run_cli(scripted_run(project, srv), capsys)
     doc = json.loads(out)
     assert code == 3 and doc["outcome"] == "unrecoverable" and doc["stop_reason"] == "no_model_left"
     assert "openai/scripted" in doc["stop_detail"]

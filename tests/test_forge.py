@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 import pytest
-
 from fake_github import FakeForge
+
 from repairloop.integrations.forge import (
     KEY_MARKER,
     ForgeError,

@@ -67,7 +67,7 @@ def test_changed_expected_value_is_rejected_without_renaming_the_test(tmp_path: 
     answer = ("--- a/tests/test_lists.py\n+++ b/tests/test_lists.py\n@@ -6,2 +6,2 @@\n def test_last_n():\n"
               "-    assert last_n([1, 2, 3, 4], 2) == [3, 4]\n+    assert last_n([1, 2, 3, 4], 2) == [2, 3, 4]\n")
     applied = apply_answer(answer, root)
-    with pytest.raises(GuardError, match="tests/test_lists.py, a test file"):
+    with pytest.raises(GuardError, match=r"tests/test_lists.py, a test file"):
         check_guards(applied, root, GuardPolicy())
     screened = check_guards(applied, root, ALLOW)
     assert screened.test_edits == ("tests/test_lists.py",)
@@ -76,7 +76,7 @@ def test_changed_expected_value_is_rejected_without_renaming_the_test(tmp_path: 
 def test_test_found_by_content_outside_the_test_globs(tmp_path: Path) -> None:
     """A test file no glob names is still a test when its edited function is a test."""
     new = edit(TEST_FILE, "== [3, 4]", "== [2, 3, 4]")
-    with pytest.raises(GuardError, match="edits the test test_last_n in checks/verify_lists.py"):
+    with pytest.raises(GuardError, match=r"edits the test test_last_n in checks/verify_lists.py"):
         check_guards(change("checks/verify_lists.py", TEST_FILE, new), tmp_path, GuardPolicy())
     screened = check_guards(change("checks/verify_lists.py", TEST_FILE, new), tmp_path, ALLOW)
     assert screened.test_edits == ("checks/verify_lists.py::test_last_n",)
@@ -92,7 +92,7 @@ def test_code_next_to_a_test_function_is_not_a_test_edit(tmp_path: Path) -> None
                                        "@pytest.mark.xfail", "@pytest.mark.skipif(True, reason='x')"])
 def test_skip_and_xfail_markers_are_rejected_even_with_test_edits_allowed(decorator: str, tmp_path: Path) -> None:
     new = edit(TEST_FILE, "def test_last_n():", f"{decorator}\ndef test_last_n():")
-    with pytest.raises(GuardError, match="skips the test or expects it to fail"):
+    with pytest.raises(GuardError, match=r"skips the test or expects it to fail"):
         check_guards(change("tests/test_lists.py", TEST_FILE, new), tmp_path, ALLOW)
 
 
@@ -131,9 +131,9 @@ def test_tampering_content_is_rejected_in_source_code(added: str, rule: str, tmp
     "print('== 1 failed, 3 passed in 0.10s ==')\n",
 ])
 def test_a_new_conftest_that_tampers_is_rejected_even_when_tests_may_change(text: str, tmp_path: Path) -> None:
-    with pytest.raises(GuardError, match="conftest.py, a test file"):
+    with pytest.raises(GuardError, match=r"conftest.py, a test file"):
         check_guards(change("conftest.py", None, text), tmp_path, GuardPolicy())
-    with pytest.raises(GuardError, match="tampers with the test runner|looks like a test summary"):
+    with pytest.raises(GuardError, match=r"tampers with the test runner|looks like a test summary"):
         check_guards(change("conftest.py", None, text), tmp_path, ALLOW)
 
 
@@ -146,16 +146,16 @@ def test_deleting_assertions_is_rejected_even_with_test_edits_allowed(tmp_path: 
     fewer = edit(TEST_FILE, "    assert last_n([5, 6], 1) == [6]\n", "    pass\n")
     with pytest.raises(GuardError, match=r"removes 1 assertion\(s\) of tests/test_lists.py"):
         check_guards(change("tests/test_lists.py", TEST_FILE, fewer), tmp_path, ALLOW)
-    with pytest.raises(GuardError, match="deletes the file, and with it 2 assertion"):
+    with pytest.raises(GuardError, match=r"deletes the file, and with it 2 assertion"):
         check_guards(change("tests/test_lists.py", TEST_FILE, None), tmp_path, ALLOW)
     trivial = edit(TEST_FILE, "assert last_n([5, 6], 1) == [6]", "assert True")
-    with pytest.raises(GuardError, match="always passes"):
+    with pytest.raises(GuardError, match=r"always passes"):
         check_guards(change("tests/test_lists.py", TEST_FILE, trivial), tmp_path, ALLOW)
 
 
 def test_removing_a_unittest_assert_call_counts(tmp_path: Path) -> None:
     old = "class T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), 1)\n        g()\n"
-    with pytest.raises(GuardError, match="removes 1 assertion"):
+    with pytest.raises(GuardError, match=r"removes 1 assertion"):
         check_guards(change("tests/test_t.py", old, edit(old, "        self.assertEqual(f(), 1)\n", "")),
                      tmp_path, ALLOW)
 
@@ -193,7 +193,7 @@ def test_pyproject_test_and_dependency_sections(old: str, new: str, refused: Opt
     if refused is None:
         check_guards(applied, tmp_path, ALLOW)
         return
-    with pytest.raises(GuardError, match="pyproject.toml") as info:
+    with pytest.raises(GuardError, match=r"pyproject.toml") as info:
         check_guards(applied, tmp_path, ALLOW)
     assert refused in str(info.value)
 
@@ -203,7 +203,7 @@ def test_setup_cfg_test_sections(tmp_path: Path) -> None:
     check_guards(change("setup.cfg", cfg, edit(cfg, "name = calc", "name = calc2")), tmp_path, ALLOW)
     with pytest.raises(GuardError, match=r"\[tool:pytest\]"):
         check_guards(change("setup.cfg", cfg, edit(cfg, "addopts = -q", "addopts = -q -x")), tmp_path, ALLOW)
-    with pytest.raises(GuardError, match="install_requires"):
+    with pytest.raises(GuardError, match=r"install_requires"):
         check_guards(change("setup.cfg", cfg, edit(cfg, "= attrs", "= attrs<20")), tmp_path, ALLOW)
 
 
@@ -230,7 +230,7 @@ def test_a_scratch_file_next_to_the_fix_is_not_part_of_the_patch(tmp_path: Path)
 
 def test_only_scratch_files_is_a_structural_error(tmp_path: Path) -> None:
     root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE})
-    with pytest.raises(PatchError, match="only creates files that nothing refers to"):
+    with pytest.raises(PatchError, match=r"only creates files that nothing refers to"):
         check_guards(change("calc/try.py", None, "x = 1\n"), root, GuardPolicy())
 
 
@@ -241,7 +241,7 @@ def test_a_new_module_the_fix_imports_stays_in_a_source_directory(tmp_path: Path
     fix = FileChange("calc/lists.py", SOURCE, fixed, "exact", 1.0)
     screened = check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy())
     assert [c.path for c in screened.applied.changes] == ["calc/lists.py", "calc/slicing.py"]
-    with pytest.raises(GuardError, match="creates calc/slicing.py, outside the source directories"):
+    with pytest.raises(GuardError, match=r"creates calc/slicing.py, outside the source directories"):
         check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy(source_dirs=("lib",)))
 
 
@@ -250,23 +250,23 @@ def test_a_new_module_outside_the_source_directories_is_rejected(tmp_path: Path)
     fixed = "from slicing import tail\n\n\n" + SOURCE
     helper = FileChange("slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0)
     fix = FileChange("calc/lists.py", SOURCE, fixed, "exact", 1.0)
-    with pytest.raises(GuardError, match="creates slicing.py, outside the project's source directories"):
+    with pytest.raises(GuardError, match=r"creates slicing.py, outside the project's source directories"):
         check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy())
     hidden = FileChange(".cache/slicing.py", None, "x = 1\n", "new", 1.0)
     fix2 = FileChange("calc/lists.py", SOURCE, "from slicing import x\n" + SOURCE, "exact", 1.0)
-    with pytest.raises(GuardError, match="in a hidden directory"):
+    with pytest.raises(GuardError, match=r"in a hidden directory"):
         check_guards(AppliedPatch((fix2, hidden), "unified_diff"), root, GuardPolicy())
 
 
 @pytest.mark.parametrize("path", ["calc/_speedups.so", "calc/lists.pyc", "docs/logo.png"])
 def test_binary_files_are_rejected_by_suffix(path: str, tmp_path: Path) -> None:
-    with pytest.raises(GuardError, match="a binary file"):
+    with pytest.raises(GuardError, match=r"a binary file"):
         check_guards(change(path, "abc\n", "abd\n"), tmp_path, GuardPolicy())
 
 
 def test_size_limits_still_hold(tmp_path: Path) -> None:
     big = SOURCE + "".join(f"X{i} = {i}\n" for i in range(30))
-    with pytest.raises(GuardError, match="changes 30 lines"):
+    with pytest.raises(GuardError, match=r"changes 30 lines"):
         check_guards(change("calc/lists.py", SOURCE, big), tmp_path, GuardPolicy(max_changed_lines=20))
 
 

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-
 from conftest import GIT_ENV, REPO_ROOT, git
-from repairloop.cli import main
-from repairloop.integrations.hook import HOOK_DEFAULTS, hook_settings
 from scripted_server import ScriptedServer
 from test_ci import RIGHT
+
+from repairloop.cli import main
+from repairloop.integrations.hook import HOOK_DEFAULTS, hook_settings
 
 _SKIP = ("__pycache__", ".venv", "venv", ".repairloop", ".pytest_cache")
 

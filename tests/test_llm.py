@@ -20,15 +20,13 @@ from typing import Any, Dict, List, Optional
 
 import httpx
 import pytest
+from scripted_server import ScriptedServer
 
-from repairloop.errors import (BudgetExhausted, ModelError, PatchError, TransientModelError,
-                               UnrecoverableModelError)
+from repairloop.errors import BudgetExhausted, ModelError, PatchError, TransientModelError, UnrecoverableModelError
 from repairloop.propose import errors_table
-from repairloop.propose.llm import (MAX_ANSWER_CHARS, LLMProposer, classify_model_exception,
-                                    count_tokens, load_litellm)
+from repairloop.propose.llm import MAX_ANSWER_CHARS, LLMProposer, classify_model_exception, count_tokens, load_litellm
 from repairloop.propose.prompts import render_messages
 from repairloop.types import BudgetLeft, CodeSlice, Feedback, ProposalRequest, RepairContext
-from scripted_server import ScriptedServer
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "openai/scripted"

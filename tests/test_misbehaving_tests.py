@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Dict
 
 import pytest
-
 from conftest import git, init_repo
+
 from repairloop.cli import main
 
 pytestmark = pytest.mark.slow

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
-
-from repairloop.cli import main
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
+
+from repairloop.cli import main
 
 pytestmark = pytest.mark.slow
 

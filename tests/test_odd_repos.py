@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
 from conftest import PROJECTS, git, init_repo
-from repairloop.cli import main
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
+
+from repairloop.cli import main
 
 pytestmark = pytest.mark.slow
 

@@ -368,9 +368,9 @@ def test_guard_size_limits(tmp_path: Path) -> None:
     )
     with pytest.raises(GuardError, match="touches 2 files, more than the 1 allowed"):
         check_guards(two, tmp_path, GuardPolicy(max_files=1))
-    with pytest.raises(GuardError, match="changes 4 lines .* more than the 3 allowed"):
+    with pytest.raises(GuardError, match=r"changes 4 lines .* more than the 3 allowed"):
         check_guards(two, tmp_path, GuardPolicy(max_changed_lines=3))
-    with pytest.raises(GuardError, match="makes a.py 2 bytes, more than the 1 allowed"):
+    with pytest.raises(GuardError, match=r"makes a.py 2 bytes, more than the 1 allowed"):
         check_guards(two, tmp_path, GuardPolicy(max_file_bytes=1))
     check_guards(two, tmp_path, GuardPolicy(max_files=2, max_changed_lines=4, max_file_bytes=2))
 

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-
 from conftest import PROJECTS, init_repo
+from scripted_server import ScriptedServer
+from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
+
 from repairloop.cli import main
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.journal import Journal, run_dir_for
@@ -29,8 +31,6 @@ from repairloop.reports.chart import ChartPoint, chart_svg
 from repairloop.reports.stats import repaired_code
 from repairloop.settings import load_settings
 from repairloop.types import Decision, Iteration, RunResult, Usage
-from scripted_server import ScriptedServer
-from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
 
 # -- one real run, shared by the slow tests ------------------------------------
 
@@ -91,7 +91,7 @@ def test_json_and_markdown_reports_carry_the_same_facts(real_run, capsys) -> Non
 class _Tags(HTMLParser):
     """Collects start tags and their attributes; counts unclosed elements."""
 
-    VOID = {"meta", "br", "img", "link", "input", "hr", "circle", "line", "polyline"}
+    VOID = frozenset({"meta", "br", "img", "link", "input", "hr", "circle", "line", "polyline"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -112,7 +112,7 @@ class _Tags(HTMLParser):
 
 @pytest.mark.slow
 def test_html_report_is_one_self_contained_file_with_the_chart(real_run, capsys, tmp_path) -> None:
-    project, result = real_run
+    project, _result = real_run
     target = tmp_path / "report.html"
     code, out, _ = cli(["report", "-C", str(project), "-f", "html", "-o", str(target)], capsys)
     assert code == 0 and out == ""
@@ -268,8 +268,8 @@ diff --git a/calc/ops.py b/calc/ops.py
 +++ b/calc/ops.py
 @@ -14,7 +14,7 @@ def total(items):
      return result
- 
- 
+
+
  def is_adult(person):
      \"\"\"Whether ``person`` is 18 or older.\"\"\"
 -    return person.age > 18

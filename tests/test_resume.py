@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-
 from conftest import git
 from scripted_server import ScriptedServer
-from test_misbehaving_tests import alive
 from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
+from test_misbehaving_tests import alive
 
 pytestmark = pytest.mark.slow
 

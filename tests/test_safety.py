@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
-
 from conftest import git
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT, WRONG

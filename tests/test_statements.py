@@ -76,7 +76,6 @@ def test_a_fix_of_a_file_that_did_not_parse_is_checked_whole() -> None:
 def test_overfitting_is_found_in_the_touched_function_only_once() -> None:
     old = "def last_n(items, n):\n    if n == 7:\n        return []\n    return items[-n - 1:]\n"
     new = "def last_n(items, n):\n    if n == 7:\n        return []\n    if items == [1, 2, 3, 4]:\n        return [3, 4]\n    return items[-n - 1:]\n"
-    from repairloop.patch.model import AppliedPatch
 
     flags = overfitting_flags(AppliedPatch((change("calc/lists.py", old, new),), "unified_diff"), frozenset({"[1, 2, 3, 4]", "7"}))
     assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in flags[0]  # `n == 7` was already there

@@ -35,7 +35,7 @@ def test_success_wins_over_budget() -> None:
 
 def test_iteration_token_cost_and_time_budgets() -> None:
     hist = [it(1, Decision.REVERTED, tokens=600)]
-    kw = dict(remaining_failing=1, baseline_failing=1, elapsed=0.0)
+    kw = {"remaining_failing": 1, "baseline_failing": 1, "elapsed": 0.0}
     assert stop.check(hist, limits=stop.Limits(max_iterations=1), **kw)[0] is StopReason.BUDGET_ITERATIONS
     assert stop.check(hist, limits=stop.Limits(max_tokens=500), **kw)[0] is StopReason.BUDGET_TOKENS
     costly = [Iteration(1, "llm", "m", Usage(cost_usd=0.3), Decision.REVERTED, "")]
@@ -45,14 +45,14 @@ def test_iteration_token_cost_and_time_budgets() -> None:
 
 
 def test_duplicate_or_stagnant_candidate_stops() -> None:
-    kw = dict(limits=stop.Limits(), remaining_failing=1, baseline_failing=1, elapsed=0.0)
+    kw = {"limits": stop.Limits(), "remaining_failing": 1, "baseline_failing": 1, "elapsed": 0.0}
     assert stop.check([it(1, Decision.REVERTED), it(2, Decision.DUPLICATE, sim=1.0)], **kw)[0] is StopReason.STAGNATION
     assert stop.check([it(1, Decision.REVERTED), it(2, Decision.STAGNANT, sim=0.93)], **kw)[0] is StopReason.STAGNATION
     assert stop.check([it(1, Decision.REVERTED), it(2, Decision.REVERTED)], **kw) is None
 
 
 def test_no_progress_after_patience() -> None:
-    kw = dict(limits=stop.Limits(patience=2), remaining_failing=2, baseline_failing=3, elapsed=0.0)
+    kw = {"limits": stop.Limits(patience=2), "remaining_failing": 2, "baseline_failing": 3, "elapsed": 0.0}
     progress = [it(1, Decision.KEPT, failed=2), it(2, Decision.REVERTED, failed=2)]
     assert stop.check(progress, **kw) is None
     stuck = progress + [it(3, Decision.REJECTED, failed=2)]

@@ -89,7 +89,7 @@ def _probe_here(module: str) -> ModuleInfo:
         import importlib.metadata as md
 
         return ModuleInfo(found, dist, md.version(dist))
-    except Exception:  # noqa: BLE001 - any metadata problem only means "version unknown"
+    except Exception:
         return ModuleInfo(found, dist, None)
 
 

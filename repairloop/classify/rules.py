@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Tuple
 
 from repairloop.classify.evidence import (
-    PYTHON_FRAME, Evidence, is_project_path, make_evidence, relative, source_line,
+    PYTHON_FRAME,
+    Evidence,
+    is_project_path,
+    make_evidence,
+    relative,
+    source_line,
 )
 from repairloop.classify.packages import distribution_for, probe_module
 from repairloop.types import Failure, FailureKind, TestResult
@@ -64,7 +69,7 @@ def _looping_in_code_under_test(ev: Evidence) -> Optional[str]:
     the test file itself (waiting for a socket, a sleep) stays a timeout.
     """
     frames = [f for f in ev.frames if PER_TEST_TIMEOUT_HANDLER not in f.path]
-    if not frames or "per-test timeout" not in ev.message and "Timeout (>" not in ev.message:
+    if not frames or ("per-test timeout" not in ev.message and "Timeout (>" not in ev.message):
         return None  # the whole run's kill: no traceback of where the test was
     inner = frames[-1]
     test_file = ev.result.test_id.split("::")[0]

@@ -99,11 +99,12 @@ def _main_json(args: List[str]) -> int:
         return int(app(args=args, prog_name="repairloop", standalone_mode=False) or 0)
     except click_exception as err:  # type: ignore[misc]
         err.show()
+        exit_code: int = err.exit_code
         ctx = getattr(err, "ctx", None)
         words = ["repairloop", *(ctx.command_path.split(" ")[1:] if ctx is not None else []), "--help"]
         hint = f"see '{' '.join(words)}'"
-        json_error("usage", err.format_message(), hint, err.exit_code)
-        return err.exit_code
+        json_error("usage", err.format_message(), hint, exit_code)
+        return exit_code
     except typer.Abort:
         typer.echo("Aborted!", err=True)
         return int(ExitCode.NOT_FIXED)

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.context.source import (
-    DEFAULT_TEST_GLOBS, WINDOW, Files, Piece, code_frames, collect, is_project_path, is_test_path,
+    DEFAULT_TEST_GLOBS,
+    WINDOW,
+    Files,
+    Piece,
+    code_frames,
+    collect,
+    is_project_path,
+    is_test_path,
 )
 from repairloop.types import Failure, LastAttempt, RepairContext, TestResult
 
@@ -115,7 +122,11 @@ def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, Te
         traceback=_traceback(first, files) if first else "", slices=tuple(p.code for p in pieces),
         last_attempt=last_attempt, other_failing=tuple(other_failing), notes=notes,
     )
-    measure = (lambda c: count_tokens(render(c))) if render else (lambda c: count_tokens(plain_text(c)))
+    show: Callable[[RepairContext], str] = render or plain_text
+
+    def measure(c: RepairContext) -> int:
+        return count_tokens(show(c))
+
     ctx, pieces = _trim(ctx, pieces, token_budget, measure)
     return replace(ctx, tokens=measure(ctx))
 

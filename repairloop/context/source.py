@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -217,8 +217,8 @@ def _call_name(func: ast.expr, imports: Mapping[str, str]) -> Optional[str]:
 
 def _dedent(text: str) -> str:
     lines = text.splitlines()
-    indent = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
-    return "\n".join(l[indent:] for l in lines)
+    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    return "\n".join(line[indent:] for line in lines)
 
 
 def collect(files: Files, group: Sequence[Failure], globs: Sequence[str]) -> List[Piece]:

@@ -72,7 +72,7 @@ def read_case(case: Path) -> Dict[str, Any]:
     if unknown:
         raise ConfigError(f"unknown key '{sorted(unknown)[0]}' in {case / CASE_FILE}",
                           hint=f"known keys: {', '.join(sorted(_CASE_KEYS))}")
-    return data
+    return dict(data)
 
 
 def run_case(case: Path, flags: Dict[str, Any], default_timeout: Optional[float]) -> CaseResult:

@@ -98,7 +98,7 @@ def commit_info(repo: Repo, rev: str = "HEAD") -> CommitInfo:
     """Author, committer, raw committer date and message of ``rev``."""
     fmt = "%H%x00%an%x00%ae%x00%cn%x00%ce%x00%cd%x00%B"
     fields = run_git(repo.top, "show", "-s", "--date=raw", f"--format={fmt}", rev).split("\0", 6)
-    return CommitInfo(*fields)  # type: ignore[arg-type]
+    return CommitInfo(*fields)
 
 
 def current_branch(repo: Repo) -> Optional[str]:

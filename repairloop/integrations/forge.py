@@ -64,7 +64,7 @@ def _request(method: str, url: str, headers: Dict[str, str], payload: Optional[D
     if data is not None:
         req.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as answer:  # noqa: S310 - https/http only, from config
+        with urllib.request.urlopen(req, timeout=timeout) as answer:
             return answer.status, json.loads(answer.read().decode("utf-8") or "null")
     except urllib.error.HTTPError as exc:
         text = exc.read().decode("utf-8", "replace")[:500]
@@ -198,11 +198,12 @@ def ensure_pull_request(forge: Any, *, head: str, base: str, title: str, body: s
     retried only once a look finds nothing. Raises ForgeError.
     """
     body = body_with_key(body, key)
-    existing = forge.find_open(head)
+    existing: Optional[PullRequest] = forge.find_open(head)
     if existing is not None:
         if KEY_MARKER.format(key=key) in existing.body:
             return existing
-        return forge.update(existing, title, body)
+        updated: PullRequest = forge.update(existing, title, body)
+        return updated
     note("intent", {"action": "open_pr", "key": key, "head": head, "base": base})
     for attempt in range(1, CREATE_ATTEMPTS + 1):
         time.sleep((attempt - 1) * PAUSE)
@@ -211,7 +212,7 @@ def ensure_pull_request(forge: Any, *, head: str, base: str, title: str, body: s
         except UnknownOutcome as exc:
             note("note", {"action": "open_pr", "key": key, "attempt": attempt, "unknown": str(exc)})
             created = None
-        found = created or forge.find_open(head)  # look before any retry
+        found: Optional[PullRequest] = created or forge.find_open(head)  # look before any retry
         if found is not None:
             note("done", {"action": "open_pr", "key": key, "number": found.number, "url": found.url})
             return found

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from unidiff import PatchSet, UnidiffParseError
+from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk as UnidiffHunk
+from unidiff.patch import PatchSet
 
 from repairloop.errors import PatchError
 from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
@@ -72,7 +73,7 @@ def _hunk_body(lines: List[str], i: int, want_old: Optional[int]) -> Tuple[List[
     body: List[str] = []
     while i < len(lines):
         line = lines[i]
-        if line.startswith("@@") or _is_file_header(lines, i) or line.startswith("diff --git"):
+        if line.startswith(("@@", "diff --git")) or _is_file_header(lines, i):
             break
         if line == "":
             old_so_far = sum(1 for b in body if b[:1] in (CONTEXT, REMOVED))

@@ -131,7 +131,7 @@ def _special_cases(nodes: Sequence[ast.AST], literals: FrozenSet[str]) -> Iterat
                 yield ast.dump(node), shown, getattr(node, "lineno", 0), max(hits, key=len)
 
 
-def _literals_in_operands(operands: List[ast.AST]) -> Set[str]:
+def _literals_in_operands(operands: Sequence[ast.AST]) -> Set[str]:
     keys: Set[str] = set()
     for operand in operands:
         key = _literal_key(operand)

@@ -50,7 +50,8 @@ def _toml(text: Optional[str]) -> Optional[Dict[str, Any]]:
     if text is None:
         return {}
     try:
-        return tomllib.loads(text)
+        data: Dict[str, Any] = tomllib.loads(text)
+        return data
     except (tomllib.TOMLDecodeError, ValueError):
         return None
 

@@ -146,7 +146,8 @@ def _keyed_nodes(nodes: Sequence[ast.stmt], lines: List[str]) -> List[Tuple[str,
 
 
 def _first_line(node: ast.stmt) -> int:
-    return min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+    decorators: List[ast.expr] = getattr(node, "decorator_list", [])
+    return min([d.lineno for d in decorators] + [node.lineno])
 
 
 def _last_line(node: ast.stmt) -> int:

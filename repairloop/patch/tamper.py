@@ -224,7 +224,8 @@ def check_tamper(change: FileChange) -> None:
     old_imported = _module_runner_imports(change.old_text) if delta.old_tree is not None else frozenset()
     if delta.old_tree is not None and _runner_imports(delta.removed) == _runner_imports(delta.added):
         new_imported: AbstractSet[str] = old_imported
-        old_nodes, new_nodes = delta.removed, delta.added
+        old_nodes: Sequence[ast.stmt] = delta.removed
+        new_nodes: Sequence[ast.stmt] = delta.added
     else:  # new, unparsable before, or the runner imports changed: then a bare `skip` anywhere counts
         new_tree = delta.new_module()
         if new_tree is None:
@@ -252,19 +253,21 @@ def _test_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
     """(name, first line, last line) of module-level tests and tests of ``Test*``/TestCase classes."""
     spans = []
     for node in getattr(tree, "body", []):
-        if _is_test_function(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(node):
             spans.append((node.name, _first_line(node), node.end_lineno or node.lineno))
         elif isinstance(node, ast.ClassDef):
             bases = {_dotted(b).split(".")[-1] for b in node.bases}
             if node.name.startswith("Test") or "TestCase" in bases:
                 spans += [(f"{node.name}.{item.name}", _first_line(item), item.end_lineno or item.lineno)
-                          for item in node.body if _is_test_function(item)]
+                          for item in node.body
+                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(item)]
     return spans
 
 
 def _first_line(node: ast.AST) -> int:
-    decorators = getattr(node, "decorator_list", [])
-    return min([d.lineno for d in decorators] + [getattr(node, "lineno", 0)])
+    decorators: List[ast.expr] = getattr(node, "decorator_list", [])
+    line: int = getattr(node, "lineno", 0)
+    return min([d.lineno for d in decorators] + [line])
 
 
 def edited_tests(change: FileChange) -> List[str]:

@@ -23,10 +23,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type
 
-from repairloop.errors import (BudgetExhausted, ModelError, ProposerError, TransientModelError,
-                               UnrecoverableModelError)
-from repairloop.propose.errors_table import (HINTS, TRANSIENT, UNRECOVERABLE, classify_exception, describe,
-                                             hint_for, retry_after_seconds)
+from repairloop.errors import BudgetExhausted, ModelError, ProposerError, TransientModelError, UnrecoverableModelError
+from repairloop.propose.errors_table import (
+    HINTS,
+    TRANSIENT,
+    UNRECOVERABLE,
+    classify_exception,
+    describe,
+    hint_for,
+    retry_after_seconds,
+)
 from repairloop.propose.prompts import render_messages
 from repairloop.types import BudgetLeft, Proposal, ProposalRequest, Usage
 
@@ -258,8 +264,8 @@ class LLMProposer:
         """Seconds to wait before retry number ``retry + 1``: Retry-After, else jittered exponential."""
         after = retry_after_seconds(exc)
         if after is not None:
-            return min(after, self.backoff_max)
-        nominal = min(self.backoff_max, self.backoff_base * 2 ** retry)
+            return min(float(after), self.backoff_max)
+        nominal: float = min(self.backoff_max, self.backoff_base * 2.0 ** retry)
         return min(self.backoff_max, nominal * (1.0 + 0.5 * self.rng.random()))
 
     def _accept(self, response: Any, messages: List[Dict[str, str]], prompt_tokens: int,

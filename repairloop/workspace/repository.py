@@ -10,6 +10,7 @@ from typing import Optional, Tuple
 from repairloop.errors import ProjectError
 from repairloop.workspace.gitcmd import EXCLUDE_LINE, GitFailed, run_git
 
+
 def locate(project: Path) -> Optional[Tuple[Path, str]]:
     """(repository top level, project's prefix inside it) or None for a non-git dir."""
     try:

@@ -13,6 +13,7 @@ from typing import Callable, List
 from repairloop.workspace.gitcmd import within
 from repairloop.workspace.tree import remove_workspace
 
+
 def _kill_processes_in(directory: Path) -> None:
     """Kill the process groups of processes still working in ``directory`` (Linux /proc).
 

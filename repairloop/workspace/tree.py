@@ -17,6 +17,7 @@ from repairloop.errors import ProjectError, WorkspaceError
 from repairloop.workspace.gitcmd import COPY_IGNORE, GitFailed, hash_file, run_git, within, zsplit
 from repairloop.workspace.repository import check_repository, ensure_excluded, locate
 
+
 @dataclass(frozen=True)
 class StartState:
     """What the user's tree looked like when the run started."""

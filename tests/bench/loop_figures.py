@@ -17,10 +17,11 @@ from typing import Dict, List, Sequence, Tuple
 import projects
 import scripted
 from figure import Check, Figure, median, pct
-from repairloop.reports import RunReport, load_run
 from scripted_server import ScriptedServer
 
-EIGHT = dict(max_iterations=8, patience=8, similarity_threshold=1.0)  # eight iterations, stopped by nothing else
+from repairloop.reports import RunReport, load_run
+
+EIGHT = {"max_iterations": 8, "patience": 8, "similarity_threshold": 1.0}  # eight iterations, stopped by nothing else
 
 
 def off_by_one_eight(dest: Path) -> scripted.LoopRun:

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence
 
+from scripted_server import ScriptedServer
+
 from repairloop.loop import repair
 from repairloop.reports import RunReport, load_run
 from repairloop.settings import load_settings
-from scripted_server import ScriptedServer
 
 MODEL = "openai/gpt-4o-mini"
 # Settings every scripted run shares: no offline engine behind the model, no flaky re-run

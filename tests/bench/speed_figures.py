@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 import projects
 import scripted
 from figure import Check, Figure, median
+
 from repairloop.runner import default_test_command, run_tests
 
 BIN = Path(sys.executable).parent

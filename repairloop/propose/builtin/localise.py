@@ -77,7 +77,7 @@ def is_test_path(path: str, globs: Sequence[str]) -> bool:
         bare = pattern[3:] if pattern.startswith("**/") else pattern
         if fnmatch.fnmatch(str(posix), pattern) or fnmatch.fnmatch(posix.name, bare):
             return True
-        if bare.endswith("/*") or bare.endswith("/**"):
+        if bare.endswith(("/*", "/**")):
             folder = bare.rsplit("/", 1)[0]
             if any(fnmatch.fnmatch(part, folder) for part in posix.parts[:-1]):
                 return True
@@ -134,7 +134,7 @@ def ochiai(
     everyone = failed | passed
     for key, tests in lines.items():
         if EVERY_TEST in tests:
-            tests = everyone
+            tests = frozenset(everyone)
         ef = len(tests & failed)
         if ef:
             ep = len(tests & passed)

@@ -22,6 +22,7 @@ from repairloop.propose.builtin.mutate_exprs import (
     swap_arguments,
     swap_operands,
 )
+from repairloop.propose.builtin.mutate_inserts import insert_update
 from repairloop.propose.builtin.mutate_names import wrong_attribute, wrong_function, wrong_variable
 from repairloop.propose.builtin.mutate_ops import (
     binary_operator,
@@ -31,7 +32,6 @@ from repairloop.propose.builtin.mutate_ops import (
     literal_off_by_one,
     unary_operator,
 )
-from repairloop.propose.builtin.mutate_inserts import insert_update
 from repairloop.propose.builtin.mutate_stmts import delete_statement, insert_statement
 from repairloop.propose.builtin.mutation import Mutation
 

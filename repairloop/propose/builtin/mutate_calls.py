@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set, Tuple, cast
 
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.mutate_ops import make
@@ -53,7 +53,7 @@ def _scan_builtins(model: FileModel) -> Tuple[str, ...]:
 
 def _own_unary_functions(model: FileModel, node: ast.AST) -> List[Tuple[str, float]]:
     """The file's functions callable with one positional argument, the enclosing one first."""
-    probe = ast.Call(func=ast.Name(id="f", ctx=ast.Load()), args=[node], keywords=[])
+    probe = ast.Call(func=ast.Name(id="f", ctx=ast.Load()), args=[cast(ast.expr, node)], keywords=[])
     enclosing = model.function_of(node)
     name = getattr(enclosing, "name", None)
     found = []

@@ -154,11 +154,11 @@ _NON_COMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift
 
 def _swap_parts(model: FileModel, node: ast.AST) -> Optional[Tuple[ast.AST, ast.AST, str, ast.AST]]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, _NON_COMMUTATIVE):
-        expected = ast.BinOp(left=node.right, op=node.op, right=node.left)
-        return node.left, node.right, BIN_SYMBOLS[type(node.op)], expected
+        swapped: ast.AST = ast.BinOp(left=node.right, op=node.op, right=node.left)
+        return node.left, node.right, BIN_SYMBOLS[type(node.op)], swapped
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-        expected = ast.Compare(left=node.comparators[0], ops=node.ops, comparators=[node.left])
-        return node.left, node.comparators[0], CMP_SYMBOLS[type(node.ops[0])], expected
+        swapped = ast.Compare(left=node.comparators[0], ops=node.ops, comparators=[node.left])
+        return node.left, node.comparators[0], CMP_SYMBOLS[type(node.ops[0])], swapped
     return None
 
 

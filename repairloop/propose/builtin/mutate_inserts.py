@@ -61,7 +61,7 @@ def _changed_in(model: FileModel, body: List[ast.stmt]) -> Set[str]:
     for node in _walk_body(body):
         if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             changed.add(src.segment(node))
-            base = node
+            base: ast.expr = node
             while isinstance(base, (ast.Subscript, ast.Attribute)):
                 base = base.value
                 changed.add(src.segment(base))

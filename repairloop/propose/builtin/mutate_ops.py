@@ -203,9 +203,9 @@ def _literal_alternatives(model: FileModel, node: ast.AST) -> Tuple[Tuple[str, s
                 return ()  # `x is 0` is never the fix; `is` / `is not` is the comparison family's
             return tuple((t, f"`None` -> `{t}`") for t in ("0", "[]", '""'))
         if isinstance(value, str) and value.strip().lstrip("+-").lower() == "inf":
-            flipped = "inf" if value.strip().startswith("-") else "-inf"
-            text = model.source.segment(node).replace(value, flipped)
-            return ((text, f"`{value}` -> `{flipped}`"),)
+            inverse = "inf" if value.strip().startswith("-") else "-inf"
+            text = model.source.segment(node).replace(value, inverse)
+            return ((text, f"`{value}` -> `{inverse}`"),)
         if isinstance(model.parent(node), ast.Return):
             return (("None", f"`{value!r}` -> `None`"),)
         return ()

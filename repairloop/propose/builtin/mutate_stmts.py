@@ -7,7 +7,7 @@ shares a line with another (``a = 1; b = 2``) is left alone.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, List, Set
 
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.mutate_ops import make
@@ -77,7 +77,7 @@ def delete_statement(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
 
 def _donors(model: FileModel, stmt: ast.stmt) -> List[ast.stmt]:
     """Single-line simple statements of the same function (or module), nearest first."""
-    scope: Optional[ast.AST] = model.function_of(stmt) or model.source.tree
+    scope: ast.AST = model.function_of(stmt) or model.source.tree
     found = []
     for node in ast.walk(scope):
         if isinstance(node, _DONORS) and node is not stmt and node.lineno == node.end_lineno:
