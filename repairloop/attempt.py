@@ -24,7 +24,7 @@ from repairloop.errors import (
     UnrecoverableModelError,
 )
 from repairloop.patch import AppliedPatch, GuardPolicy, apply_answer, change_signature, check_guards, check_syntax
-from repairloop.patch.guards import Screened, is_test_path
+from repairloop.patch.guards import Screened
 from repairloop.patch.overfit import assertion_literals, overfitting_flags
 from repairloop.propose.prompts import render_context
 from repairloop.redact import redact_context, redact_feedback
@@ -73,7 +73,7 @@ class AttemptRunner:
         self.s = session
         settings = session.settings
         self.policy = GuardPolicy(
-            test_globs=tuple(settings.test_globs),
+            test_files=session.test_files,
             allow_test_edits=settings.allow_test_edits,
             protected_globs=tuple(settings.protected_globs),
             source_dirs=tuple(settings.source_dirs),
@@ -130,14 +130,14 @@ class AttemptRunner:
     def context(self) -> RepairContext:
         s = self.s
         current = [f for f in s.state.current_failures if f.test_id in s.state.failing]
-        groups = group_failures(current) if current else []
+        groups = group_failures(current, s.test_files) if current else []
         group = groups[0] if groups else tuple(current)
         others = [t for t in s.state.failing if t not in {f.test_id for f in group}]
         return build_context(
             s.ws.root,
             group,
             s.state.results,
-            test_globs=tuple(s.settings.test_globs),
+            test_files=s.test_files,
             other_failing=others,
             last_attempt=s.state.last_attempt,
             token_budget=s.settings.context_tokens,
@@ -202,10 +202,9 @@ class AttemptRunner:
 
     def guard_flags(self, screened: Screened) -> Tuple[str, ...]:
         """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting."""
-        globs = tuple(self.s.settings.test_globs)
         flags = [f"test_edit: {path}" for path in screened.test_edits]
         flags += [f"dropped_scratch: {path}" for path in screened.dropped]
-        flags += overfitting_flags(screened.applied, self.literals, lambda path: is_test_path(path, globs))
+        flags += overfitting_flags(screened.applied, self.literals, self.s.test_files)
         return tuple(flags)
 
     def model_failed(self, err: ProposerError) -> str:

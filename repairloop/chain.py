@@ -13,16 +13,18 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from repairloop import errors
 from repairloop.errors import ProposerError
 from repairloop.settings import Settings
-from repairloop.types import Proposal, ProposalRequest, Proposer, Usage
+from repairloop.types import Proposal, ProposalRequest, Proposer, TestFiles, Usage
 
 BUILTIN = "builtin"
 
 
-def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journal: Any) -> Proposer:
+def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journal: Any,
+                   test_files: TestFiles) -> Proposer:
     """The proposer for one chain link: ``builtin`` (offline engine) or a litellm model name.
 
     ``suite`` is the loop's TestSuite (runs the project's tests in any copy);
-    ``journal`` receives model retry events.
+    ``journal`` receives model retry events; ``test_files`` are the run's test
+    files (never mutated by the offline engine).
     """
     if name == BUILTIN:
         from repairloop.propose.builtin import BuiltinProposer
@@ -33,7 +35,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         return BuiltinProposer(
             project_root=root,
             run_tests=run_tests,
-            test_globs=tuple(settings.test_globs),
+            test_files=test_files,
             workers=settings.workers,
             max_candidates=settings.builtin_candidates,
             candidate_timeout=settings.builtin_candidate_timeout,

@@ -7,7 +7,6 @@ itself is ``attempt.AttemptRunner``. The state that grows over a run is
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -18,7 +17,6 @@ from repairloop.chain import ReplayProposer, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.errors import ProjectError
 from repairloop.journal import Journal
-from repairloop.patch.guards import is_test_path
 from repairloop.redact import redact_record
 from repairloop.runner import project_python
 from repairloop.settings import Settings
@@ -34,6 +32,7 @@ from repairloop.types import (
     Proposer,
     RunResult,
     StopReason,
+    TestFiles,
     TestReport,
     TestResult,
 )
@@ -80,6 +79,8 @@ class Session:
         self.clock, self.started, self.run_id = clock, started, run_id
         self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left)
         self.state = RunState(chain=list(chain))
+        # Which files are tests: the globs now, the files the baseline collected tests from added after it.
+        self.test_files = TestFiles(tuple(settings.test_globs))
         self.limits = stop.Limits(
             max_iterations=settings.max_iterations,
             max_tokens=settings.max_tokens,
@@ -143,23 +144,10 @@ class Session:
         self.state.baseline_passing = baseline.passed_ids
         self.state.failing = failing
         self.state.results = {r.test_id: r for r in baseline.failing}
-        self._protect_collected_test_files(baseline)
-
-    def _protect_collected_test_files(self, baseline: TestReport) -> None:
-        """Every file the runner collected tests from is a test file, whatever ``test_globs`` say.
-
-        pytest's ``python_files``/``python_functions`` (``checks/check_*.py``) or a
-        runner's own layout can put tests where no default glob looks; the
-        guards, the context and the offline engine must still treat them as
-        read-only, or a "fix" could weaken the very test it was asked to pass.
-        """
-        globs = tuple(self.settings.test_globs)
-        files = sorted({r.test_id.split("::")[0] for r in baseline.results if "::" in r.test_id})
-        extra = [_literal_glob(path) for path in files
-                 if path.endswith(".py") and not path.startswith(("/", "..")) and not is_test_path(path, globs)]
-        if extra:
-            self.settings = self.settings.model_copy(update={"test_globs": [*globs, *extra]})
-            self.journal.append("test_files", added=extra)
+        # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
+        self.test_files = self.test_files.with_collected(baseline)
+        if self.test_files.beyond_globs:
+            self.journal.append("test_files", added=list(self.test_files.beyond_globs))
 
     def _confirm_failures(self) -> Iterator[LoopEvent]:
         flaky: Set[str] = set()
@@ -235,7 +223,8 @@ class Session:
             def build() -> Proposer:
                 if name in self.given:
                     return self.given[name]
-                return build_proposer(name, self.settings, self.ws.root, self.suite, self.journal)
+                return build_proposer(name, self.settings, self.ws.root, self.suite, self.journal,
+                                      self.test_files)
 
             self.proposers[name] = ReplayProposer(name, self.replay, build)
         return self.proposers[name]
@@ -370,7 +359,3 @@ def _blocking_detail(kind: FailureKind, failures: Sequence[Failure]) -> str:
     hint = f"; {first.hint}" if first.hint else ""
     return f"{kind.value} failure{where}: {first.message}{hint}"
 
-
-def _literal_glob(path: str) -> str:
-    """A glob that matches ``path`` only: ``*``, ``?`` and ``[`` become character classes."""
-    return re.sub(r"([*?\[])", r"[\1]", path)

@@ -19,12 +19,11 @@ from repairloop import runner
 from repairloop.propose.builtin.localise import (
     EVERY_TEST,
     FAR,
-    is_test_path,
     localise,
     ochiai,
     rank,
 )
-from repairloop.types import Frame, TestReport
+from repairloop.types import Frame, TestFiles, TestReport
 
 STATS = '''\
 """Small statistics module."""
@@ -136,7 +135,7 @@ def test_ochiai_ranks_the_buggy_line_first(stats_project: Path) -> None:
     report = run_with_coverage(stats_project)
     assert report.coverage_file is not None, report.output[-2000:]
     try:
-        loc = localise(report, stats_project, FAILING, "", ("tests/*",), sources_of(stats_project))
+        loc = localise(report, stats_project, FAILING, "", TestFiles(("tests/*",)), sources_of(stats_project))
     finally:
         drop_coverage(report)
     assert loc.method == "coverage"
@@ -174,7 +173,7 @@ def test_traceback_fallback_when_there_is_no_coverage(tmp_path: Path) -> None:
     failing = ("tests/test_items.py::test_last",)
     assert report.failing_ids == failing
     sources = {"mini/items.py": (root / "mini/items.py").read_text()}
-    loc = localise(report, root, failing, "", ("tests/*",), sources)
+    loc = localise(report, root, failing, "", TestFiles(("tests/*",)), sources)
     assert loc.method == "traceback"
     assert "coverage" in loc.note
     assert (loc.suspects[0].path, loc.suspects[0].line) == ("mini/items.py", 3)  # the raising frame
@@ -185,7 +184,7 @@ def test_traceback_fallback_uses_the_functions_a_failing_test_calls(stats_projec
     report = run_with_coverage(stats_project)
     drop_coverage(report)
     no_coverage = replace(report, coverage_file=None)
-    loc = localise(no_coverage, stats_project, FAILING, "", ("tests/*",), sources_of(stats_project))
+    loc = localise(no_coverage, stats_project, FAILING, "", TestFiles(("tests/*",)), sources_of(stats_project))
     assert loc.method == "traceback"
     lines = {s.line for s in loc.suspects}
     assert BUG_LINE in lines  # median() is called by the failing tests
@@ -196,21 +195,5 @@ def test_traceback_text_frames_are_used_when_results_carry_none(tmp_path: Path) 
     root = write_project(tmp_path / "p", {"pkg/mod.py": "a = 1\nb = 2\nc = 3\nd = 4\n"})
     report = TestReport(command=("pytest",), exit_code=1)  # no structured results at all
     text = 'Traceback (most recent call last):\n  File "pkg/mod.py", line 3, in <module>\n'
-    loc = localise(report, root, ("tests/test_x.py::test_a",), text, ("tests/*",), {"pkg/mod.py": "a = 1\n"})
+    loc = localise(report, root, ("tests/test_x.py::test_a",), text, TestFiles(("tests/*",)), {"pkg/mod.py": "a = 1\n"})
     assert (loc.suspects[0].path, loc.suspects[0].line) == ("pkg/mod.py", 3)
-
-
-@pytest.mark.parametrize(
-    "path, expected",
-    [
-        ("tests/test_a.py", True),
-        ("pkg/tests/helpers.py", True),
-        ("test_top.py", True),
-        ("pkg/mod_test.py", True),
-        ("conftest.py", True),
-        ("pkg/mod.py", False),
-        ("pkg/testing_utils.py", False),
-    ],
-)
-def test_is_test_path(path: str, expected: bool) -> None:
-    assert is_test_path(path, ("tests/*", "test_*.py", "*_test.py", "conftest.py")) is expected

@@ -6,10 +6,8 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
-import pytest
-
 from repairloop.classify import classify_report
-from repairloop.context import DEFAULT_TEST_GLOBS, build_context, group_failures
+from repairloop.context import build_context, group_failures
 from repairloop.runner import default_test_command, run_tests
 from repairloop.types import (
     Decision,
@@ -18,10 +16,13 @@ from repairloop.types import (
     Frame,
     LastAttempt,
     RepairContext,
+    TestFiles,
     TestOutcome,
     TestReport,
     TestResult,
 )
+
+TEST_FILES = TestFiles()  # the default test globs; what counts as a test is pinned in test_testfiles.py
 
 
 def run_and_classify(project: Path) -> Tuple[TestReport, Tuple[Failure, ...]]:
@@ -53,7 +54,7 @@ def failure(test_id: str, frames: Tuple[Frame, ...], exc_type: str = "ValueError
 def test_shared_root_cause_groups_two_then_one(make_project: Callable[..., Path]) -> None:
     project = make_project("shared_root_cause")
     _, failures = run_and_classify(project)
-    groups = group_failures(failures)
+    groups = group_failures(failures, TEST_FILES)
     assert [[f.test_id for f in g] for g in groups] == [
         ["tests/test_pricing.py::test_order_total_with_large_line",
          "tests/test_pricing.py::test_parse_price_with_thousands_separator"],
@@ -70,7 +71,7 @@ def test_grouping_uses_exception_type_and_innermost_code_frame() -> None:
         failure("t::d", (Frame("tests/t.py", 5, "d"),), exc_type="AssertionError"),
         failure("t::e", (Frame("tests/t.py", 7, "e"),), exc_type="AssertionError"),
     ]
-    groups = [[f.test_id for f in g] for g in group_failures(failures)]
+    groups = [[f.test_id for f in g] for g in group_failures(failures, TEST_FILES)]
     assert groups == [["t::a", "t::c"], ["t::b"], ["t::d"], ["t::e"]]
 
 
@@ -78,8 +79,8 @@ def test_context_has_enclosing_functions_with_line_numbers_and_read_only_test(
         make_project: Callable[..., Path]) -> None:
     project = make_project("shared_root_cause")
     report, failures = run_and_classify(project)
-    group = group_failures(failures)[0]
-    ctx = build_context(project, group, results_of(report), test_globs=DEFAULT_TEST_GLOBS)
+    group = group_failures(failures, TEST_FILES)[0]
+    ctx = build_context(project, group, results_of(report), test_files=TEST_FILES)
     code = project / "orders" / "pricing.py"
     by_name = {s.name: s for s in ctx.slices}
     parse = by_name["parse_price"]
@@ -99,7 +100,7 @@ def test_context_has_enclosing_functions_with_line_numbers_and_read_only_test(
 def test_assertion_failure_shows_the_called_project_function(make_project: Callable[..., Path]) -> None:
     project = make_project("off_by_one")
     report, failures = run_and_classify(project)
-    ctx = build_context(project, failures, results_of(report), test_globs=DEFAULT_TEST_GLOBS)
+    ctx = build_context(project, failures, results_of(report), test_files=TEST_FILES)
     names = {(s.path, s.name, s.read_only) for s in ctx.slices}
     assert ("calc/lists.py", "last_n", False) in names  # found through calc/__init__.py's re-export
     assert ("tests/test_lists.py", "test_last_n", True) in names
@@ -109,7 +110,7 @@ def test_big_module_context_stays_small(make_project: Callable[..., Path]) -> No
     project = make_project("big_module")
     assert len((project / "convert" / "units.py").read_text().splitlines()) > 2800
     report, failures = run_and_classify(project)
-    ctx = build_context(project, failures, results_of(report), test_globs=DEFAULT_TEST_GLOBS)
+    ctx = build_context(project, failures, results_of(report), test_files=TEST_FILES)
     assert ctx.tokens < 3000
     assert any(s.name == "pound_to_ounce" and s.end_line - s.start_line < 10 for s in ctx.slices)
 
@@ -124,7 +125,7 @@ def test_no_site_packages_or_stdlib_frames(tmp_path: Path) -> None:
               Frame(".venv/lib/python3.11/site-packages/simplejson/decoder.py", 40, "decode"),
               Frame("/usr/lib/python3.11/json/decoder.py", 337, "decode"))
     ctx = build_context(root, [failure("tests/test_core.py::test_load", frames)], {},
-                        test_globs=DEFAULT_TEST_GLOBS)
+                        test_files=TEST_FILES)
     assert {s.path for s in ctx.slices} == {"pkg/core.py", "tests/test_core.py"}
     assert "site-packages" not in ctx.traceback and "/usr/lib" not in ctx.traceback
     assert ctx.traceback.splitlines() == ["tests/test_core.py:5 in test_load", "pkg/core.py:5 in load"]
@@ -153,19 +154,19 @@ def test_methods_classes_decorators_and_parametrized_ids(tmp_path: Path) -> None
     small_frame = Frame("pkg/shapes.py", line_of(code, "class Small:") + 2, "area")
     test_frame = Frame("tests/test_shapes.py", 7, "test_area")
     ctx = build_context(root, [failure("tests/test_shapes.py::TestShapes::test_area[1-2]",
-                                       (test_frame, big_frame))], {}, test_globs=DEFAULT_TEST_GLOBS)
+                                       (test_frame, big_frame))], {}, test_files=TEST_FILES)
     method = next(s for s in ctx.slices if s.name == "Big.area")
     assert (method.start_line, method.end_line) == (decorator, decorator + 2)  # the method, with its decorator
     test = next(s for s in ctx.slices if s.read_only)
     assert test.name == "TestShapes.test_area" and test.start_line == 5
-    ctx = build_context(root, [failure("t", (small_frame,))], {}, test_globs=DEFAULT_TEST_GLOBS)
+    ctx = build_context(root, [failure("t", (small_frame,))], {}, test_files=TEST_FILES)
     assert [s.name for s in ctx.slices] == ["Small"]  # a small class is shown whole
 
 
 def test_file_that_does_not_parse_gets_a_window(make_project: Callable[..., Path]) -> None:
     project = make_project("syntax_error")
     report, failures = run_and_classify(project)
-    ctx = build_context(project, failures, results_of(report), test_globs=DEFAULT_TEST_GLOBS)
+    ctx = build_context(project, failures, results_of(report), test_files=TEST_FILES)
     window = next(s for s in ctx.slices if s.path == "geometry/shapes.py")
     assert window.start_line <= 10 <= window.end_line and "def area(self)" in window.text
     assert any("geometry/shapes.py:10" in note for note in ctx.notes)  # classify's hint rides along
@@ -181,7 +182,7 @@ def test_last_attempt_is_carried_as_is_and_render_is_measured(make_project: Call
         rendered.append(ctx)
         return "x" * 400
 
-    ctx = build_context(project, failures, results_of(report), test_globs=DEFAULT_TEST_GLOBS,
+    ctx = build_context(project, failures, results_of(report), test_files=TEST_FILES,
                         last_attempt=attempt, render=render)
     assert ctx.last_attempt is attempt
     assert ctx.tokens == 100 and rendered
@@ -207,7 +208,7 @@ def test_trimming_follows_the_documented_order(tmp_path: Path) -> None:
     root, fail, results = _huge_project(tmp_path / "p")
     attempt = LastAttempt("\n".join(f"+line {i}" for i in range(500)), Decision.REVERTED, "no")
     others = [f"tests/test_other.py::test_{i}" for i in range(30)]
-    ctx = build_context(root, [fail], results, test_globs=DEFAULT_TEST_GLOBS, other_failing=others,
+    ctx = build_context(root, [fail], results, test_files=TEST_FILES, other_failing=others,
                         last_attempt=attempt, token_budget=200)
     steps = [t.split(":")[0] for t in ctx.trimmed]
     order = ["other_failing", "message", "slice dropped", "slice shrunk", "last attempt diff"]
@@ -225,19 +226,9 @@ def test_trimming_follows_the_documented_order(tmp_path: Path) -> None:
 
 def test_trimming_stops_as_soon_as_the_budget_fits(tmp_path: Path) -> None:
     root, fail, results = _huge_project(tmp_path / "p")
-    ctx = build_context(root, [fail], results, test_globs=DEFAULT_TEST_GLOBS, token_budget=10**7)
+    ctx = build_context(root, [fail], results, test_files=TEST_FILES, token_budget=10**7)
     assert ctx.trimmed == () and len(ctx.slices) == 12
-    ctx = build_context(root, [fail], results, test_globs=DEFAULT_TEST_GLOBS, token_budget=6000)
+    ctx = build_context(root, [fail], results, test_files=TEST_FILES, token_budget=6000)
     assert ctx.tokens <= 6000
     assert not any(t.startswith("slice shrunk") for t in ctx.trimmed)
     assert {"f10", "test_deep"} <= {s.name for s in ctx.slices}
-
-
-@pytest.mark.parametrize("path, is_test", [
-    ("tests/test_a.py", True), ("pkg/test_b.py", True), ("conftest.py", True), ("pkg/b_test.py", True),
-    ("pkg/testing.py", False), ("src/pkg/core.py", False),
-])
-def test_test_globs(path: str, is_test: bool) -> None:
-    from repairloop.context import is_test_path
-
-    assert is_test_path(path, DEFAULT_TEST_GLOBS) is is_test

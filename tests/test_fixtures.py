@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, Tuple
 import pytest
 
 from repairloop.classify import classify_report, overall_kind
-from repairloop.context import DEFAULT_TEST_GLOBS, build_context, group_failures
+from repairloop.context import build_context, group_failures
 from repairloop.runner import default_test_command, run_tests
-from repairloop.types import Failure, TestReport
+from repairloop.types import Failure, TestFiles, TestReport
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,11 +71,11 @@ def test_fixture_classifies_as_expected(name: str, make_project: Callable[..., P
     for hint in [spec.get("expected_hint", "")] + spec.get("expected_hints", []):
         assert hint in hints
     if "expected_groups" in spec:
-        groups = [[f.test_id for f in g] for g in group_failures(failures)]
+        groups = [[f.test_id for f in g] for g in group_failures(failures, TestFiles())]
         assert groups == spec["expected_groups"]
     if "max_context_tokens" in spec:
         results = {r.test_id: r for r in report.results}
-        ctx = build_context(project, group_failures(failures)[0], results, test_globs=DEFAULT_TEST_GLOBS)
+        ctx = build_context(project, group_failures(failures, TestFiles())[0], results, test_files=TestFiles())
         assert ctx.tokens < spec["max_context_tokens"]
 
 

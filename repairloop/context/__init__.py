@@ -15,36 +15,33 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.context.source import (
-    DEFAULT_TEST_GLOBS,
     WINDOW,
     Files,
     Piece,
     code_frames,
     collect,
     is_project_path,
-    is_test_path,
 )
-from repairloop.types import Failure, LastAttempt, RepairContext, TestResult
+from repairloop.types import Failure, LastAttempt, RepairContext, TestFiles, TestResult
 
-__all__ = ["DEFAULT_TEST_GLOBS", "build_context", "group_failures", "is_test_path", "plain_text"]
+__all__ = ["build_context", "group_failures", "plain_text"]
 
 MAX_OTHER_FAILING = 10  # names kept by trim step 1
 MAX_MESSAGE_CHARS = 2000  # trim step 2
 MAX_DIFF_LINES = 60  # trim step 5
 
 
-def group_failures(failures: Sequence[Failure], test_globs: Sequence[str] = DEFAULT_TEST_GLOBS
-                   ) -> List[Tuple[Failure, ...]]:
+def group_failures(failures: Sequence[Failure], test_files: TestFiles) -> List[Tuple[Failure, ...]]:
     """Failures grouped by root cause, largest group first, then by first test id.
 
     The root cause is (exception type, innermost frame in project non-test
-    code as (path, function)), the function falling back to the line when the
+    code (not a test by ``test_files``) as (path, function)), the function falling back to the line when the
     frame has no name. A failure with no such frame (an assertion in the test)
     is a group of its own.
     """
     groups: Dict[Tuple[str, ...], List[Failure]] = {}
     for failure in failures:
-        code = code_frames(failure.frames, test_globs)
+        code = code_frames(failure.frames, test_files)
         if code:
             key: Tuple[str, ...] = (failure.exc_type or "", code[-1].path, code[-1].function or str(code[-1].line))
         else:
@@ -89,15 +86,15 @@ def plain_text(ctx: RepairContext) -> str:
 
 
 def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, TestResult], *,
-                  test_globs: Sequence[str], other_failing: Sequence[str] = (),
+                  test_files: TestFiles, other_failing: Sequence[str] = (),
                   last_attempt: Optional[LastAttempt] = None, token_budget: int = 6000,
                   count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
                   render: Optional[Callable[[RepairContext], str]] = None) -> RepairContext:
     """The ``RepairContext`` for one group of failures (same root cause), within ``token_budget``.
 
     Slices, innermost first: the enclosing function of every traceback frame
-    in project non-test code (paths relative to ``root``, not matching
-    ``test_globs``, outside site-packages and venvs), then each failing test
+    in project non-test code (paths relative to ``root``, not tests by
+    ``test_files``, outside site-packages and venvs), then each failing test
     (``read_only=True``), then project functions the test calls. ``results``
     maps test ids to their latest results (for captured output). Tokens are
     ``count_tokens(render(ctx))`` (or of ``plain_text``). When over
@@ -114,7 +111,7 @@ def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, Te
     The result may still exceed the budget after step 5; ``tokens`` says by how much.
     """
     files = Files(Path(root))
-    pieces = collect(files, group, test_globs)
+    pieces = collect(files, group, test_files)
     first = group[0] if group else None
     notes = tuple(dict.fromkeys(f.hint for f in group if f.hint))
     ctx = RepairContext(

@@ -10,27 +10,17 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from repairloop.types import DEFAULT_TEST_GLOBS as TYPES_TEST_GLOBS
-from repairloop.types import CodeSlice, Failure, Frame
+from repairloop.types import CodeSlice, Failure, Frame, TestFiles
 
-# The settings' default test globs (fnmatch; "**/" also matches no directory).
-DEFAULT_TEST_GLOBS = TYPES_TEST_GLOBS  # the same defaults as settings' test_globs
 _NOT_PROJECT = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
 WINDOW = 25  # lines either side of the frame line when a slice is shrunk (trim step 4)
 SMALL_CLASS_LINES = 40  # a method of a class this small is shown with its whole class
 MODULE_WINDOW = 8  # lines either side of a module-level frame (an import, a constant)
 MAX_CALLEES = 6  # project functions the failing test calls, at most
-
-
-def is_test_path(path: str, globs: Sequence[str] = DEFAULT_TEST_GLOBS) -> bool:
-    """True when project-relative POSIX ``path`` matches one of ``globs``."""
-    path = path.replace(os.sep, "/")
-    return any(fnmatchcase(path, g) for glob in globs for g in {glob, glob.replace("**/", "")})
 
 
 def is_project_path(path: str) -> bool:
@@ -40,9 +30,9 @@ def is_project_path(path: str) -> bool:
     return not set(Path(path).parts) & _NOT_PROJECT
 
 
-def code_frames(frames: Sequence[Frame], globs: Sequence[str]) -> List[Frame]:
+def code_frames(frames: Sequence[Frame], test_files: TestFiles) -> List[Frame]:
     """The frames in the project's non-test code, outermost first."""
-    return [f for f in frames if is_project_path(f.path) and not is_test_path(f.path, globs)]
+    return [f for f in frames if is_project_path(f.path) and not test_files.is_test(f.path)]
 
 
 @dataclass(frozen=True)
@@ -189,7 +179,7 @@ def _test_piece(files: Files, test_id: str) -> Optional[Tuple[Piece, _Def]]:
     return Piece(code, found.start, 0, True), found
 
 
-def _callees(files: Files, path: str, test: _Def) -> List[Tuple[str, _Def]]:
+def _callees(files: Files, path: str, test: _Def, test_files: TestFiles) -> List[Tuple[str, _Def]]:
     """Project functions and classes the test's body calls by an imported name (``f()``, ``mod.f()``)."""
     source = files.get(path)
     try:
@@ -202,7 +192,7 @@ def _callees(files: Files, path: str, test: _Def) -> List[Tuple[str, _Def]]:
             continue
         dotted = _call_name(node.func, source.imports)
         target = files.resolve(dotted) if dotted else None
-        if target and target not in found and not is_test_path(target[0]):
+        if target and target not in found and not test_files.is_test(target[0]):
             found.append(target)
     return found[:MAX_CALLEES]
 
@@ -221,12 +211,12 @@ def _dedent(text: str) -> str:
     return "\n".join(line[indent:] for line in lines)
 
 
-def collect(files: Files, group: Sequence[Failure], globs: Sequence[str]) -> List[Piece]:
+def collect(files: Files, group: Sequence[Failure], test_files: TestFiles) -> List[Piece]:
     """Slices of the group's traceback frames (innermost first), its tests, and the tests' callees."""
     pieces: List[Piece] = []
     deepest = 0
     for failure in group:
-        code = [f for f in code_frames(failure.frames, globs) if (files.root / f.path).is_file()]
+        code = [f for f in code_frames(failure.frames, test_files) if (files.root / f.path).is_file()]
         for distance, frame in enumerate(reversed(code)):
             pieces.append(files.piece(frame.path, frame.line, distance, protected=distance == 0))
             deepest = max(deepest, distance + 1)
@@ -235,7 +225,7 @@ def collect(files: Files, group: Sequence[Failure], globs: Sequence[str]) -> Lis
         if test is None:
             continue
         pieces.append(test[0])
-        for index, (path, found) in enumerate(_callees(files, test[0].code.path, test[1])):
+        for index, (path, found) in enumerate(_callees(files, test[0].code.path, test[1], test_files)):
             # With no frame in project code (an assertion on a returned value) the first
             # called function is the best guess for the fault: keep it like a frame.
             piece = files.piece(path, found.start, deepest + index, protected=deepest == 0 and index == 0)

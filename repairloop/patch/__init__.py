@@ -12,7 +12,7 @@ Only this package imports unidiff; rapidfuzz is shared with ``stop.py``.
 from __future__ import annotations
 
 from repairloop.patch.apply import apply_answer, parse_answer
-from repairloop.patch.guards import check_guards, is_test_path
+from repairloop.patch.guards import check_guards
 from repairloop.patch.model import AppliedPatch, FileChange, FileEdit, GuardPolicy, Hunk
 from repairloop.patch.signature import change_signature
 from repairloop.patch.syntax import check_syntax
@@ -27,6 +27,5 @@ __all__ = [
     "change_signature",
     "check_guards",
     "check_syntax",
-    "is_test_path",
     "parse_answer",
 ]

@@ -11,28 +11,21 @@ candidate comes through here.
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import List, Sequence, Tuple
+from typing import List, Tuple
 
 from repairloop.errors import GuardError
 from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.newfiles import check_new_files, split_scratch
 from repairloop.patch.protected import protected_sections
 from repairloop.patch.tamper import check_tamper, edited_tests
+from repairloop.types import matches_globs, project_relative
 
 _PRIVATE = {".git": "git's own data", ".repairloop": "repairloop's run data"}
 
 
-def normalize_path(path: str) -> str:
-    """A model-written path as relative POSIX: backslashes turned, ``./`` and ``a/../`` folded."""
-    path = path.strip().replace("\\", "/")
-    if not path:
-        return path
-    folded = posixpath.normpath(path)
-    return folded[2:] if folded.startswith("./") else folded
+normalize_path = project_relative  # a model-written path as relative POSIX (patch.apply's name)
 
 
 def resolve_inside(root: Path, path: str) -> Path:
@@ -65,31 +58,6 @@ def resolve_inside(root: Path, path: str) -> Path:
     return target
 
 
-def _expansions(glob: str) -> List[str]:
-    """``glob`` plus its forms where each ``**/`` matches zero directories."""
-    out = [glob]
-    i = 0
-    while i < len(out):
-        g = out[i]
-        for k in range(len(g)):
-            if g.startswith("**/", k) and (k == 0 or g[k - 1] == "/"):
-                shorter = g[:k] + g[k + 3 :]
-                if shorter not in out:
-                    out.append(shorter)
-        i += 1
-    return out
-
-
-def is_test_path(path: str, globs: Sequence[str]) -> bool:
-    """True when the relative POSIX ``path`` matches one of ``globs``.
-
-    fnmatch semantics (``*`` also crosses ``/``, case-sensitive), where ``**/``
-    also matches zero directories: ``**/conftest.py`` matches ``conftest.py``.
-    """
-    rel = normalize_path(path)
-    return any(fnmatchcase(rel, g) for glob in globs for g in _expansions(glob))
-
-
 @dataclass(frozen=True)
 class Screened:
     """A candidate that passed the guards.
@@ -113,7 +81,7 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
     absolute path, no ``..`` escape, no symlink out, not ``.git/``/``.repairloop/``);
     not a protected file (``policy.protected_globs``: test configuration, CI,
     dependency pins) nor the test or dependency sections of ``pyproject.toml``/
-    ``setup.cfg``; no test file (by ``policy.test_globs``, or a changed ``test*``
+    ``setup.cfg``; no test file (by ``policy.test_files``, or a changed ``test*``
     function found by content) unless ``policy.allow_test_edits``; the content
     rules of ``tamper.check_tamper`` (no skip/xfail, exit, runner patch, fake
     summary, deleted assertion); no binary text (NUL byte, binary suffix). Then
@@ -130,16 +98,15 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
         test_edits += _check_tests(change, policy)
         check_tamper(change)
         _check_text(change)
-    is_test = lambda path: is_test_path(path, policy.test_globs)  # noqa: E731 - a one-line predicate
-    kept, dropped = split_scratch(applied, root, is_test)
-    check_new_files(kept, root, policy, is_test)
+    kept, dropped = split_scratch(applied, root, policy.test_files.is_test)
+    check_new_files(kept, root, policy, policy.test_files.is_test)
     _check_sizes(kept, policy)
     return Screened(kept, dropped, tuple(test_edits))
 
 
 def _check_protected(change: FileChange, policy: GuardPolicy) -> None:
     hint = "change only the code under test; test configuration, CI and dependency pins decide the verdict"
-    if is_test_path(change.path, policy.protected_globs):
+    if matches_globs(change.path, policy.protected_globs):
         raise GuardError(
             f"the candidate edits {change.path}, a protected file (test configuration, CI or "
             "dependency pins)",
@@ -153,7 +120,7 @@ def _check_protected(change: FileChange, policy: GuardPolicy) -> None:
 def _check_tests(change: FileChange, policy: GuardPolicy) -> List[str]:
     """The test edits of ``change`` (allowed by the policy), or GuardError when not allowed."""
     hint = "change the code the failing tests exercise, not the tests"
-    if is_test_path(change.path, policy.test_globs):
+    if policy.test_files.is_test(change.path):
         if not policy.allow_test_edits:
             raise GuardError(
                 f"the candidate edits {change.path}, a test file; fix the code under test "

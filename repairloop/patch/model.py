@@ -10,10 +10,10 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Sequence, Tuple
 
-from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS
+from repairloop.types import DEFAULT_PROTECTED_GLOBS, TestFiles
 
 # How a hunk line is tagged, as in a unified diff.
 CONTEXT, REMOVED, ADDED = " ", "-", "+"
@@ -30,14 +30,14 @@ PROTECTED_GLOBS: Tuple[str, ...] = DEFAULT_PROTECTED_GLOBS
 class GuardPolicy:
     """What one candidate patch may touch and how big it may be.
 
-    Globs use fnmatch semantics on the relative POSIX path, where ``**/`` also
-    matches zero directories (see ``is_test_path``). ``allow_test_edits`` lifts
-    only the test-file rule, never ``protected_globs`` nor the content rules of
-    ``tamper.py``. Sizes: files per candidate, added plus removed lines, bytes of
+    ``test_files`` says which files are tests (``types.TestFiles``, built once per
+    run); ``protected_globs`` follow the same glob rule (``types.matches_globs``).
+    ``allow_test_edits`` lifts only the test-file rule, never ``protected_globs``
+    nor the content rules of ``tamper.py``. Sizes: files per candidate, added plus removed lines, bytes of
     one resulting file.
     """
 
-    test_globs: Tuple[str, ...] = DEFAULT_TEST_GLOBS
+    test_files: TestFiles = field(default_factory=TestFiles)
     allow_test_edits: bool = False
     # Refused whatever ``allow_test_edits`` says: test configuration, CI, dependency pins.
     protected_globs: Tuple[str, ...] = PROTECTED_GLOBS

@@ -18,10 +18,11 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from repairloop.patch.model import AppliedPatch
 from repairloop.patch.statements import statement_delta
+from repairloop.types import TestFiles
 
 _LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
 # ``match`` statements exist from Python 3.10; on 3.9 these are empty tuples (isinstance is False).
@@ -143,19 +144,19 @@ def _literals_in_operands(operands: Sequence[ast.AST]) -> Set[str]:
 
 
 def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
-                      is_test: Callable[[str], bool] = lambda path: False) -> Tuple[str, ...]:
+                      test_files: TestFiles = TestFiles()) -> Tuple[str, ...]:
     """Flags for branch conditions the candidate adds that compare with the tests' literals.
 
     Each flag reads ``suspected_overfitting: PATH:LINE `CONDITION` compares with
     LITERAL from the failing test``; at most MAX_FLAGS. Test files (by
-    ``is_test``) and non-Python files are not looked at. () when nothing is
+    ``test_files``) and non-Python files are not looked at. () when nothing is
     suspect or ``literals`` is empty.
     """
     if not literals:
         return ()
     flags: List[str] = []
     for change in applied.changes:
-        if not change.path.endswith(".py") or is_test(change.path):
+        if not change.path.endswith(".py") or test_files.is_test(change.path):
             continue
         delta = statement_delta(change.old_text, change.new_text)
         if not delta.parses:

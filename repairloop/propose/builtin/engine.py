@@ -17,13 +17,13 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from repairloop.errors import EngineExhausted
 from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
-from repairloop.propose.builtin.localise import Localisation, is_test_path, localise
+from repairloop.propose.builtin.localise import Localisation, localise
 from repairloop.propose.builtin.scratch import (
     Plan,
     RunTests,
@@ -34,7 +34,7 @@ from repairloop.propose.builtin.scratch import (
     snapshot,
 )
 from repairloop.propose.builtin.search import Result, Search, order_candidates
-from repairloop.types import Proposal, ProposalRequest, TestReport, Usage
+from repairloop.types import Proposal, ProposalRequest, TestFiles, TestReport, Usage
 
 PLAUSIBLE_NOTE = (
     "A patch that passes the tests is plausible, not proven correct: the tests are the only "
@@ -50,7 +50,7 @@ class BuiltinProposer:
 
     ``project_root`` is the loop's workspace (read, never written);
     ``run_tests(root, test_ids, timeout_seconds, with_coverage)`` runs the tests
-    of a copy; ``test_globs`` say which files are tests (never mutated).
+    of a copy; ``test_files`` says which files are tests (never mutated).
     ``workers`` candidates are validated at once; ``max_candidates`` bounds the
     candidates tried per run; ``candidate_timeout`` (seconds) is the least
     per-candidate test timeout (at least 3x the baseline duration is used);
@@ -70,7 +70,7 @@ class BuiltinProposer:
         *,
         project_root: Path,
         run_tests: RunTests,
-        test_globs: Sequence[str],
+        test_files: TestFiles,
         workers: int = 2,
         max_candidates: int = 2000,
         candidate_timeout: float = 10.0,
@@ -81,7 +81,7 @@ class BuiltinProposer:
     ) -> None:
         self.project_root = Path(project_root)
         self.run_tests = run_tests
-        self.test_globs = tuple(test_globs)
+        self.test_files = test_files
         self.workers = max(1, workers)
         self.max_candidates = max_candidates
         self.candidate_timeout = candidate_timeout
@@ -101,9 +101,6 @@ class BuiltinProposer:
         self._returned: Set[str] = set()
         self._stopped_because = ""
 
-    def _is_test(self, path: str) -> bool:
-        return is_test_path(path, self.test_globs)
-
     def propose(self, request: ProposalRequest) -> Proposal:
         """Answer the next plausible patch as a unified diff (``a/``, ``b/``, project-relative).
 
@@ -121,7 +118,7 @@ class BuiltinProposer:
         targets = tuple(dict.fromkeys(group + request.context.other_failing))
         if not targets:
             raise self._exhausted("no failing tests were given to repair", {})
-        sources = read_sources(self.project_root, self._is_test)
+        sources = read_sources(self.project_root, self.test_files.is_test)
         if self._localisation is None:
             self._localise(request, targets, deadline, sources)
         assert self._baseline is not None
@@ -173,7 +170,7 @@ class BuiltinProposer:
                 if report.timed_out:
                     raise self._exhausted(f"the localisation run did not finish within {timeout:.0f}s", {})
                 context = request.context
-                self._localisation = localise(report, root, targets, context.traceback, self.test_globs, sources)
+                self._localisation = localise(report, root, targets, context.traceback, self.test_files, sources)
             finally:
                 _remove_coverage(report.coverage_file)
         self._baseline, self._first_targets = report, targets

@@ -13,19 +13,16 @@ path and line, so the ranking is deterministic.
 from __future__ import annotations
 
 import ast
-import fnmatch
 import math
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from repairloop.types import DEFAULT_TEST_GLOBS as TYPES_TEST_GLOBS
-from repairloop.types import Frame, TestReport, TestResult
+from repairloop.types import Frame, TestFiles, TestReport, TestResult
 
 FAR = 10**6  # distance of a line in a file with no failing frame
-DEFAULT_TEST_GLOBS = TYPES_TEST_GLOBS  # the same defaults as settings' test_globs
 LineKey = Tuple[str, int]
 
 
@@ -69,21 +66,6 @@ class Localisation:
         return [s.to_json() for s in self.suspects[:count]]
 
 
-def is_test_path(path: str, globs: Sequence[str]) -> bool:
-    """True when project-relative ``path`` is a test file by ``globs`` (fnmatch, any depth)."""
-    posix = PurePosixPath(path.replace(os.sep, "/"))
-    for pattern in globs or DEFAULT_TEST_GLOBS:
-        pattern = pattern.replace(os.sep, "/")
-        bare = pattern[3:] if pattern.startswith("**/") else pattern
-        if fnmatch.fnmatch(str(posix), pattern) or fnmatch.fnmatch(posix.name, bare):
-            return True
-        if bare.endswith(("/*", "/**")):
-            folder = bare.rsplit("/", 1)[0]
-            if any(fnmatch.fnmatch(part, folder) for part in posix.parts[:-1]):
-                return True
-    return False
-
-
 def relative_path(path: str, root: Path) -> Optional[str]:
     """``path`` relative to ``root`` with ``/`` separators, or None when outside it."""
     candidate = Path(path)
@@ -102,7 +84,7 @@ def relative_path(path: str, root: Path) -> Optional[str]:
 EVERY_TEST = "<every test>"
 
 
-def read_line_contexts(coverage_file: str, root: Path, globs: Sequence[str]) -> Dict[LineKey, FrozenSet[str]]:
+def read_line_contexts(coverage_file: str, root: Path, test_files: TestFiles) -> Dict[LineKey, FrozenSet[str]]:
     """Per line of non-test project code, the test ids whose context executed it.
 
     Raises ImportError when coverage.py is not importable here.
@@ -114,7 +96,7 @@ def read_line_contexts(coverage_file: str, root: Path, globs: Sequence[str]) -> 
     lines: Dict[LineKey, FrozenSet[str]] = {}
     for measured in sorted(data.measured_files()):
         rel = relative_path(measured, root)
-        if rel is None or is_test_path(rel, globs) or not rel.endswith(".py"):
+        if rel is None or test_files.is_test(rel) or not rel.endswith(".py"):
             continue
         for line, contexts in (data.contexts_by_lineno(measured) or {}).items():
             tests = frozenset(EVERY_TEST if not c else c.split("|", 1)[0] for c in contexts)
@@ -147,7 +129,7 @@ _PYTEST_FRAME = re.compile(r"^([^\s:][^:\n]*\.py):(\d+):", re.MULTILINE)
 
 
 def failure_frames(
-    results: Sequence[TestResult], failing: Iterable[str], traceback: str, root: Path, globs: Sequence[str]
+    results: Sequence[TestResult], failing: Iterable[str], traceback: str, root: Path, test_files: TestFiles
 ) -> List[Frame]:
     """Frames of the failing tests in non-test project code, innermost first, no duplicates."""
     wanted = set(failing)
@@ -162,7 +144,7 @@ def failure_frames(
     seen: Set[LineKey] = set()
     for frame in frames:
         rel = relative_path(frame.path, root)
-        if rel is None or is_test_path(rel, globs) or (rel, frame.line) in seen:
+        if rel is None or test_files.is_test(rel) or (rel, frame.line) in seen:
             continue
         seen.add((rel, frame.line))
         out.append(Frame(rel, frame.line, frame.function))
@@ -246,26 +228,27 @@ def localise(
     root: Path,
     failing: Sequence[str],
     traceback: str,
-    globs: Sequence[str],
+    test_files: TestFiles,
     sources: Mapping[str, str],
 ) -> Localisation:
     """Rank suspicious lines from a baseline run with per-test coverage.
 
     ``report`` is that run (on a copy at ``root``); ``failing`` the test ids to
-    repair; ``sources`` the non-test project files, ``{path: text}``. Falls back
+    repair; ``test_files`` which files are tests (never suspects); ``sources``
+    the non-test project files, ``{path: text}``. Falls back
     to the traceback frames, with a note saying why, when there is no coverage
     data or it names no line executed by a failing test. Raises nothing.
     """
     failing_ids = tuple(sorted(set(failing)))
     passing = tuple(t for t in report.passed_ids if t not in set(failing_ids))
-    frames = failure_frames(report.results, failing_ids, traceback, root, globs)
+    frames = failure_frames(report.results, failing_ids, traceback, root, test_files)
     if report.coverage_file is None:
         note = ("coverage.py is not importable in the project's test environment, so there is no "
                 "per-test coverage: suspicious lines come from the traceback frames and the "
                 "functions the failing tests call (install coverage and pytest-cov for Ochiai)")  # fmt: skip
     else:
         try:
-            lines = read_line_contexts(report.coverage_file, root, globs)
+            lines = read_line_contexts(report.coverage_file, root, test_files)
         except ImportError:
             note = "coverage.py is not importable by repairloop: localised from the traceback frames"
         except Exception as exc:  # any unreadable data file degrades to the fallback, never aborts
