@@ -7,15 +7,46 @@ an offline run never imports litellm (about 3 s; TECH-NOTES section 1.2).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from repairloop import errors
 from repairloop.errors import ProposerError
 from repairloop.settings import Settings
-from repairloop.types import Proposal, ProposalRequest, Proposer, TestFiles, Usage
+from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles, Usage
 
 BUILTIN = "builtin"
+
+
+@dataclass
+class ChainState:
+    """Where the run is in its model chain. Only the session changes it (``advance``, ``drop``).
+
+    ``since`` is the number of iterations made before the current link took
+    over; ``dropped`` holds "model: why" for each link left for good.
+    """
+
+    links: Tuple[str, ...]
+    index: int = 0
+    since: int = 0
+    dropped: List[str] = field(default_factory=list)
+    stepped_down: bool = False
+
+    @property
+    def current(self) -> str:
+        """The current link's name, "(none)" when the chain is used up."""
+        return self.links[self.index] if self.index < len(self.links) else "(none)"
+
+    def advance(self, iterations: int) -> None:
+        """Go on with the next link (which may be none) after ``iterations`` iterations."""
+        self.index += 1
+        self.since = iterations
+
+    def drop(self, why: str, iterations: int) -> None:
+        """Leave the current link for the rest of the run and go on with the next."""
+        self.dropped.append(f"{self.current}: {why}")
+        self.advance(iterations)
 
 
 def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journal: Any,
@@ -137,7 +168,7 @@ def _recorded_error(record: Dict[str, Any], usage: Usage) -> ProposerError:
     kind = getattr(errors, str(record.get("error_class")), None)
     message = str(record.get("message", "recorded model error"))
     if kind is errors.BudgetExhausted:
-        return errors.BudgetExhausted(message, budget=str(record.get("budget", "tokens")), usage=usage)
+        return errors.BudgetExhausted(message, budget=Budget(record.get("budget") or Budget.TOKENS.value), usage=usage)
     if not (isinstance(kind, type) and issubclass(kind, ProposerError)):
         kind = errors.ModelError
     return kind(message, usage=usage, attempts=int(record.get("attempts", 1)))

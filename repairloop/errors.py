@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from repairloop.types import ExitCode, Usage
+from repairloop.types import Budget, ExitCode, Usage
 
 
 class RepairloopError(Exception):
@@ -83,9 +83,9 @@ class UnrecoverableModelError(ProposerError):
 class BudgetExhausted(ProposerError):
     """The next call would not fit what is left of the run's budget (it was not sent)."""
 
-    def __init__(self, message: str, budget: str, usage: Optional[Usage] = None):
+    def __init__(self, message: str, budget: Budget, usage: Optional[Usage] = None):
         super().__init__(message, usage=usage, attempts=0)
-        self.budget = budget  # "tokens" | "cost" | "seconds"
+        self.budget = budget
 
 
 class EngineExhausted(ProposerError):

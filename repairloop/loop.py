@@ -4,8 +4,9 @@
 confirmation, then iterations of context -> proposer -> guards -> apply ->
 targeted tests -> full suite -> keep or revert -> stop policy. This module
 holds the run's frame (lock, journal, workspace, resume); the steps inside it
-are ``session.Session``, one iteration is ``attempt.AttemptRunner``, and
-``suite.TestSuite`` runs the tests. Workers never call each other; the loop
+are ``session.Session``, one iteration is ``attempt.run_attempt`` (its
+candidate judged by ``validation.validate``), every ending is ``stop.check``'s,
+and ``suite.TestSuite`` runs the tests. Workers never call each other; the loop
 layer passes what one needs from another as data.
 """
 
@@ -109,12 +110,11 @@ def drive(
                 if recorded is None:
                     journal.append("workspace", base=ws.base, head=ws.start.head)
                     journal.write_json("start.json", {"head": ws.start.head, "files": ws.start.files})
-                session = Session(settings, project, ws, journal, environ, chain, clock, started, run_id)
-                session.replay = dict(recorded.answers) if recorded else {}
-                session.given = dict(proposers or {})
+                session = Session(settings, project, ws, journal, environ, chain, clock, started, run_id,
+                                  replay=recorded.answers if recorded else None, given=proposers)
                 for event in session.run(apply=apply, confirm=confirm):
-                    yield redact_record(event, session.redact)  # the screen sees what the journal sees
-        except KeyboardInterrupt:
+                    yield redact_record(event, journal.redact)  # the screen sees what the journal sees
+        except KeyboardInterrupt:  # outside the session's loop (creating or removing the workspace)
             journal.append("interrupted", seconds=clock() - started)
             raise
         except RepairloopError as err:

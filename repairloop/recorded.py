@@ -59,7 +59,8 @@ def load_recorded(project: Path, ref: Optional[str]) -> Recorded:
         base=_base(events),
         start=_start_state(run_dir),
         answers=_answers(events),
-        finished=any(e.get("event") == "stopped" for e in events),
+        # An interrupted run stopped on purpose but is not finished: resume goes on with it.
+        finished=any(e.get("event") == "stopped" and e.get("stop_reason") != "interrupted" for e in events),
         pending=tuple(pending_intents(events)),
         warnings=tuple(warnings),
     )

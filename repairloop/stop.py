@@ -1,31 +1,100 @@
-"""The stop policy of DESIGN.md as pure functions of the run's history.
+"""The stop policy of DESIGN.md: the one place where a run's ending is decided.
 
-Checked after every iteration, first match wins: success, unrecoverable,
-budget, stagnation, no progress. Unrecoverable endings (a blocking failure
-kind, no model left) are decided by the loop where they happen; this module
-owns the rest, plus candidate similarity.
+The session gathers the facts (``Facts``: the history, what is still failing,
+the time spent, the chain, a refused budget gate, an interruption) and asks
+``check`` after every step; the first match wins: success, interrupted,
+unrecoverable (no usable model left), budget, stagnation (which hands over to
+the next link of the chain while there is one), no progress. The endings
+before the loop (nothing to fix, a blocking failure kind, only flaky
+failures, the time budget gone in the baseline) are ``baseline_ending``'s.
+Candidate similarity, which stagnation rests on, is judged here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 from rapidfuzz import fuzz
 
-from repairloop.types import Decision, Iteration, StopReason, Usage
+from repairloop.types import Budget, Decision, Iteration, Outcome, StopReason, Usage
+
+_BUDGET_REASON = {
+    Budget.ITERATIONS: StopReason.BUDGET_ITERATIONS,
+    Budget.TOKENS: StopReason.BUDGET_TOKENS,
+    Budget.COST: StopReason.BUDGET_COST,
+    Budget.SECONDS: StopReason.BUDGET_TIME,
+}
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Budgets and thresholds. None means unlimited; units: tokens, USD, seconds."""
+    """Budgets and thresholds; the settings give every value (their defaults live there only).
 
-    max_iterations: int = 8
-    max_tokens: Optional[int] = None
-    max_cost: Optional[float] = None
-    timeout: Optional[float] = None
-    similarity_threshold: float = 0.90
-    patience: int = 3
+    Units: tokens, USD, seconds. ``similarity_threshold`` is 0..1.
+    """
+
+    max_iterations: int
+    max_tokens: int
+    max_cost: float
+    timeout: float
+    similarity_threshold: float
+    patience: int
+    downgrade_at: float = 1.0  # share of the token or cost budget after which the chain steps down
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A budget gate refused to send a call: which budget, and the gate's sentence."""
+
+    budget: Budget
+    message: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the policy decides on, gathered by the session after every step.
+
+    ``link`` is the index of the current link of ``chain`` (``len(chain)``
+    when none is left); ``link_since`` the number of iterations made before
+    that link took over, so stagnation is judged on the current link's own
+    candidates. ``dropped`` holds "model: why" for each dropped link.
+    """
+
+    history: Tuple[Iteration, ...]
+    baseline_failing: int
+    remaining_failing: int
+    flaky: int
+    elapsed: float
+    chain: Tuple[str, ...]
+    link: int = 0
+    link_since: int = 0
+    dropped: Tuple[str, ...] = ()
+    refused: Optional[Refusal] = None
+    interrupted: bool = False
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Stop the run: why, in a sentence, and how it ended."""
+
+    reason: StopReason
+    detail: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Handover:
+    """Go on with the next link of the chain instead of stopping."""
+
+    reason: StopReason
+    detail: str
+
+
+Verdict = Union[Ending, Handover]
+
+
+# -- similarity -----------------------------------------------------------------
 
 
 def similarity(sig_a: str, sig_b: str) -> float:
@@ -42,24 +111,38 @@ def similarity(sig_a: str, sig_b: str) -> float:
     return fuzz.ratio(sig_a, sig_b) / 100.0
 
 
-def similarities(signature: str, earlier: Sequence[str]) -> Tuple[Optional[float], Optional[float]]:
-    """(similarity to the previous candidate, highest similarity to any earlier one), by signature."""
+@dataclass(frozen=True)
+class Likeness:
+    """A candidate against the earlier ones: similarity to the previous and the highest (0..1, None
+    without earlier candidates), and ``label``: DUPLICATE (never re-tested), STAGNANT (too alike) or None."""
+
+    previous: Optional[float] = None
+    highest: Optional[float] = None
+    label: Optional[Decision] = None
+
+
+def judge_candidate(signature: str, earlier: Sequence[str], threshold: float) -> Likeness:
+    """How much a new candidate repeats the earlier ones (DESIGN.md stop policy, rule 4).
+
+    A candidate equal to an earlier one is a DUPLICATE; one at least
+    ``threshold`` alike to any earlier one (which also catches A-B-A
+    oscillation) is STAGNANT unless its tests show it fixed something.
+    """
     if not earlier:
-        return None, None
-    scores = [similarity(signature, other) for other in earlier]
-    return scores[-1], max(scores)
+        return Likeness()
+    scores = [1.0 if signature == other else similarity(signature, other) for other in earlier]
+    highest = max(scores)
+    if signature in earlier:
+        return Likeness(scores[-1], 1.0, Decision.DUPLICATE)
+    return Likeness(scores[-1], highest, Decision.STAGNANT if highest >= threshold else None)
 
 
-def is_repeat(signature: str, earlier: Iterable[str]) -> bool:
-    """True when a candidate changes exactly what an earlier one changed (it is never re-tested)."""
-    return any(signature == other for other in earlier)
+# -- spend ----------------------------------------------------------------------
 
 
-def total_usage(history: Sequence[Iteration]) -> Usage:
-    usage = Usage()
-    for it in history:
-        usage = usage + it.usage
-    return usage
+def spent(history: Sequence[Iteration]) -> Usage:
+    """What the iterations cost together (``Usage.cost_usd`` None when a call was not priced)."""
+    return Usage.total(it.usage for it in history)
 
 
 def known_cost(history: Sequence[Iteration]) -> float:
@@ -67,19 +150,105 @@ def known_cost(history: Sequence[Iteration]) -> float:
     return sum(it.usage.cost_usd or 0.0 for it in history)
 
 
-def budget_exhausted(
-    spent: Usage, elapsed: float, iterations: int, limits: Limits, cost: float = 0.0
-) -> Optional[Tuple[StopReason, str]]:
-    """The first budget that is used up, with a sentence saying so, or None. ``cost`` is known USD."""
-    if iterations >= limits.max_iterations:
-        return StopReason.BUDGET_ITERATIONS, f"{iterations} of {limits.max_iterations} iterations used"
-    if limits.max_tokens is not None and spent.tokens >= limits.max_tokens:
-        return StopReason.BUDGET_TOKENS, f"{spent.tokens:,} of {limits.max_tokens:,} tokens used"
-    if limits.max_cost is not None and cost >= limits.max_cost:
-        return StopReason.BUDGET_COST, f"${cost:.4f} of ${limits.max_cost:.2f} spent"
-    if limits.timeout is not None and elapsed >= limits.timeout:
-        return StopReason.BUDGET_TIME, f"{elapsed:.0f} s of {limits.timeout:.0f} s used"
+def budget_used_up(history: Sequence[Iteration], elapsed: float, limits: Limits) -> Optional[Tuple[Budget, str]]:
+    """The first budget that is used up, with a sentence saying so, or None."""
+    usage = spent(history)
+    cost = known_cost(history)
+    if len(history) >= limits.max_iterations:
+        return Budget.ITERATIONS, f"{len(history)} of {limits.max_iterations} iterations used"
+    if usage.tokens >= limits.max_tokens:
+        return Budget.TOKENS, f"{usage.tokens:,} of {limits.max_tokens:,} tokens used"
+    if cost >= limits.max_cost:
+        return Budget.COST, f"${cost:.4f} of ${limits.max_cost:.2f} spent"
+    if elapsed >= limits.timeout:
+        return Budget.SECONDS, f"{elapsed:.0f} s of {limits.timeout:.0f} s used"
     return None
+
+
+def should_step_down(facts: Facts, limits: Limits) -> bool:
+    """True once the spent share of the token or cost budget reaches ``downgrade_at``.
+
+    Steps down only to a next *model*; the offline engine stays the last
+    resort (``builtin``).
+    """
+    following = facts.chain[facts.link + 1:facts.link + 2]
+    if not following or following[0] == "builtin":
+        return False
+    share = spent(facts.history).tokens / limits.max_tokens
+    if limits.max_cost:
+        share = max(share, known_cost(facts.history) / limits.max_cost)
+    return share >= limits.downgrade_at
+
+
+# -- endings --------------------------------------------------------------------
+
+
+def outcome_of(facts: Facts) -> Outcome:
+    """FIXED with nothing failing; PARTIALLY_FIXED with fewer failing than at the baseline (flaky aside).
+
+    Before the baseline is known (an interruption during it) nothing is fixed.
+    """
+    if not facts.baseline_failing:
+        return Outcome.NOT_FIXED
+    if not facts.remaining_failing:
+        return Outcome.FIXED
+    if facts.remaining_failing < facts.baseline_failing - facts.flaky:
+        return Outcome.PARTIALLY_FIXED
+    return Outcome.NOT_FIXED
+
+
+def baseline_ending(*, green: bool, time_gone: bool, blocking: Optional[str], all_flaky: Optional[str]) -> Optional[Ending]:
+    """The endings before the first iteration: the time budget gone during the baseline, nothing to fix,
+    a blocking failure kind (``blocking`` is its sentence), only flaky failures (``all_flaky`` names them)."""
+    if time_gone:
+        return Ending(StopReason.BUDGET_TIME, "the run's time budget (--timeout) ran out during the baseline test run",
+                      Outcome.NOT_FIXED)
+    if green:
+        return Ending(StopReason.NOTHING_TO_FIX, "the test suite passes", Outcome.NOTHING_TO_FIX)
+    if blocking is not None:
+        return Ending(StopReason.UNRECOVERABLE, blocking, Outcome.UNRECOVERABLE)
+    if all_flaky is not None:
+        return Ending(StopReason.UNRECOVERABLE, f"every failing test is flaky: {all_flaky}", Outcome.UNRECOVERABLE)
+    return None
+
+
+def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
+    """Decide after the latest step: an Ending, a Handover to the next link, or None to go on.
+
+    First match wins: interrupted, success, no usable model left, a budget
+    (a refused gate, or one used up), stagnation, no progress.
+    """
+    if facts.interrupted:
+        return Ending(StopReason.INTERRUPTED, "interrupted (Ctrl-C); your files are as they were", outcome_of(facts))
+    if facts.remaining_failing == 0:
+        return Ending(StopReason.SUCCESS, "every failing test passes and nothing that passed fails", Outcome.FIXED)
+    if facts.link >= len(facts.chain):
+        return _chain_exhausted(facts)
+    if facts.refused is not None:
+        return Ending(_BUDGET_REASON[facts.refused.budget], facts.refused.message, outcome_of(facts))
+    used_up = budget_used_up(facts.history, facts.elapsed, limits)
+    if used_up is not None:
+        return Ending(_BUDGET_REASON[used_up[0]], used_up[1], outcome_of(facts))
+    stagnant = _stagnation(facts, limits)
+    if stagnant is not None:
+        if facts.link + 1 < len(facts.chain):
+            return Handover(StopReason.STAGNATION, stagnant)
+        return Ending(StopReason.STAGNATION, stagnant, outcome_of(facts))
+    if no_progress(facts.history, facts.baseline_failing, limits.patience):
+        return Ending(StopReason.NO_PROGRESS, f"{limits.patience} iterations in a row without fewer failing tests",
+                      outcome_of(facts))
+    return None
+
+
+def _stagnation(facts: Facts, limits: Limits) -> Optional[str]:
+    """The sentence for a current-link candidate that repeated an earlier one, else None."""
+    if len(facts.history) <= facts.link_since:
+        return None
+    last = facts.history[-1]
+    if last.decision not in (Decision.DUPLICATE, Decision.STAGNANT):
+        return None
+    score = last.similarity_max if last.similarity_max is not None else 1.0
+    return f"iteration {last.number} repeated an earlier candidate (similarity {score:.2f} >= {limits.similarity_threshold:.2f})"
 
 
 def no_progress(history: Sequence[Iteration], baseline_failing: int, patience: int) -> bool:
@@ -97,31 +266,18 @@ def no_progress(history: Sequence[Iteration], baseline_failing: int, patience: i
     return streak >= patience
 
 
-def check(
-    history: Sequence[Iteration],
-    *,
-    limits: Limits,
-    remaining_failing: int,
-    baseline_failing: int,
-    elapsed: float,
-) -> Optional[Tuple[StopReason, str]]:
-    """Decide whether to stop after the latest iteration: (reason, detail) or None.
-
-    ``remaining_failing`` counts the failing tests in the workspace now;
-    ``elapsed`` is wall-clock seconds since the run started.
-    """
-    if remaining_failing == 0:
-        return StopReason.SUCCESS, "every failing test passes and nothing that passed fails"
-    budget = budget_exhausted(total_usage(history), elapsed, len(history), limits, known_cost(history))
-    if budget:
-        return budget
-    if history and history[-1].decision in (Decision.DUPLICATE, Decision.STAGNANT):
-        last = history[-1]
-        score = last.similarity_max if last.similarity_max is not None else 1.0
-        return StopReason.STAGNATION, (
-            f"iteration {last.number} repeated an earlier candidate "
-            f"(similarity {score:.2f} >= {limits.similarity_threshold:.2f})"
-        )
-    if no_progress(history, baseline_failing, limits.patience):
-        return StopReason.NO_PROGRESS, f"{limits.patience} iterations in a row without fewer failing tests"
-    return None
+def _chain_exhausted(facts: Facts) -> Ending:
+    """No link left: say what the last one reported; UNRECOVERABLE when every link was dropped untried."""
+    detail = "no usable model left in the chain"
+    last = facts.history[-1] if facts.history else None
+    if facts.dropped:
+        detail += " (" + "; ".join(facts.dropped) + ")"
+    elif last is not None and last.decision is Decision.NO_CANDIDATE and facts.chain[-1:] == ("builtin",) \
+            and last.reason.startswith("builtin failed: "):
+        detail = "nothing left to try: " + last.reason[len("builtin failed: "):]  # the offline engine is done
+    elif last is not None and last.decision is Decision.NO_CANDIDATE:
+        detail += f"; last: {last.reason}"
+    tried = [it for it in facts.history if it.decision is not Decision.NO_CANDIDATE]
+    if facts.dropped and not tried and len(facts.dropped) == len(facts.chain):
+        return Ending(StopReason.NO_MODEL_LEFT, detail, Outcome.UNRECOVERABLE)
+    return Ending(StopReason.NO_MODEL_LEFT, detail, outcome_of(facts))

@@ -11,7 +11,7 @@ import enum
 import posixpath
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any, Dict, FrozenSet, Optional, Protocol, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Optional, Protocol, Sequence, Tuple
 
 # Files that are tests, read-only to candidates (settings' ``test_globs`` default).
 DEFAULT_TEST_GLOBS: Tuple[str, ...] = (
@@ -81,6 +81,23 @@ class StopReason(str, enum.Enum):
     STAGNATION = "stagnation"
     NO_PROGRESS = "no_progress"
     INTERRUPTED = "interrupted"
+
+
+class Budget(str, enum.Enum):
+    """The run's budgets (DESIGN.md stop policy, rule 3): what a budget gate or the stop policy counts."""
+
+    ITERATIONS = "iterations"
+    TOKENS = "tokens"
+    COST = "cost"  # USD
+    SECONDS = "seconds"  # wall clock
+
+
+class ChainMove(str, enum.Enum):
+    """What the model chain does after an iteration (DESIGN.md, "Errors from the model side")."""
+
+    STAY = "stay"  # keep asking the current link
+    NEXT = "next"  # go on with the next link (model error, transient failure, engine exhausted)
+    DROP = "drop"  # the current link is unusable for the rest of the run (authentication, unknown model)
 
 
 class Decision(str, enum.Enum):
@@ -380,6 +397,11 @@ class Usage:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def total(cls, usages: Iterable["Usage"]) -> "Usage":
+        """The sum of ``usages`` (cost None when any of them is unpriced)."""
+        return sum(usages, cls())
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, Set, Tuple
 
 PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
 WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace", "redact"}
-LOOP_LAYER = {"loop", "session", "suite", "attempt", "chain", "recorded", "intents"}
+LOOP_LAYER = {"loop", "session", "suite", "attempt", "validation", "ending", "chain", "recorded", "intents"}
 
 ALLOWED: Dict[str, Set[str]] = {
     "types": set(),

@@ -142,3 +142,19 @@ def test_resume_settles_an_apply_that_was_cut_short(make_project, capsys) -> Non
     Journal(run_dir).intent("apply", "third", files=["calc/lists.py"])
     assert main(["resume", "--project", str(project)]) == 2  # cannot tell: a person must look
     assert (project / "calc/lists.py").read_text() == "changed by hand\n"
+
+
+def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None:
+    from repairloop.journal import Journal, run_dir_for
+    from repairloop.recorded import load_recorded
+    from repairloop.settings import Settings
+
+    def journal(run_id: str, stop_reason: str) -> None:
+        j = Journal(run_dir_for(tmp_path, run_id))
+        j.append("start", run_id=run_id, project=str(tmp_path), chain=["builtin"], settings=Settings().model_dump())
+        j.append("stopped", outcome="not_fixed", stop_reason=stop_reason, detail="")
+
+    journal("20260101-000000-aaaa", "interrupted")
+    journal("20260101-000001-bbbb", "stagnation")
+    assert not load_recorded(tmp_path, "20260101-000000-aaaa").finished
+    assert load_recorded(tmp_path, "20260101-000001-bbbb").finished

@@ -8,6 +8,7 @@ stash list; `.repairloop/` (repairloop's own state, excluded through
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -128,7 +129,10 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
         elif ending in ("sigint_tests", "sigkill_validation"):
             pids = wait_for_sessions(marker, 1 if ending == "sigint_tests" else 3, proc)
             proc.send_signal(signal.SIGINT if ending == "sigint_tests" else signal.SIGKILL)
-        proc.communicate(timeout=300)
+        out, _ = proc.communicate(timeout=300)
+    if ending.startswith("sigint"):  # interruption is a stop reason: the run's document says so, with its id
+        doc = json.loads(out)
+        assert doc["stop_reason"] == "interrupted" and doc["outcome"] == "not_fixed" and doc["run_id"]
     if ending == "sigkill_validation":
         (tmp_path / "orphan").write_text(str(pids[-1]))  # the killed run's test process, still running
     return proc.returncode

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional
 import typer
 
 from repairloop.errors import RepairloopError
-from repairloop.types import ExitCode, Outcome
+from repairloop.types import ExitCode, Outcome, RunResult, StopReason
 
 # The PATH argument of the commands that take a project directory positionally.
 PathArg = typer.Argument(Path("."), help="Project directory (default: the current directory).")
@@ -32,6 +32,13 @@ OUTCOME_EXIT = {
     Outcome.NOT_FIXED: ExitCode.NOT_FIXED,
     Outcome.UNRECOVERABLE: ExitCode.UNRECOVERABLE,
 }
+
+
+def exit_code_of(result: RunResult) -> ExitCode:
+    """The exit code of a finished run: 130 when it stopped because it was interrupted, else by outcome."""
+    if result.stop_reason is StopReason.INTERRUPTED:
+        return ExitCode.INTERRUPTED
+    return OUTCOME_EXIT[result.outcome]
 
 
 def err_console() -> Any:

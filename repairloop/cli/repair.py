@@ -15,15 +15,15 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from repairloop.cli.common import (
-    OUTCOME_EXIT,
     PathArg,
     check_usage,
     err_console,
+    exit_code_of,
     guarded,
     not_a_directory,
     project_settings,
 )
-from repairloop.types import ExitCode
+from repairloop.types import ExitCode, StopReason
 
 
 def run(
@@ -95,9 +95,12 @@ def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = No
     if result is None:  # a resume that only settled a finished run's side effects
         return int(ExitCode.OK)
     render_result(console, result, show_patch=asked is None or not asked.shown)
+    if result.stop_reason is StopReason.INTERRUPTED:
+        console.print(f"repairloop: interrupted; your files are as they were. `repairloop resume {result.run_id}` "
+                      "goes on with this run.")
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
-    return int(OUTCOME_EXIT[result.outcome])
+    return int(exit_code_of(result))
 
 
 def resume(

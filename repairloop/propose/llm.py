@@ -34,7 +34,7 @@ from repairloop.propose.errors_table import (
     retry_after_seconds,
 )
 from repairloop.propose.prompts import render_messages
-from repairloop.types import BudgetLeft, Proposal, ProposalRequest, Usage
+from repairloop.types import Budget, BudgetLeft, Proposal, ProposalRequest, Usage
 
 MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any useful one
 DUMMY_KEY = "sk-no-key"  # sent only when no key is set: local servers need none, the openai client insists (1.9)
@@ -195,28 +195,28 @@ class LLMProposer:
         """Raise BudgetExhausted unless the next attempt fits; return its timeout (seconds)."""
         need = call.usage.tokens + prompt_tokens + self.max_completion_tokens
         if budget.tokens is not None and need > budget.tokens:
-            self._exhausted("tokens", f"the next request needs up to {need} tokens "
+            self._exhausted(Budget.TOKENS, f"the next request needs up to {need} tokens "
                             f"({prompt_tokens} prompt + {self.max_completion_tokens} completion"
                             f"{' + earlier attempts' if call.attempts else ''}); {budget.tokens} left", call)
         if budget.cost_usd is not None:
             estimate = price_usd(self.name, prompt_tokens, self.max_completion_tokens) or 0.0
             spent = call.usage.cost_usd or 0.0
             if spent + estimate > budget.cost_usd:
-                self._exhausted("cost", f"the next request may cost ${spent + estimate:.4f}; "
+                self._exhausted(Budget.COST, f"the next request may cost ${spent + estimate:.4f}; "
                                 f"${budget.cost_usd:.4f} left", call)
         if budget.seconds is None:
             return self.timeout
         left = budget.seconds - call.elapsed()
         if left <= 0:
-            self._exhausted("seconds", "no time left for another model request", call)
+            self._exhausted(Budget.SECONDS, "no time left for another model request", call)
         return min(self.timeout, left)
 
-    def _exhausted(self, budget: str, detail: str, call: _Call) -> NoReturn:
-        exc = BudgetExhausted(f"{self.name}: {budget} budget exhausted: {detail}", budget=budget,
+    def _exhausted(self, budget: Budget, detail: str, call: _Call) -> NoReturn:
+        exc = BudgetExhausted(f"{self.name}: {budget.value} budget exhausted: {detail}", budget=budget,
                               usage=call.usage)
         exc.attempts = call.attempts
-        exc.hint = {"tokens": "raise --max-tokens or lower max_completion_tokens",
-                    "cost": "raise --max-cost", "seconds": "raise --timeout"}[budget]
+        exc.hint = {Budget.TOKENS: "raise --max-tokens or lower max_completion_tokens",
+                    Budget.COST: "raise --max-cost", Budget.SECONDS: "raise --timeout"}.get(budget, "")
         raise exc
 
     def _failed_cost(self) -> Optional[float]:
@@ -237,7 +237,7 @@ class LLMProposer:
         if category == TRANSIENT and call.retries < self.max_retries:
             wait = self._backoff(exc, call.retries)
             if budget.seconds is not None and call.elapsed() + wait >= budget.seconds:
-                self._exhausted("seconds", f"a retry after {cause} would start after the "
+                self._exhausted(Budget.SECONDS, f"a retry after {cause} would start after the "
                                 f"time budget ({wait:.1f} s wait)", call)
             call.retries += 1
             self._emit({"event": "model_retry", "model": self.name, "cause": cause,

@@ -1,0 +1,90 @@
+"""The end of a run (part of the loop layer): its RunResult, its files, and ``--apply``.
+
+``build_result`` turns the stop policy's Ending and the run's state into the
+RunResult; ``record_result`` writes ``fix.patch``, ``summary.json`` and the
+``stopped`` journal event; ``apply_fix`` writes the final patch to the user's
+tree, journalled as an intent before and done after (DESIGN.md, "Workspace,
+sandbox and side effects").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from repairloop.errors import ProjectError
+from repairloop.journal import Journal
+from repairloop.stop import Ending
+from repairloop.types import Decision, Failure, FailureKind, Iteration, RunResult
+from repairloop.workspace import StartState, apply_to_user_tree
+
+
+def build_result(ending: Ending, *, run_id: str, run_dir: Path, patch: Optional[str], failures: Sequence[Failure],
+                 history: Tuple[Iteration, ...], baseline_failing: Sequence[str], failing: Tuple[str, ...],
+                 flaky: Tuple[str, ...], dropped: Sequence[str], allow_test_edits: bool, seconds: float) -> RunResult:
+    """The run's RunResult (DESIGN.md's ``run --json``); ``seconds`` is its wall-clock time."""
+    fixed = tuple(t for t in baseline_failing if t not in failing and t not in flaky)
+    notes = guard_notes(allow_test_edits, history) + tuple(f"dropped {d}" for d in dropped)
+    return RunResult(
+        run_id=run_id, outcome=ending.outcome, stop_reason=ending.reason, stop_detail=ending.detail,
+        failure_kinds=failure_kinds(failures, flaky), failures=tuple(failures), iterations=history, patch=patch,
+        run_dir=str(run_dir), fixed_tests=fixed, still_failing=failing, flaky_tests=flaky, notes=notes, seconds=seconds,
+    )
+
+
+def record_result(journal: Journal, result: RunResult) -> None:
+    """Write the run's files (``fix.patch``, ``summary.json``) and its ``stopped`` event, all redacted."""
+    if result.patch:
+        journal.write_text("fix.patch", result.patch)
+    journal.write_json("summary.json", result.to_json())
+    journal.append("stopped", outcome=result.outcome.value, stop_reason=result.stop_reason.value, detail=result.stop_detail)
+
+
+def apply_fix(project: Path, start: StartState, journal: Journal, result: RunResult, patch: str) -> Tuple[RunResult, List[str]]:
+    """Write ``patch`` (unredacted) to the user's tree: (the result marked applied, the files written).
+
+    Raises ProjectError, naming the run and where its patch is kept, when a
+    file the patch touches changed since the run started (nothing is written).
+    """
+    key = f"{result.run_id}:apply"
+    journal.intent("apply", key, files=patch_files(patch))
+    try:
+        written = apply_to_user_tree(project, patch, start)
+    except ProjectError as err:
+        saved = Path(result.run_dir) / "fix.patch"
+        raise ProjectError(f"{err.message} (run {result.run_id}, outcome {result.outcome.value})",
+                           hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`") from err
+    journal.done("apply", key, files=written)
+    applied = replace(result, applied=True)
+    journal.write_json("summary.json", applied.to_json())
+    return applied, written
+
+
+def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[str, ...]:
+    """RunResult notes that must stand out: test edits allowed, and flags of kept candidates."""
+    kept = [it for it in history if it.decision is Decision.KEPT]
+    notes = []
+    if allow_test_edits:
+        edited = sorted({f.split(": ", 1)[1] for it in kept for f in it.flags if f.startswith("test_edit: ")})
+        notes.append("WARNING: test edits were allowed (--allow-test-edits): a passing suite proves less; "
+                     + (f"the patch changes tests: {', '.join(edited)}" if edited else "the patch changes no test"))
+    for it in kept:
+        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.startswith("suspected_overfitting")]
+    return tuple(notes)
+
+
+def failure_kinds(failures: Sequence[Failure], flaky: Sequence[str]) -> Dict[str, int]:
+    """Kind -> count at the baseline; a flaky test counts as flaky, not as the logic failure it looked like."""
+    kinds: Dict[str, int] = {}
+    for failure in failures:
+        kinds[failure.kind.value] = kinds.get(failure.kind.value, 0) + 1
+    for _ in flaky:
+        kinds[FailureKind.FLAKY.value] = kinds.get(FailureKind.FLAKY.value, 0) + 1
+        kinds[FailureKind.LOGIC.value] = max(kinds.get(FailureKind.LOGIC.value, 1) - 1, 0)
+    return {k: v for k, v in kinds.items() if v}
+
+
+def patch_files(patch: str) -> List[str]:
+    """The paths a unified diff writes (its ``+++ b/`` lines)."""
+    return [line[6:] for line in patch.splitlines() if line.startswith("+++ b/")]
