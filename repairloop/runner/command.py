@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 
 from repairloop.errors import ProjectError
+from repairloop.types import matches_globs
 
 _PYTEST_NAMES = ("pytest", "py.test")
 _VENV_DIRS = (".venv", "venv")
@@ -32,6 +33,9 @@ _PYTEST_CONFIG = (
     ("tox.ini", re.compile(r"^\s*\[pytest\]", re.MULTILINE)),
 )
 _WALK_LIMIT = 5000  # directories looked at when searching for test files
+# pytest's default ``python_files``: what pytest would collect, not the run's test_globs
+# (the question here is whether pytest has something to run).
+_PYTEST_FILES = ("test_*.py", "*_test.py")
 
 
 def _split(command: Union[Sequence[str], str]) -> Optional[List[str]]:
@@ -129,10 +133,6 @@ def _has_pytest_config(root: Path) -> bool:
     return False
 
 
-def _is_test_file(name: str) -> bool:
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
-
-
 def _has_test_files(root: Path) -> bool:
     """True when a ``test_*.py`` or ``*_test.py`` exists outside virtualenvs and hidden dirs."""
     seen = 0
@@ -140,7 +140,7 @@ def _has_test_files(root: Path) -> bool:
         seen += 1
         if seen > _WALK_LIMIT:
             return False
-        if any(_is_test_file(name) for name in filenames):
+        if any(matches_globs(name, _PYTEST_FILES) for name in filenames):
             return True
         dirnames[:] = [
             d
