@@ -1,26 +1,46 @@
-"""Keeps the import graph of STYLE.md's "Who may import whom" table, and libraries in their rooms."""
+"""Keeps the import graph of STYLE.md's "Who may import whom" table, and libraries in their rooms.
+
+The checks read a package tree (``importgraph.py``); each rule is run on
+``repairloop/`` and, in the second half, on a synthetic tree holding one bad
+import, to prove that the rule can fail.
+"""
 
 from __future__ import annotations
 
 import ast
+import sys
+import textwrap
 from pathlib import Path
-from typing import Dict, Iterator, Set, Tuple
+from typing import Dict, List, Mapping, Set, Tuple
+
+import pytest
+from importgraph import Edge, cycles, edges, graph, package_files
 
 PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
+SKIP = ("plugin",)  # the pytest plugin runs in the project's process: stdlib + pytest only
 WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace", "redact"}
 LOOP_LAYER = {"loop", "session", "suite", "attempt", "validation", "ending", "chain", "recorded", "intents"}
+# The bottom of the graph: records and enums (types), text helpers several layers need (textutil).
+BOTTOM = {"types", "textutil"}
 
 ALLOWED: Dict[str, Set[str]] = {
     "types": set(),
-    "errors": {"types"},
-    "settings": {"types", "errors"},
-    **{w: {"types", "errors"} for w in WORKERS},
-    **{m: {"settings", "types", "errors"} | WORKERS | LOOP_LAYER for m in LOOP_LAYER},
-    "report": {"types", "errors", "journal"},
-    "reports": {"types", "errors", "journal"},
+    "textutil": set(),
+    "errors": BOTTOM,
+    "settings": BOTTOM | {"errors"},
+    **{w: BOTTOM | {"errors"} for w in WORKERS},
+    **{m: BOTTOM | {"settings", "errors"} | WORKERS | LOOP_LAYER for m in LOOP_LAYER},
+    "report": BOTTOM | {"errors", "journal"},
+    "reports": BOTTOM | {"errors", "journal"},
     # integrations journal their side effects (push, pull request) as intents: the journal's writing side.
-    "integrations": {"loop", "report", "settings", "types", "errors", "journal"} | LOOP_LAYER,
-    "cli": {"loop", "report", "reports", "integrations", "settings", "types", "errors"} | LOOP_LAYER,
+    "integrations": BOTTOM | {"loop", "report", "settings", "errors", "journal"} | LOOP_LAYER,
+    # cli reads ``repairloop.__version__`` from the package root when it is not installed.
+    "cli": BOTTOM | {"loop", "report", "reports", "integrations", "settings", "errors", "__init__"} | LOOP_LAYER,
+}
+
+# Edges between parts of one top-level package that the table cannot express: (importer, imported).
+FORBIDDEN_INSIDE = {
+    ("propose.builtin", "propose.llm"),  # the offline engine works without litellm's proposer
 }
 
 # Third-party libraries and the modules that may import them (STYLE.md).
@@ -36,62 +56,121 @@ ROOMS: Dict[str, Set[str]] = {
 }
 
 
-def top_module(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+def top_of(source: str) -> str:
+    """``patch/guards.py`` -> ``patch``; ``types.py`` -> ``types``."""
+    first = source.split("/", 1)[0]
+    return first.removesuffix(".py")
 
 
-def imports(path: Path) -> Iterator[Tuple[str, int]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, node.lineno
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "repairloop":
-                for alias in node.names:
-                    yield f"repairloop.{alias.name}", node.lineno
-            else:
-                yield node.module, node.lineno
+def internal(package: Path, edge: Edge) -> bool:
+    return edge.target is not None and (edge.target == package.name or edge.target.startswith(package.name + "."))
 
 
-def package_files() -> Iterator[Path]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if "plugin" in path.relative_to(PACKAGE).parts:
-            continue  # the pytest plugin runs in the project's process: stdlib + pytest only
-        yield path
+def all_edges(package: Path) -> List[Edge]:
+    return [e for path in package_files(package, SKIP) for e in edges(package, path)]
+
+
+# -- the checks, each on any package tree ----------------------------------------------------
+
+
+def table_violations(package: Path, allowed: Mapping[str, Set[str]]) -> List[str]:
+    """Imports of another top-level module that ``allowed`` does not list, in any import form."""
+    bad = []
+    for e in all_edges(package):
+        me = top_of(e.source)
+        if me in ("__init__", "__main__") or not internal(package, e):
+            continue
+        assert e.target is not None
+        parts = e.target.split(".")
+        target = parts[1] if len(parts) > 1 else "__init__"
+        if target != me and target not in allowed.get(me, set()):
+            bad.append(f"{e.source}:{e.line} {me} -> {target} ({e.how})")
+    return bad
+
+
+def relative_violations(package: Path) -> List[str]:
+    """Relative imports that leave their own top-level module (write those absolute, where the table sees them)."""
+    bad = []
+    for e in all_edges(package):
+        if e.how == "relative" and e.target is not None:
+            parts = e.target.split(".")
+            if len(parts) < 2 or parts[1] != top_of(e.source):
+                bad.append(f"{e.source}:{e.line} from {e.target} (relative, out of {top_of(e.source)})")
+    return bad
+
+
+def dynamic_violations(package: Path) -> List[str]:
+    """``import_module``/``__import__`` of a project module, or of a name the checker cannot read."""
+    bad = []
+    for e in all_edges(package):
+        if e.how != "dynamic":
+            continue
+        if e.target is None or e.target.startswith(".") or internal(package, e):
+            bad.append(f"{e.source}:{e.line} dynamic import of {e.target or 'a computed name'}")
+    return bad
+
+
+def inside_violations(package: Path, forbidden: Set[Tuple[str, str]]) -> List[str]:
+    """Imports between parts of one top-level package that ``forbidden`` names."""
+    bad = []
+    for e in all_edges(package):
+        if not internal(package, e):
+            continue
+        assert e.target is not None
+        importer = e.source.removesuffix(".py").replace("/", ".")
+        imported = e.target.split(".", 1)[1] if "." in e.target else ""
+        for frm, to in forbidden:
+            if (importer == frm or importer.startswith(frm + ".")) and (imported == to or imported.startswith(to + ".")):
+                bad.append(f"{e.source}:{e.line} {frm} -> {to}")
+    return bad
+
+
+def cycle_violations(package: Path) -> List[List[str]]:
+    """Import cycles between modules, however the imports are written (TYPE_CHECKING and lazy ones too)."""
+    return cycles(graph(package, SKIP))
+
+
+# -- the rules on repairloop/ ----------------------------------------------------------------
 
 
 def test_internal_imports_follow_the_table() -> None:
-    bad = []
-    for path in package_files():
-        me = top_module(path)
-        if me in ("__init__", "__main__"):
-            continue
-        for name, line in imports(path):
-            if not name.startswith("repairloop."):
-                continue
-            target = name.split(".")[1]
-            if target != me and target not in ALLOWED[me]:
-                bad.append(f"{path.relative_to(PACKAGE)}:{line} {me} -> {target}")
+    bad = table_violations(PACKAGE, ALLOWED)
     assert not bad, "imports the table does not allow:\n" + "\n".join(bad)
+
+
+def test_no_relative_import_leaves_its_module() -> None:
+    bad = relative_violations(PACKAGE)
+    assert not bad, "\n".join(bad)
+
+
+def test_no_dynamic_import_of_project_modules() -> None:
+    bad = dynamic_violations(PACKAGE)
+    assert not bad, "\n".join(bad)
+
+
+def test_forbidden_edges_inside_packages() -> None:
+    bad = inside_violations(PACKAGE, FORBIDDEN_INSIDE)
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    found = cycle_violations(PACKAGE)
+    assert not found, f"import cycles: {found}"
 
 
 def test_third_party_libraries_stay_in_their_rooms() -> None:
     bad = []
-    for path in package_files():
-        me = top_module(path)
-        for name, line in imports(path):
-            lib = name.split(".")[0]
-            if lib in ROOMS and me not in ROOMS[lib]:
-                bad.append(f"{path.relative_to(PACKAGE)}:{line} imports {lib}")
+    for e in all_edges(PACKAGE):
+        lib = (e.target or "").split(".")[0]
+        if lib in ROOMS and top_of(e.source) not in ROOMS[lib]:
+            bad.append(f"{e.source}:{e.line} imports {lib}")
     assert not bad, "\n".join(bad)
 
 
 def test_litellm_is_imported_only_inside_functions() -> None:
     """Module-level litellm imports would cost ~3 s on every start (TECH-NOTES 1.2)."""
     bad = []
-    for path in package_files():
+    for path in package_files(PACKAGE, SKIP):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -102,9 +181,104 @@ def test_litellm_is_imported_only_inside_functions() -> None:
 
 
 def test_plugin_uses_only_stdlib_and_pytest() -> None:
-    import sys
-
     plugin = PACKAGE / "runner" / "plugin" / "repairloop_pytest_plugin.py"
     allowed = set(sys.stdlib_module_names) | {"pytest", "_pytest", "coverage"}
-    for name, line in imports(plugin):
-        assert name.split(".")[0] in allowed, f"plugin line {line} imports {name}"
+    for e in edges(plugin.parent, plugin):
+        assert e.how == "absolute" and (e.target or "").split(".")[0] in allowed, f"plugin line {e.line} imports {e.target}"
+
+
+# -- each rule fails on a bad import (a synthetic tree, the same checks) -------------------------
+
+BASE = {
+    "__init__.py": "",
+    "types.py": "",
+    "textutil.py": "",
+    "errors.py": "from repairloop.types import X\n",
+    "patch/__init__.py": "from repairloop.patch.guards import check\n",
+    "patch/guards.py": "from repairloop.types import X\nfrom .model import Policy\n",
+    "patch/model.py": "",
+    "context/__init__.py": "",
+    "context/source.py": "from repairloop.types import X\n",
+    "propose/__init__.py": "",
+    "propose/llm.py": "",
+    "propose/prompts.py": "",
+    "propose/builtin/__init__.py": "from . import engine\n",
+    "propose/builtin/engine.py": "from ..prompts import render\nfrom repairloop.propose.builtin import search\n",
+    "propose/builtin/search.py": "",
+    "session.py": "from repairloop.attempt import run\n",
+    "attempt.py": "",
+}
+
+
+def tree(tmp_path: Path, extra: Mapping[str, str]) -> Path:
+    package = tmp_path / "repairloop"
+    for rel, text in {**BASE, **extra}.items():
+        target = package / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text))
+    return package
+
+
+def test_the_clean_synthetic_tree_passes_every_rule(tmp_path: Path) -> None:
+    package = tree(tmp_path, {})
+    assert table_violations(package, ALLOWED) == []
+    assert relative_violations(package) == []
+    assert dynamic_violations(package) == []
+    assert inside_violations(package, FORBIDDEN_INSIDE) == []
+    assert cycle_violations(package) == []
+
+
+@pytest.mark.parametrize("source, text, expected", [
+    ("context/source.py", "from ..patch.guards import check\n", "context/source.py:1 context -> patch (relative)"),
+    ("context/source.py", "from .. import patch\n", "context/source.py:1 context -> patch (relative)"),
+    ("patch/guards.py", "def f():\n    from repairloop.context import source\n", "patch/guards.py:2 patch -> context (absolute)"),
+    ("types.py", "from repairloop import errors\n", "types.py:1 types -> errors (absolute)"),
+    ("patch/model.py", "import importlib\nm = importlib.import_module('repairloop.context.source')\n",
+     "patch/model.py:2 patch -> context (dynamic)"),
+])
+def test_table_fails_on_a_bad_import_in_any_form(tmp_path: Path, source: str, text: str, expected: str) -> None:
+    assert table_violations(tree(tmp_path, {source: text}), ALLOWED) == [expected]
+
+
+@pytest.mark.parametrize("text", ["from ..types import X\n", "from ...repairloop import types\n"])
+def test_relative_imports_may_not_leave_their_module(tmp_path: Path, text: str) -> None:
+    bad = relative_violations(tree(tmp_path, {"patch/model.py": text}))
+    assert len(bad) == 1 and bad[0].startswith("patch/model.py:1 from ") and "out of patch" in bad[0], bad
+
+
+@pytest.mark.parametrize("text", [
+    "import importlib\nm = importlib.import_module('repairloop.types')\n",
+    "from importlib import import_module\nm = import_module('repairloop.patch.model')\n",
+    "m = __import__('repairloop.types')\n",
+    "import importlib\nm = importlib.import_module('.model', package='repairloop.patch')\n",
+    "import importlib\nname = 'repairloop.' + 'types'\nm = importlib.import_module(name)\n",
+])
+def test_dynamic_imports_of_project_modules_fail(tmp_path: Path, text: str) -> None:
+    bad = dynamic_violations(tree(tmp_path, {"patch/guards.py": text}))
+    assert len(bad) == 1 and bad[0].startswith("patch/guards.py:"), bad
+
+
+def test_dynamic_import_of_a_library_is_fine(tmp_path: Path) -> None:
+    assert dynamic_violations(tree(tmp_path, {"patch/guards.py": "import importlib\nj = importlib.import_module('json')\n"})) == []
+
+
+@pytest.mark.parametrize("text", [
+    "from repairloop.propose.llm import LLMProposer\n",
+    "from repairloop.propose import llm\n",
+    "from .. import llm\n",
+    "def f():\n    from ..llm import LLMProposer\n",
+])
+def test_the_offline_engine_may_not_import_the_llm_proposer(tmp_path: Path, text: str) -> None:
+    bad = inside_violations(tree(tmp_path, {"propose/builtin/search.py": text}), FORBIDDEN_INSIDE)
+    assert len(bad) == 1 and bad[0].endswith("propose.builtin -> propose.llm"), bad
+
+
+@pytest.mark.parametrize("extra, cycle", [
+    ({"attempt.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from repairloop.session import Session\n"},
+     ["repairloop.attempt", "repairloop.session"]),
+    ({"patch/model.py": "from .guards import check\n"}, ["repairloop.patch.guards", "repairloop.patch.model"]),
+    ({"propose/builtin/search.py": "def f():\n    from repairloop.propose.builtin.engine import go\n"},
+     ["repairloop.propose.builtin.engine", "repairloop.propose.builtin.search"]),
+])
+def test_import_cycles_fail_however_the_import_is_written(tmp_path: Path, extra: Dict[str, str], cycle: List[str]) -> None:
+    assert cycle_violations(tree(tmp_path, extra)) == [cycle]
