@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
+from repairloop.textutil import usd
 from repairloop.types import Decision, Failure, LoopEvent, Outcome, RunResult, TestReport
 
 _DECISION_STYLE = {
@@ -104,7 +105,7 @@ def render_result(console: Console, result: RunResult, *, show_patch: bool = Tru
         *warnings,
         f"stopped: {result.stop_reason.value} ({result.stop_detail})",
         f"iterations: {totals['iterations']}, tokens: {totals['prompt_tokens'] + totals['completion_tokens']:,}, "
-        f"cost: {'unknown' if cost is None else f'${cost:.4f}'}, time: {totals['seconds']['total']:.1f}s",
+        f"cost: {usd(cost)}, time: {totals['seconds']['total']:.1f}s",
     ]
     if result.fixed_tests:
         lines.append("fixed: " + _some(result.fixed_tests))

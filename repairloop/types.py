@@ -8,9 +8,11 @@ dataclass so that loop state is a growing tuple of values, never mutated.
 from __future__ import annotations
 
 import enum
+import os
 import posixpath
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from pathlib import PurePath
 from typing import Any, Dict, FrozenSet, Iterable, Optional, Protocol, Sequence, Tuple
 
 # Files that are tests, read-only to candidates (settings' ``test_globs`` default).
@@ -216,6 +218,22 @@ class TestReport:
         if self.source == "exit_code":
             return True
         return bool(self.passed_ids) or (self.collected or 0) > 0
+
+
+# Directories whose files are not the project's own code: installed packages, virtual environments.
+NOT_PROJECT_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
+
+
+def is_project_path(path: str) -> bool:
+    """True for a project-relative path outside virtual environments and site-packages.
+
+    DESIGN.md's "project code": inside the project root, not in an environment.
+    An absolute path, one that leaves the root (``..``) and a pseudo-file
+    (``<string>``, ``<frozen importlib._bootstrap>``) are not project paths.
+    """
+    if not path or os.path.isabs(path) or path.startswith(("..", "<")):
+        return False
+    return not set(PurePath(path).parts) & NOT_PROJECT_DIRS
 
 
 def _glob_forms(glob: str) -> Tuple[str, ...]:

@@ -30,6 +30,7 @@ from repairloop.types import (
     TestOutcome,
     TestReport,
     TestResult,
+    is_project_path,
     matches_globs,
 )
 
@@ -110,6 +111,18 @@ def test_protected_globs_follow_the_same_rule() -> None:
     assert matches_globs("sub/requirements-dev.txt", DEFAULT_PROTECTED_GLOBS)
     assert matches_globs("services/api/setup.py", DEFAULT_PROTECTED_GLOBS)  # bare name: any depth
     assert not matches_globs("src/github.py", DEFAULT_PROTECTED_GLOBS)
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("pkg/mod.py", True), ("tests/test_a.py", True), ("src/pkg/venv_tools.py", True),
+    (".venv/lib/python3.12/site-packages/x.py", False), ("venv/lib/x.py", False),
+    ("lib/python3/site-packages/requests/api.py", False), ("usr/lib/python3/dist-packages/y.py", False),
+    (".tox/py39/lib/z.py", False), ("/abs/pkg/mod.py", False), ("../other/mod.py", False),
+    ("<string>", False), ("<frozen importlib._bootstrap>", False), ("", False),
+])
+def test_project_paths(path: str, expected: bool) -> None:
+    """Project code (DESIGN.md): inside the root, outside environments; one helper for classify and context."""
+    assert is_project_path(path) is expected
 
 
 def result(test_id: str) -> TestResult:

@@ -18,7 +18,7 @@ import functools
 from pathlib import Path
 from typing import FrozenSet, Optional, Sequence, Tuple
 
-from repairloop.classify.evidence import is_project_path, project_modules
+from repairloop.classify.evidence import project_modules
 from repairloop.classify.packages import distribution_for
 from repairloop.classify.rules import classify_result
 from repairloop.classify.session import SESSION_ID, session_failure, signal_of
@@ -26,7 +26,7 @@ from repairloop.types import Failure, FailureKind, TestReport
 
 __all__ = [
     "BLOCKING_PRIORITY", "SESSION_ID", "blocking_kind", "classify_report", "distribution_for",
-    "is_project_path", "overall_kind",
+    "overall_kind",
 ]
 
 # Blocking kinds, most fundamental first: a broken interpreter or test setup hides

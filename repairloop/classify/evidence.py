@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Tuple
 
-from repairloop.types import Failure, FailureKind, Frame, TestResult
+from repairloop.types import NOT_PROJECT_DIRS, Failure, FailureKind, Frame, TestResult, is_project_path
 
 # An exception line of pytest (``E   ValueError: x``) or of Python (``ValueError: x``).
 _EXC_LINE = re.compile(
@@ -23,8 +23,7 @@ _EXC_LINE = re.compile(
 _TRAILER = re.compile(r"^\S.*?:\d+: ((?:[A-Za-z_]\w*\.)*[A-Z]\w*)$")  # "tests/t.py:9: AssertionError"
 _PYTEST_FRAME = re.compile(r"^(\S.*?\.py):(\d+): in (\S+)$")
 PYTHON_FRAME = re.compile(r'File "(.+?)", line (\d+)(?:, in (\S+))?')
-_NOT_PROJECT = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
-_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist"}) | _NOT_PROJECT
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist"}) | NOT_PROJECT_DIRS
 # Messages that already say what they are: no "Type: " prefix.
 _BARE_MESSAGE_TYPES = frozenset({"AssertionError", "FixtureLookupError", "Failed"})
 
@@ -39,13 +38,6 @@ def relative(path: str, project: Path) -> str:
         except ValueError:
             continue
     return path
-
-
-def is_project_path(path: str) -> bool:
-    """True for a project-relative path outside virtual environments and site-packages."""
-    if not path or os.path.isabs(path) or path.startswith(("..", "<")):
-        return False
-    return not set(Path(path).parts) & _NOT_PROJECT
 
 
 def project_modules(project: Path) -> FrozenSet[str]:

@@ -15,13 +15,12 @@ from typing import Callable, FrozenSet, Optional, Tuple
 from repairloop.classify.evidence import (
     PYTHON_FRAME,
     Evidence,
-    is_project_path,
     make_evidence,
     relative,
     source_line,
 )
 from repairloop.classify.packages import distribution_for, probe_module
-from repairloop.types import Failure, FailureKind, TestResult
+from repairloop.types import Failure, FailureKind, TestResult, is_project_path
 
 Rule = Callable[[Evidence], Optional[Failure]]
 

@@ -20,9 +20,8 @@ from repairloop.context.source import (
     Piece,
     code_frames,
     collect,
-    is_project_path,
 )
-from repairloop.types import Failure, LastAttempt, RepairContext, TestFiles, TestResult
+from repairloop.types import Failure, LastAttempt, RepairContext, TestFiles, TestResult, is_project_path
 
 __all__ = ["build_context", "group_failures", "plain_text"]
 

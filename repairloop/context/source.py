@@ -8,26 +8,17 @@ is shown as a window of lines around the frame.
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from repairloop.types import CodeSlice, Failure, Frame, TestFiles
+from repairloop.types import CodeSlice, Failure, Frame, TestFiles, is_project_path
 
-_NOT_PROJECT = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
 WINDOW = 25  # lines either side of the frame line when a slice is shrunk (trim step 4)
 SMALL_CLASS_LINES = 40  # a method of a class this small is shown with its whole class
 MODULE_WINDOW = 8  # lines either side of a module-level frame (an import, a constant)
 MAX_CALLEES = 6  # project functions the failing test calls, at most
-
-
-def is_project_path(path: str) -> bool:
-    """True for a project-relative path outside virtual environments and site-packages."""
-    if not path or os.path.isabs(path) or path.startswith(("..", "<")):
-        return False
-    return not set(Path(path).parts) & _NOT_PROJECT
 
 
 def code_frames(frames: Sequence[Frame], test_files: TestFiles) -> List[Frame]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.errors import ProjectError
+from repairloop.textutil import numstat_paths
 
 TRAILER = "Repairloop-Fingerprint"  # marks repairloop's own commits
 BRANCH_PREFIX = "repairloop/"
@@ -112,18 +113,7 @@ def current_branch(repo: Repo) -> Optional[str]:
 def changed_paths(repo: Repo, patch: str) -> List[str]:
     """Repository-relative paths a project-relative patch touches (``git apply --numstat``)."""
     args = ["apply", "--numstat", "-z"] + ([f"--directory={repo.prefix}"] if repo.prefix else []) + ["-"]
-    items = run_git(repo.top, *args, input_text=_with_newline(patch)).split("\0")
-    paths: List[str] = []
-    i = 0
-    while i < len(items):
-        fields = items[i].split("\t", 2)
-        i += 1
-        if len(fields) == 3 and fields[2]:
-            paths.append(fields[2])
-        elif len(fields) == 3:  # a rename: the old and the new name follow
-            paths.extend(items[i:i + 2])
-            i += 2
-    return sorted(set(paths))
+    return numstat_paths(run_git(repo.top, *args, input_text=_with_newline(patch)))
 
 
 def _with_newline(text: str) -> str:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 from typing import Iterable, Optional, Sequence
 
+from repairloop.textutil import fence, usd
 from repairloop.types import Failure, Iteration, Outcome, RunResult
 
 FINGERPRINT_CHARS = 12
 PATCH_LIMIT = 60_000  # characters of patch shown in the Markdown; the file keeps all of it
+UNPRICED = "unknown (unpriced model)"  # the cost of a model with no known price
 
 _TITLES = {
     Outcome.FIXED: "a fix for the failing tests",
@@ -43,22 +45,6 @@ def cell(text: object, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def fence(text: str, lang: str = "") -> str:
-    """A fenced code block whose fence is longer than any backtick run inside ``text``."""
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    ticks = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{ticks}{lang}\n{body}{ticks}\n"
-
-
-def money(cost: Optional[float]) -> str:
-    """USD with 4 decimals; unknown when a model had no price."""
-    return "unknown (unpriced model)" if cost is None else f"${cost:.4f}"
-
-
 def headline(result: RunResult) -> str:
     """One line: the outcome in words, e.g. ``repairloop: a fix for the failing tests``."""
     return f"repairloop: {_TITLES[result.outcome]}"
@@ -79,7 +65,7 @@ def _iterations_table(iterations: Sequence[Iteration]) -> str:
     for it in iterations:
         failing = "" if it.tests_failed is None else str(it.tests_failed)
         rows.append(f"| {it.number} | {it.engine} | {cell(it.model, 40)} | {it.decision.value} | {failing} "
-                    f"| {it.usage.tokens:,} | {money(it.usage.cost_usd)} | {cell(it.reason)} |")
+                    f"| {it.usage.tokens:,} | {usd(it.usage.cost_usd, UNPRICED)} | {cell(it.reason)} |")
     return "\n".join(rows) + "\n"
 
 
@@ -88,7 +74,7 @@ def _totals_line(result: RunResult) -> str:
     tokens = totals["prompt_tokens"] + totals["completion_tokens"]
     return (f"{totals['iterations']} iteration(s), {tokens:,} tokens "
             f"({totals['prompt_tokens']:,} prompt + {totals['completion_tokens']:,} completion), "
-            f"{money(totals['cost_usd'])}, {result.seconds:.1f} s")
+            f"{usd(totals['cost_usd'], UNPRICED)}, {result.seconds:.1f} s")
 
 
 def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_path: Optional[str] = None,
@@ -112,7 +98,7 @@ def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_pat
         fixed = ", ".join(f"`{cell(t)}`" for t in result.fixed_tests) or "none"
         shown = result.patch if len(result.patch) <= PATCH_LIMIT else result.patch[:PATCH_LIMIT] + "\n… (cut)\n"
         parts.append("### Patch\n\nFixes: " + fixed + ". It passes the test suite: plausible, not proven "
-                     "correct; review it.\n\n" + fence(shown, "diff")
+                     "correct; review it.\n\n" + fence(shown.removesuffix("\n"), "diff") + "\n"
                      + (f"\nSaved as `{patch_path}`.\n" if patch_path else ""))
     if result.still_failing:
         parts.append("Still failing: " + ", ".join(f"`{cell(t)}`" for t in result.still_failing) + "\n")

@@ -11,8 +11,9 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Tuple
 
+from repairloop.textutil import common_ends
 from repairloop.types import DEFAULT_PROTECTED_GLOBS, TestFiles
 
 # How a hunk line is tagged, as in a unified diff.
@@ -128,18 +129,6 @@ class AppliedPatch:
                 if tag != "equal":
                     total += (i2 - i1) + (j2 - j1)
         return total
-
-
-def common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
-    """(prefix, suffix): how many lines are equal at the start and, not overlapping, at the end of both."""
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
-    return prefix, suffix
 
 
 @functools.lru_cache(maxsize=32)

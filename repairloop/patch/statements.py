@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import List, Optional, Sequence, Tuple
 
-from repairloop.patch.model import common_ends
+from repairloop.textutil import common_ends
 
 # Old and new text of the file being checked, and of one more (a candidate seldom touches more).
 _CACHED_PARSES = 4

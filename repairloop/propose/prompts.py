@@ -18,6 +18,7 @@ import os
 import re
 from typing import Dict, List, Optional, Tuple
 
+from repairloop.textutil import fence
 from repairloop.types import CodeSlice, Decision, Feedback, LastAttempt, RepairContext
 
 SYSTEM_PROMPT = """\
@@ -94,9 +95,9 @@ def _tests_section(context: RepairContext) -> str:
 def _failure_section(context: RepairContext) -> str:
     parts = []
     if context.message.strip():
-        parts.append("## Failure\n" + _fenced(context.message.strip()))
+        parts.append("## Failure\n" + fence(context.message.strip()))
     if context.traceback.strip():
-        parts.append("## Traceback (project frames only)\n" + _fenced(context.traceback.strip()))
+        parts.append("## Traceback (project frames only)\n" + fence(context.traceback.strip()))
     return "\n\n".join(parts)
 
 
@@ -110,7 +111,7 @@ def _code_section(slices: Tuple[CodeSlice, ...]) -> str:
             header += f" ({piece.name})"
         if piece.read_only:
             header += "\nREAD-ONLY: this is the failing test; do not edit it."
-        blocks.append(header + "\n" + _fenced(piece.text.rstrip("\n"), _language(piece.path)))
+        blocks.append(header + "\n" + fence(piece.text.rstrip("\n"), _language(piece.path)))
     return "\n\n".join(blocks)
 
 
@@ -139,7 +140,7 @@ def _last_attempt_section(last: LastAttempt, failure: str, slices: Tuple[CodeSli
     if change is None:
         changed = _changed_lines(last.diff)
         if changed:
-            lines.append(_fenced(changed, "diff"))
+            lines.append(fence(changed, "diff"))
     return "\n".join(lines)
 
 
@@ -241,13 +242,6 @@ def _changed_lines(diff: str) -> str:
         elif line[:1] in ("+", "-") and not line.startswith(("+++", "---")):
             out.append(line)
     return "\n".join(out)
-
-
-def _fenced(text: str, language: str = "") -> str:
-    """Fence ``text`` with more backticks than any run inside it, so it cannot break out."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def _language(path: str) -> str:

@@ -14,6 +14,7 @@ from typing import List
 from repairloop.reports.chart import ChartPoint, chart_svg
 from repairloop.reports.model import IterationReport, RunReport
 from repairloop.reports.text import cost_line, header_facts, similarity, tests_said, totals_line, trim_lines
+from repairloop.textutil import usd
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #1b1f23; padding: 0 1em; }
@@ -52,7 +53,7 @@ def _table(report: RunReport) -> List[str]:
     rows = ["<table><tr><th>#</th><th>model</th><th>decision</th><th>failing</th><th>prompt tok</th>"
             "<th>compl. tok</th><th>cost</th><th>model s</th><th>tests s</th><th>sim. max</th></tr>"]
     for it in report.iterations:
-        cost = "unknown" if it.cost_usd is None else f"${it.cost_usd:.4f}"
+        cost = usd(it.cost_usd)
         sim = "-" if it.similarity_max is None else f"{it.similarity_max:.2f}"
         failing = "-" if it.tests_failed is None else str(it.tests_failed)
         rows.append(f'<tr><td class="num">{it.number}</td><td>{escape(it.model)}</td>'

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from repairloop.errors import ConfigError
 from repairloop.journal import list_runs
 from repairloop.reports.model import RunReport, load_run
+from repairloop.textutil import usd
 
 RECURRING_SHARE = 0.10  # more than this share of runs repairing the same code: fix it upstream
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
@@ -75,7 +76,7 @@ def render_runs(rows: Sequence[Dict[str, Any]]) -> str:
         return "no runs\n"
     table = [("run", "started (UTC)", "outcome", "stop reason", "iterations", "cost")]
     for row in rows:
-        cost = "unknown" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
+        cost = usd(row["cost_usd"])
         table.append((row["run_id"], row["started"][:19].replace("T", " "), row["outcome"],
                       row["stop_reason"] or "-", str(row["iterations"]), cost))
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
@@ -234,9 +235,6 @@ def render_stats(stats: Stats) -> str:
     """The stats as plain text."""
     def share(value: Optional[float]) -> str:
         return "-" if value is None else f"{value:.0%}"
-
-    def usd(value: Optional[float]) -> str:
-        return "unknown" if value is None else f"${value:.4f}"
 
     lines = [
         f"runs: {stats.runs} ({', '.join(f'{k} {n}' for k, n in stats.outcomes.items()) or 'none'})",

@@ -9,10 +9,10 @@ the output goes to files and CI logs as often as to a terminal.
 
 from __future__ import annotations
 
-import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from repairloop.reports.model import IterationReport, RunReport
+from repairloop.textutil import fence, usd
 
 SHOWN_LINES = 8  # lines of the failure message and of the traceback kept in text reports
 
@@ -23,11 +23,6 @@ def trim_lines(text: str, limit: int = SHOWN_LINES) -> str:
     if len(lines) <= limit:
         return "\n".join(lines)
     return "\n".join(lines[:limit] + [f"... ({len(lines) - limit} more lines in the journal)"])
-
-
-def money(cost: Optional[float]) -> str:
-    """USD with four decimals; ``unknown`` for a model that is not priced."""
-    return "unknown" if cost is None else f"${cost:.4f}"
 
 
 def similarity(it: IterationReport) -> str:
@@ -56,7 +51,7 @@ def tests_said(it: IterationReport) -> str:
 
 
 def cost_line(it: IterationReport) -> str:
-    return (f"{it.prompt_tokens:,} prompt + {it.completion_tokens:,} completion tokens, {money(it.cost_usd)}; "
+    return (f"{it.prompt_tokens:,} prompt + {it.completion_tokens:,} completion tokens, {usd(it.cost_usd)}; "
             f"seconds: model {it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, total {it.seconds_total:.2f}")
 
 
@@ -64,7 +59,7 @@ def totals_line(report: RunReport) -> str:
     t = report.totals
     run = "?" if t["seconds"]["total"] is None else f"{t['seconds']['total']:.1f}"
     return (f"{t['iterations']} iterations, {t['model_calls']} model calls, {t['prompt_tokens']:,} prompt + "
-            f"{t['completion_tokens']:,} completion tokens, cost {money(t['cost_usd'])}; seconds: model "
+            f"{t['completion_tokens']:,} completion tokens, cost {usd(t['cost_usd'])}; seconds: model "
             f"{t['seconds']['model']:.1f}, tests {t['seconds']['tests']:.1f}, run {run}")
 
 
@@ -133,13 +128,6 @@ def _text_iteration(it: IterationReport) -> List[str]:
     return lines
 
 
-def _fence(text: str, language: str = "") -> str:
-    # More backticks than any run inside, so a diff of a Markdown file cannot close the fence.
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
-
-
 def render_markdown(report: RunReport) -> str:
     """The report as Markdown: a summary list, a table of iterations, then one section each."""
     out = [f"# repairloop run {report.run_id}", ""] + [f"- {fact}" for fact in header_facts(report)]
@@ -151,14 +139,14 @@ def render_markdown(report: RunReport) -> str:
             sim = "-" if it.similarity_max is None else f"{it.similarity_max:.2f}"
             failing = "-" if it.tests_failed is None else str(it.tests_failed)
             out.append(f"| {it.number} | {it.model} | {it.decision} | {failing} | {it.prompt_tokens:,} | "
-                       f"{it.completion_tokens:,} | {money(it.cost_usd)} | {it.seconds_model:.2f} | "
+                       f"{it.completion_tokens:,} | {usd(it.cost_usd)} | {it.seconds_model:.2f} | "
                        f"{it.seconds_tests:.2f} | {sim} |")
         out.append("")
     for it in report.iterations:
         out += _md_iteration(it)
     out += [f"> note: {n}" for n in report.notes] + [f"> warning: {w}" for w in report.warnings]
     out += ["", "## Final patch", ""]
-    out.append(_fence(report.patch, "diff") if report.patch else "No patch.")
+    out.append(fence(report.patch.rstrip(), "diff") if report.patch else "No patch.")
     return "\n".join(out) + "\n"
 
 
@@ -172,9 +160,9 @@ def _md_iteration(it: IterationReport) -> List[str]:
     out += [f"- flag: {f}" for f in it.flags] + [f"- note: {n}" for n in it.notes]
     if it.shown is not None and (it.shown.message.strip() or it.shown.traceback.strip()):
         shown = "\n".join(trim_lines(p) for p in (it.shown.message, it.shown.traceback) if p.strip())
-        out += ["", f"Shown to the model ({it.shown.tokens:,} tokens of context):", "", _fence(shown)]
+        out += ["", f"Shown to the model ({it.shown.tokens:,} tokens of context):", "", fence(shown.rstrip())]
     if it.diff:
-        out += ["", "Candidate:", "", _fence(it.diff, "diff")]
+        out += ["", "Candidate:", "", fence(it.diff.rstrip(), "diff")]
     out.append("")
     return out
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from repairloop.errors import ProjectError, WorkspaceError
+from repairloop.textutil import numstat_paths
 from repairloop.workspace.gitcmd import GitFailed, hash_file, run_git, within
 from repairloop.workspace.tree import StartState
 
@@ -61,21 +62,11 @@ def _scratch(tmp: Path, patch: str) -> Tuple[Path, Path]:
 def _patch_paths(scratch: Path, patch_file: Path) -> List[str]:
     """The project-relative paths a patch touches (``git apply --numstat -z``)."""
     try:
-        items = run_git(scratch, "apply", "--numstat", "-z", str(patch_file), strip=False).split("\0")
+        output = run_git(scratch, "apply", "--numstat", "-z", str(patch_file), strip=False)
     except GitFailed as exc:
         raise ProjectError(f"the patch cannot be read: {exc.stderr}",
                            hint="check the patch file (it is kept in the run dir as fix.patch)") from exc
-    paths: List[str] = []
-    i = 0
-    while i < len(items):
-        fields = items[i].split("\t", 2)
-        i += 1
-        if len(fields) == 3 and fields[2]:
-            paths.append(fields[2])
-        elif len(fields) == 3:  # a rename: old and new name follow
-            paths.extend(items[i:i + 2])
-            i += 2
-    return sorted(set(paths))
+    return numstat_paths(output)
 
 
 def _new_contents(project: Path, scratch: Path, patch_file: Path, paths: List[str]) -> Dict[str, _Content]:

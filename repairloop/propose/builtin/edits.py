@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
+from repairloop.textutil import common_ends
+
 _NEWLINE = re.compile(r"\n")
 
 
@@ -146,12 +148,6 @@ def edit_size(originals: Dict[str, str], changed: Dict[str, str]) -> Tuple[int, 
         for line in difflib.unified_diff(_diff_lines(old), _diff_lines(new), n=0):
             if line[:1] in "+-" and not line.startswith(("+++", "---")):
                 lines += 1
-        prefix = 0
-        limit = min(len(old), len(new))
-        while prefix < limit and old[prefix] == new[prefix]:
-            prefix += 1
-        suffix = 0
-        while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-            suffix += 1
+        prefix, suffix = common_ends(old, new)
         chars += (len(old) - prefix - suffix) + (len(new) - prefix - suffix)
     return lines, chars

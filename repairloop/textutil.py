@@ -1,0 +1,65 @@
+"""Small text helpers that modules of different layers need alike: fences, USD, numstat, equal ends.
+
+This module sits at the bottom of the import graph beside ``types`` and imports
+nothing from the package (STYLE.md, "Who may import whom"). Each helper here had
+copies in modules that may not import one another: the prompt (``propose``), the
+reports read from journals (``reports``) and the CI summary (``integrations``)
+all fence text; the workspace and the CI branch both read ``git apply
+--numstat``; the patch module and the offline engine both trim equal lines.
+``types`` holds records and enums, not text helpers, so they live here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Sequence, Tuple
+
+
+def fence(text: str, language: str = "") -> str:
+    """``text`` in a Markdown code fence that nothing inside it can close.
+
+    The fence has more backticks than the longest run of backticks in ``text``
+    (at least three), so a diff of a Markdown file or a model's own fences stay
+    inside. ``text`` is kept as given; no newline follows the closing fence.
+    """
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{text}\n{ticks}"
+
+
+def usd(cost: Optional[float], unknown: str = "unknown") -> str:
+    """A cost in USD with four decimals (``$0.0123``); ``unknown`` for None (a model with no known price)."""
+    return unknown if cost is None else f"${cost:.4f}"
+
+
+def numstat_paths(output: str) -> List[str]:
+    """The paths named by ``git apply --numstat -z`` output, sorted, each once.
+
+    Each record is ``added<TAB>removed<TAB>path<NUL>``; for a rename the path is
+    empty and the old and the new name follow as two NUL-terminated fields
+    (git-apply(1), ``-z``). Both names of a rename are returned.
+    """
+    items = output.split("\0")
+    paths: List[str] = []
+    i = 0
+    while i < len(items):
+        fields = items[i].split("\t", 2)
+        i += 1
+        if len(fields) == 3 and fields[2]:
+            paths.append(fields[2])
+        elif len(fields) == 3:  # a rename: the old and the new name follow
+            paths.extend(items[i:i + 2])
+            i += 2
+    return sorted(set(paths))
+
+
+def common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
+    """(prefix, suffix): how many items are equal at the start and, not overlapping, at the end of both."""
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
