@@ -8,13 +8,12 @@ refused with a message naming the cause.
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
-from conftest import FIXTURES, git, init_repo
+from answer_corpus import ANSWERS, CASES, judge, project, refusal, run
+from conftest import git, init_repo
 
 from repairloop.errors import GuardError, PatchError
 from repairloop.patch import (
@@ -29,10 +28,8 @@ from repairloop.patch import (
 )
 from repairloop.types import TestFiles
 
-ANSWERS = FIXTURES / "answers"
-CASES = sorted(d for d in ANSWERS.iterdir() if d.is_dir() and not d.name.startswith("_"))
-OK_CASES = [d for d in CASES if not (d / "error.txt").exists()]
-ERR_CASES = [d for d in CASES if (d / "error.txt").exists()]
+OK_CASES = [d for d in CASES if refusal(d) is None]
+ERR_CASES = [d for d in CASES if refusal(d) is not None]
 
 
 def _ids(cases: List[Path]) -> List[str]:
@@ -40,10 +37,7 @@ def _ids(cases: List[Path]) -> List[str]:
 
 
 def _project(case: Path, tmp_path: Path) -> Path:
-    source = case / "before" if (case / "before").is_dir() else ANSWERS / "_base"
-    root = tmp_path / "project"
-    shutil.copytree(source, root)
-    return root
+    return project(case, tmp_path)
 
 
 def _tree(root: Path) -> Dict[str, bytes]:
@@ -52,18 +46,6 @@ def _tree(root: Path) -> Dict[str, bytes]:
         for p in root.rglob("*")
         if p.is_file() and ".git" not in p.relative_to(root).parts
     }
-
-
-def _expect(case: Path) -> Dict[str, object]:
-    path = case / "expect.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _after(case: Path) -> Dict[str, str]:
-    after = case / "after"
-    if not after.is_dir():
-        return {}
-    return {p.relative_to(after).as_posix(): p.read_bytes().decode() for p in after.rglob("*") if p.is_file()}
 
 
 def _change(applied: AppliedPatch, path: str) -> FileChange:
@@ -81,25 +63,18 @@ def test_fixture_cases_were_found() -> None:
 def test_recorded_answer_gives_expected_texts_without_writing(case: Path, tmp_path: Path) -> None:
     root = _project(case, tmp_path)
     before = _tree(root)
-    applied = apply_answer((case / "answer.md").read_text(), root)
+    applied, error = run(case, root)
     assert _tree(root) == before, "apply_answer must not write"
-    expect, after = _expect(case), _after(case)
-    deleted = list(expect.get("deleted", []))  # type: ignore[call-overload]
-    assert sorted(c.path for c in applied.changes) == sorted([*after, *deleted])
-    for path, text in after.items():
-        assert _change(applied, path).new_text == text
-    for path in deleted:
-        assert _change(applied, path).new_text is None
-    for path, match in dict(expect.get("match", {})).items():  # type: ignore[call-overload]
-        assert _change(applied, path).match == match
-    if "format" in expect:
-        assert applied.format == expect["format"]
+    assert applied is not None, f"refused: {error}"
+    verdict = judge(case, tmp_path / "again")
+    assert verdict.right, verdict.detail
 
 
 @pytest.mark.parametrize("case", OK_CASES, ids=_ids(OK_CASES))
 def test_recorded_answer_diff_applies_with_git(case: Path, tmp_path: Path) -> None:
     root = init_repo(_project(case, tmp_path))
-    applied = apply_answer((case / "answer.md").read_text(), root)
+    applied, error = run(case, root)
+    assert applied is not None, f"refused: {error}"
     patch = tmp_path / "candidate.patch"
     patch.write_bytes(applied.diff().encode())
     git(root, "apply", "--check", str(patch))
@@ -115,11 +90,11 @@ def test_recorded_answer_diff_applies_with_git(case: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize("case", ERR_CASES, ids=_ids(ERR_CASES))
 def test_recorded_answer_is_refused_with_its_cause(case: Path, tmp_path: Path) -> None:
     root = _project(case, tmp_path)
-    with pytest.raises(PatchError) as info:
-        apply_answer((case / "answer.md").read_text(), root)
-    for needle in (case / "error.txt").read_text().splitlines():
-        assert needle in str(info.value)
-    assert info.value.hint
+    applied, error = run(case, root)
+    assert error is not None, f"accepted: {applied.diff() if applied else ''}"
+    for needle in refusal(case) or []:
+        assert needle in str(error)
+    assert error.hint
 
 
 # --- parsing -----------------------------------------------------------------------

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from repairloop.errors import PatchError
 from repairloop.patch.blocks import has_blocks, parse_blocks
 from repairloop.patch.diffparse import parse_unified_diff
+from repairloop.patch.elision import check_elisions
 from repairloop.patch.guards import normalize_path, resolve_inside
 from repairloop.patch.locate import locate
 from repairloop.patch.model import (
@@ -27,27 +28,78 @@ from repairloop.patch.model import (
     FileEdit,
     Hunk,
 )
+from repairloop.patch.thinking import split_thinking
+from repairloop.patch.whole import parse_whole
+from repairloop.types import CodeSlice
 
 _NO_PATCH_HINT = (
     "answer with a unified diff ('--- a/path', '+++ b/path', '@@ ... @@' hunks) in a ```diff "
-    "fence, or with SEARCH/REPLACE blocks: the path on its own line, then '<<<<<<< SEARCH', "
-    "the current lines, '=======', the new lines, '>>>>>>> REPLACE'"
+    "fence; or with SEARCH/REPLACE blocks: the path on its own line, then '<<<<<<< SEARCH', "
+    "the current lines, '=======', the new lines, '>>>>>>> REPLACE'; or with each changed "
+    "function complete in a ```python block under its file path"
 )
 
 
-def parse_answer(answer: str) -> List[FileEdit]:
+def parse_answer(answer: str, root: Optional[Path] = None,
+                 shown: Optional[Sequence[CodeSlice]] = None) -> List[FileEdit]:
     """The edits a model's answer asks for, in order (paths normalised, not yet checked).
 
-    SEARCH/REPLACE blocks win when the answer has a ``<<<<<<< SEARCH`` line;
-    otherwise a unified diff, fenced or not, CRLF or not.
-    Raises PatchError("no patch found in the answer") when there is neither,
-    and PatchError for malformed blocks or diffs.
+    Thinking (``<think>`` blocks) is set aside first. SEARCH/REPLACE blocks
+    win when the answer has a ``<<<<<<< SEARCH`` line; otherwise a unified
+    diff, fenced or not, CRLF or not; otherwise, with ``root``, whole
+    functions, methods, classes or files (``whole.py``; ``shown`` is the code
+    the prompt showed). Raises PatchError("no patch found in the answer")
+    when there is none of these, and PatchError for malformed blocks or
+    diffs, refused whole-code answers, and two different changes of the
+    same lines.
     """
     text = answer.replace("\r\n", "\n").replace("\r", "\n")
+    thought = split_thinking(text)
+    text = thought.answer
     edits = parse_blocks(text) if has_blocks(text) else parse_unified_diff(text)
+    if not edits and root is not None:
+        edits = parse_whole(text, root, shown)
     if not edits:
+        if thought.thinking and not text.strip():
+            why = "its <think> block is never closed" if thought.unclosed else "nothing follows its </think>"
+            raise PatchError(f"the answer holds only thinking: {why}", hint=_NO_PATCH_HINT)
         raise PatchError("no patch found in the answer", hint=_NO_PATCH_HINT)
-    return [FileEdit(normalize_path(e.path), e.kind, e.hunks, e.format) for e in edits]
+    return _unique([FileEdit(normalize_path(e.path), e.kind, e.hunks, e.format) for e in edits])
+
+
+def _unique(edits: List[FileEdit]) -> List[FileEdit]:
+    """Drop a block repeated verbatim; refuse two different changes of the same lines of a file."""
+    # Keyed by the line a diff header claims too: equal hunks at different lines are two places.
+    seen: Dict[Tuple[str, Tuple[str, ...], Optional[int]], Hunk] = {}
+    out = []
+    for edit in edits:
+        hunks = []
+        for hunk in edit.hunks:
+            key = (edit.path, tuple(hunk.before), hunk.hint)
+            first = seen.get(key) if hunk.before else None
+            if first is None:
+                seen[key] = hunk
+                hunks.append(hunk)
+            elif first.after != hunk.after:
+                one, other = _first_difference(first.after, hunk.after)
+                raise PatchError(
+                    f"the answer changes the same lines of {edit.path} in two different ways (one "
+                    f"makes `{one}`, the other `{other}`); it is ambiguous",
+                    hint="send one patch, with one change of each place",
+                )
+        if hunks or edit.kind != "modify":
+            out.append(FileEdit(edit.path, edit.kind, tuple(hunks), edit.format))
+    return out
+
+
+def _first_difference(one: List[str], other: List[str]) -> Tuple[str, str]:
+    """The first line where two versions of the same lines differ, from each ("(nothing)" past the end)."""
+    at = next((i for i, (a, b) in enumerate(zip(one, other)) if a != b), min(len(one), len(other)))
+
+    def line(version: List[str]) -> str:
+        return version[at].strip() if at < len(version) else "(nothing)"
+
+    return line(one), line(other)
 
 
 @dataclass
@@ -98,17 +150,21 @@ def _load(root: Path, path: str) -> _FileState:
     return _FileState(path, text, lines, newline, plain.endswith("\n") or not plain)
 
 
-def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85) -> AppliedPatch:
+def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
+                 shown: Optional[Sequence[CodeSlice]] = None) -> AppliedPatch:
     """Parse ``answer`` and compute every touched file's new text under ``root``.
 
     Nothing is written. ``fuzzy_threshold`` (0..1) is the least mean line
-    similarity of a fuzzily located block. Raises PatchError when there is no
-    patch, a file is missing, binary or non-UTF-8, a block does not match (the
-    message names it and the closest text, with line and similarity), a block
-    is ambiguous, or nothing would change; GuardError (a PatchError) for a path
-    outside ``root``, in ``.git/`` or ``.repairloop/``.
+    similarity of a fuzzily located block; ``shown`` is the code the prompt
+    showed (``RepairContext.slices``), which whole-function answers are
+    matched against. Raises PatchError when there is no patch, a file is
+    missing, binary or non-UTF-8, a block does not match (the message names it
+    and the closest text, with line and similarity), a block is ambiguous,
+    the answer elides code (``elision.py``), or nothing would change;
+    GuardError (a PatchError) for a path outside ``root``, in ``.git/`` or
+    ``.repairloop/``.
     """
-    edits = parse_answer(answer)
+    edits = parse_answer(answer, root, shown)
     states: Dict[str, _FileState] = {}
     for edit in edits:
         state = states.get(edit.path) or _load(root, edit.path)
@@ -120,7 +176,9 @@ def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85) -> A
             "the patch changes nothing: every edit leaves its file as it was",
             hint="make sure the new lines differ from the current ones",
         )
-    return AppliedPatch(changes, edits[0].format)
+    applied = AppliedPatch(changes, edits[0].format)
+    check_elisions(applied)
+    return applied
 
 
 def _change(state: _FileState) -> Optional[FileChange]:

@@ -51,7 +51,7 @@ def parse_blocks(text: str) -> List[FileEdit]:
             i += 1
             continue
         number += 1
-        found = _path_above(lines, i, stop=last_end)
+        found = path_above(lines, i, stop=last_end)
         path = found or path
         if path is None:
             raise PatchError(f"SEARCH/REPLACE block {number} names no file", hint=_HINT)
@@ -80,7 +80,7 @@ def _block_body(lines: List[str], i: int, number: int) -> Tuple[List[str], List[
     return search, replace, i + 1
 
 
-def _path_above(lines: List[str], i: int, stop: int) -> Optional[str]:
+def path_above(lines: List[str], i: int, stop: int) -> Optional[str]:
     """The path written above line ``i`` (looking no higher than line ``stop``)."""
     j = i - 1
     while j >= max(stop, i - 4):
