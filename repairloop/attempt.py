@@ -208,7 +208,7 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
         usage, attempts = usage + proposal.usage, attempts + max(proposal.usage.calls, 1)
         candidates += _candidates_in(proposal.notes, default=1)
         try:
-            applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold)
+            applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold, shown=context.slices)
             screened = check_guards(applied, root, setup.validation.policy)
             check_syntax(screened.applied)  # scratch files dropped
         except PatchError as err:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from repairloop import errors
 from repairloop.errors import ProposerError
-from repairloop.settings import Settings
+from repairloop.settings import Settings, edit_format_for
 from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles, Usage
 
 BUILTIN = "builtin"
@@ -86,6 +86,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         max_retries=settings.model_retries,
         backoff_base=settings.model_backoff,
         max_completion_tokens=settings.max_completion_tokens,
+        edit_format=edit_format_for(settings, name),
         on_event=on_event,
     )
 

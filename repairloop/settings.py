@@ -46,6 +46,10 @@ INTERNAL_ENV = frozenset({
 # Where a pip-installed user finds every key (configs/default.toml is in the source tree only).
 KEYS_DOC = 'the "Configuration" section of repairloop\'s README'
 
+# Answer formats a model may be asked for (prompts.SYSTEM_PROMPTS); "auto" asks for diffs and, after
+# a structural error in the run, for whole functions (propose/llm.py).
+EDIT_FORMATS = ("auto", "diff", "search_replace", "whole")
+
 # Provider key variables that mean "a hosted model is reachable" when no model is
 # configured, with the model used then (a cheap, capable default per provider).
 DEFAULT_MODEL_BY_KEY: Tuple[Tuple[str, str], ...] = (
@@ -66,6 +70,9 @@ class Settings(BaseModel):
     api_base: Optional[str] = Field(None, description="Base URL of an OpenAI-compatible server.")
     api_key_env: Optional[str] = Field(
         None, description="Environment variable holding the model's API key; default: the provider's (OPENAI_API_KEY...).")
+    edit_format: str = Field("auto", description="Answer format asked of the models: auto, diff, search_replace or whole.")
+    model_edit_formats: Dict[str, str] = Field(
+        default_factory=dict, description='Edit format per model name, over edit_format ({"ollama/qwen3:8b" = "whole"}).')
     max_iterations: int = Field(8, ge=1, description="Iterations of the loop.")
     max_tokens: int = Field(200_000, ge=1, description="Tokens (prompt + completion) for the run.")
     max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only).")
@@ -110,6 +117,25 @@ class Settings(BaseModel):
         # An empty string would silently mean "unset" further on; say so instead.
         if value is not None and not value.strip():
             raise ValueError("must not be empty (leave it out to use the default)")
+        return value
+
+    @field_validator("edit_format")
+    @classmethod
+    def _edit_format(cls, value: str) -> str:
+        if value not in EDIT_FORMATS:
+            raise ValueError(f"unknown edit format {value!r} (formats: {', '.join(EDIT_FORMATS)})")
+        return value
+
+    @field_validator("model_edit_formats", mode="before")
+    @classmethod
+    def _model_edit_formats(cls, value: Any) -> Any:
+        if isinstance(value, str):  # REPAIRLOOP_MODEL_EDIT_FORMATS="ollama/qwen3:8b=whole,openai/x=diff"
+            pairs = [p.strip().rpartition("=") for p in value.split(",") if p.strip()]
+            value = {name.strip(): fmt.strip() for name, _, fmt in pairs}
+        if isinstance(value, dict):
+            for name, fmt in value.items():
+                if not str(name).strip() or fmt not in EDIT_FORMATS:
+                    raise ValueError(f"{name!r} = {fmt!r}: use a model name and one of {', '.join(EDIT_FORMATS)}")
         return value
 
     @field_validator("models")
@@ -252,6 +278,11 @@ def load_settings(
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     merged.update(_check(given, "the command-line flags"))
     return Settings(**merged)
+
+
+def edit_format_for(settings: Settings, model: str) -> str:
+    """The edit format asked of ``model``: its ``model_edit_formats`` entry, else ``edit_format``."""
+    return settings.model_edit_formats.get(model, settings.edit_format)
 
 
 def model_chain(settings: Settings, environ: Optional[Mapping[str, str]] = None) -> List[str]:

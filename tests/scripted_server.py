@@ -7,10 +7,12 @@ Script items are consumed one per request; when the script is exhausted the
 last item repeats. An item is a tuple, or a callable ``(body) -> item`` for
 answers that depend on the request:
 
-* ``("ok", content[, finish_reason[, usage]])`` -- a normal answer; usage
+* ``("ok", content[, finish_reason[, usage[, message_fields]]])`` -- a normal answer; usage
   defaults to ``prompt_tokens = characters of the messages // 4`` and
   ``completion_tokens = len(content) // 4`` so tests can assert budgets;
-* ``("status", code, message[, headers])`` -- an OpenAI-style error body;
+  ``message_fields`` are added to the message (``{"reasoning_content": ...}``);
+* ``("status", code, message[, headers[, error_fields]])`` -- an OpenAI-style error body,
+  ``error_fields`` added to its ``error`` object (``{"param": "temperature"}``);
 * ``("hang", seconds)`` -- sleep (capped, ended early by ``close()``), then answer "late";
 * ``("garbage",)`` -- 200 with a malformed JSON body;
 * ``("empty",)`` -- a normal answer whose content is "";
@@ -56,7 +58,8 @@ def _prompt_chars(body: Dict[str, Any]) -> int:
 
 
 def completion_body(body: Dict[str, Any], content: str, finish_reason: str = "stop",
-                    usage: Optional[Dict[str, int]] = None) -> Dict[str, Any]:
+                    usage: Optional[Dict[str, int]] = None,
+                    message_fields: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """An OpenAI chat.completion JSON document answering ``body`` with ``content``."""
     if usage is None:
         prompt, completion = _prompt_chars(body) // 4, len(content) // 4
@@ -68,7 +71,7 @@ def completion_body(body: Dict[str, Any], content: str, finish_reason: str = "st
         "created": int(time.time()),
         "model": body.get("model", "scripted"),
         "choices": [{"index": 0, "finish_reason": finish_reason,
-                     "message": {"role": "assistant", "content": content}}],
+                     "message": {"role": "assistant", "content": content, **(message_fields or {})}}],
         "usage": usage,
     }
 
@@ -170,11 +173,13 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "ok":
             finish = item[2] if len(item) > 2 else "stop"
             usage = item[3] if len(item) > 3 else None
-            self._send(200, completion_body(body, item[1], finish, usage))
+            fields = item[4] if len(item) > 4 else None
+            self._send(200, completion_body(body, item[1], finish, usage, fields))
         elif kind == "empty":
             self._send(200, completion_body(body, ""))
         elif kind == "status":
-            error = {"error": {"message": item[2], "type": "scripted_error", "code": None}}
+            error = {"error": {"message": item[2], "type": "scripted_error", "code": None,
+                               **(item[4] if len(item) > 4 else {})}}
             self._send(item[1], error, headers=item[3] if len(item) > 3 else None)
         elif kind == "hang":
             self.scripted.wait(float(item[1]))

@@ -32,6 +32,8 @@ def run(
     junit_xml: Optional[str] = typer.Option(None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."),
     model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL (Ollama, vLLM, LM Studio)."),
+    edit_format: Optional[List[str]] = typer.Option(
+        None, "--edit-format", help="Answer format: auto, diff, search_replace, whole; or MODEL=FORMAT (repeatable)."),
     max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Iteration budget."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget (prompt + completion)."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD."),
@@ -62,8 +64,16 @@ def run(
         "workers": workers,
         "fallback_to_builtin": False if no_builtin else None,
         "allow_test_edits": True if allow_test_edits else None,
+        **_edit_format_flags(edit_format or []),
     }
     guarded(lambda: _run(path, flags, apply=apply, yes=yes, as_json=as_json, model=model), as_json)
+
+
+def _edit_format_flags(values: List[str]) -> Dict[str, Any]:
+    """``--edit-format whole`` sets edit_format; ``--edit-format MODEL=whole`` sets that model's format."""
+    plain = [v for v in values if "=" not in v]
+    per_model = dict(v.rsplit("=", 1) for v in values if "=" in v)
+    return {"edit_format": plain[-1] if plain else None, "model_edit_formats": per_model or None}
 
 
 def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]]) -> int:

@@ -21,9 +21,10 @@ import re
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Type
 
 from repairloop.errors import BudgetExhausted, ModelError, ProposerError, TransientModelError, UnrecoverableModelError
+from repairloop.propose.answer import answer_of, is_refusal, refused_param, visible
 from repairloop.propose.errors_table import (
     HINTS,
     TRANSIENT,
@@ -43,10 +44,7 @@ _ENV_DEFAULTS = (("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch
                  ("LITELLM_OFFLINE_MODE", "true"),  # no tokenizer downloads
                  ("LITELLM_MODE", "PRODUCTION"))  # do not load the project's .env secrets
 _LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
-_DIFF_MARK = re.compile(r"^(---\s|\+\+\+\s|@@|diff --git|<{5,}\s*SEARCH)", re.M)
-_REFUSAL = re.compile(r"\b(I\s+can[’']?t|I\s+can\s?not|I[’']?m\s+(not\s+able|unable)\s+to|I\s+am\s+"
-                      r"(not\s+able|unable)\s+to|I\s+won[’']?t|I\s+will\s+not)\s+(help|assist|comply|"
-                      r"provide|do\s+that|fulfil|complete|continue|support)", re.I)
+MAX_REASONING_CHARS = 20_000  # kept in the journal per answer; the tokens are counted whole
 
 
 def load_litellm() -> ModuleType:
@@ -142,7 +140,8 @@ class LLMProposer:
     def __init__(self, model: str, *, api_base: Optional[str] = None, api_key: Optional[str] = None,
                  api_key_env: Optional[str] = None, timeout: float = 120.0, max_retries: int = 3,
                  max_completion_tokens: int = 2048, backoff_base: float = 1.0, backoff_max: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep, rng: Optional[random.Random] = None,
+                 edit_format: str = "auto", sleep: Callable[[float], None] = time.sleep,
+                 rng: Optional[random.Random] = None,
                  on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
         self.name = model
         self.api_base = api_base
@@ -157,6 +156,17 @@ class LLMProposer:
         self.sleep = sleep
         self.rng = rng or random.Random()
         self.on_event = on_event
+        self.edit_format = edit_format
+        self.switched = False  # auto: a structural error in this run switched this model to whole functions
+        # Sent with every request; a parameter the model refuses is dropped for the rest of the run.
+        self.params: Dict[str, Any] = {"temperature": 0, "max_tokens": max_completion_tokens}
+
+    @property
+    def asked_format(self) -> str:
+        """The answer format the prompt asks for now: ``auto`` is diffs until it switches to whole."""
+        if self.edit_format == "auto":
+            return "whole" if self.switched else "diff"
+        return self.edit_format
 
     def propose(self, request: ProposalRequest) -> Proposal:
         """Ask the model for a patch for ``request.context``; return its answer and usage.
@@ -169,8 +179,12 @@ class LLMProposer:
         ``usage`` of every attempt and the number of ``attempts``.
         """
         call = _Call(start=time.monotonic())
+        if request.feedback is not None and self.edit_format == "auto" and not self.switched:
+            self.switched = True  # a structural error: ask this model for whole functions from now on
+            self._emit({"event": "edit_format_switched", "model": self.name, "from": "diff", "to": "whole",
+                        "error": request.feedback.error[:300]})
         while True:
-            messages = render_messages(request.context, request.feedback)
+            messages = render_messages(request.context, request.feedback, self.asked_format)
             prompt_tokens = sum(count_tokens(self.name, m["content"]) + MESSAGE_OVERHEAD for m in messages)
             timeout = self._gate(request.budget, call, prompt_tokens)
             call.attempts += 1
@@ -180,16 +194,31 @@ class LLMProposer:
             except Exception as exc:  # classified below; KeyboardInterrupt passes through
                 failed = Usage(prompt_tokens, 0, self._failed_cost(), time.monotonic() - began, 1)
                 call.usage = call.usage + failed
-                self._after_failure(exc, call, request.budget)
+                if not self._drop_refused_param(exc):
+                    self._after_failure(exc, call, request.budget)
                 continue
             return self._accept(response, messages, prompt_tokens, call, time.monotonic() - began)
 
     def _complete(self, messages: List[Dict[str, str]], timeout: float) -> Any:
         litellm = load_litellm()
+        # drop_params: litellm leaves out what it knows a model refuses (temperature for o1); what it
+        # does not know, the server refuses with a 400 naming the parameter (_drop_refused_param).
         return litellm.completion(
             model=self.name, messages=[dict(m) for m in messages], api_base=self.api_base,
-            api_key=self.api_key, timeout=timeout, max_retries=0, temperature=0,
-            max_tokens=self.max_completion_tokens)
+            api_key=self.api_key, timeout=timeout, max_retries=0, drop_params=True, **self.params)
+
+    def _drop_refused_param(self, exc: BaseException) -> bool:
+        """Drop a parameter a 400 says the model refuses (max_tokens becomes max_completion_tokens);
+        True when the request can be sent again without it."""
+        param = refused_param(exc, self.params)
+        if param is None:
+            return False
+        value = self.params.pop(param)
+        if param == "max_tokens" and "max_completion_tokens" in str(exc):
+            self.params["max_completion_tokens"] = value
+        self._emit({"event": "model_param_dropped", "model": self.name, "param": param,
+                    "error": describe(exc)[:300]})
+        return True
 
     def _gate(self, budget: BudgetLeft, call: _Call, prompt_tokens: int) -> float:
         """Raise BudgetExhausted unless the next attempt fits; return its timeout (seconds)."""
@@ -271,23 +300,36 @@ class LLMProposer:
     def _accept(self, response: Any, messages: List[Dict[str, str]], prompt_tokens: int,
                 call: _Call, seconds: float) -> Proposal:
         """Turn a completion into a Proposal; raise ModelError for an unusable answer."""
-        content, finish = _answer_of(response)
+        content, finish, reasoning = answer_of(response)
         reported = getattr(response, "usage", None)
         used_prompt = getattr(reported, "prompt_tokens", None)
         used_completion = getattr(reported, "completion_tokens", None)
+        # Providers count reasoning in completion_tokens; counted here, it is counted too.
+        counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
         attempt = Usage(prompt_tokens if used_prompt is None else int(used_prompt),
-                        count_tokens(self.name, content) if used_completion is None else int(used_completion),
+                        counted if used_completion is None else int(used_completion),
                         _response_cost(response, self.name), seconds, 1)
         call.usage = call.usage + attempt
         hint = "try another model"
+        answer = visible(content)
         if finish == "content_filter":
             self._raise(ModelError, f"{self.name}: the answer was stopped by a content filter", hint, call)
+        if not answer.strip() and (reasoning.strip() or content.strip()):
+            thought = len(reasoning) + len(content)
+            self._raise(ModelError, f"{self.name}: the answer holds only thinking ({thought} characters, "
+                        f"finish_reason {finish!r}), no patch after it",
+                        "raise max_completion_tokens (a reasoning model spends them thinking first), "
+                        "or try another model", call)
         if not content.strip():
             self._raise(ModelError, f"{self.name}: empty answer (finish_reason {finish!r})", hint, call)
-        if _is_refusal(content):
-            self._raise(ModelError, f"{self.name}: the model refused: {content.strip()[:200]!r}", hint, call)
+        if is_refusal(answer):
+            self._raise(ModelError, f"{self.name}: the model refused: {answer.strip()[:200]!r}", hint, call)
         notes: Dict[str, Any] = {"finish_reason": finish, "attempts": call.attempts,
-                                 "retry_causes": call.causes}
+                                 "retry_causes": call.causes, "edit_format": self.asked_format}
+        if reasoning or answer != content:
+            notes["reasoning_chars"] = len(reasoning) + len(content) - len(answer)
+        if reasoning:  # journalled (the journal redacts), never parsed
+            notes["reasoning"] = reasoning[:MAX_REASONING_CHARS]
         if len(content) > MAX_ANSWER_CHARS:
             notes["truncated_from_chars"] = len(content)
             self._emit({"event": "model_answer_truncated", "model": self.name,
@@ -308,16 +350,6 @@ class LLMProposer:
             self.on_event(record)
 
 
-def _answer_of(response: Any) -> Tuple[str, Optional[str]]:
-    try:
-        choice = response.choices[0]
-    except (AttributeError, IndexError, TypeError):
-        return "", None
-    message = getattr(choice, "message", None)
-    content = getattr(message, "content", None)
-    return (content if isinstance(content, str) else ""), getattr(choice, "finish_reason", None)
-
-
 def _response_cost(response: Any, model: str) -> Optional[float]:
     """USD of one completion: litellm's ``response_cost``, else ``completion_cost``; None if unpriced."""
     hidden = getattr(response, "_hidden_params", None) or {}
@@ -329,7 +361,3 @@ def _response_cost(response: Any, model: str) -> Optional[float]:
             return None
     return None if cost is None else float(cost)
 
-
-def _is_refusal(content: str) -> bool:
-    """A refusal is an answer with no patch in it that says it will not help, near its start."""
-    return not _DIFF_MARK.search(content) and bool(_REFUSAL.search(content[:600]))

@@ -21,26 +21,59 @@ from typing import Dict, List, Optional, Tuple
 from repairloop.textutil import fence
 from repairloop.types import CodeSlice, Decision, Feedback, LastAttempt, RepairContext
 
-SYSTEM_PROMPT = """\
+_RULES = """\
 You repair failing tests by fixing the code under test.
 
 Rules:
 - Change only the code under test. Test files are read-only: never edit them, \
 and never weaken, skip or delete an assertion.
-- Answer with a unified diff only, in one ```diff block: `--- a/PATH` and \
-`+++ b/PATH` headers, then `@@` hunks with a few unchanged context lines. \
-PATH is relative to the project root, exactly as shown in the code headers.
-- If a diff is awkward you may answer with SEARCH/REPLACE blocks instead: the \
-file path on its own line, then `<<<<<<< SEARCH`, the exact current lines, \
-`=======`, the new lines, `>>>>>>> REPLACE`.
+"""
+_MINIMAL = """\
 - Keep the change minimal: fix the cause of the failure; do not refactor, \
 reformat, rename or add features.
 - No explanations outside the patch."""
+_DIFF_RULE = """\
+- Answer with a unified diff only, in one ```diff block: `--- a/PATH` and \
+`+++ b/PATH` headers, then `@@` hunks with a few unchanged context lines. \
+PATH is relative to the project root, exactly as shown in the code headers.
+"""
+_SEARCH_REPLACE_RULE = """\
+- Answer with SEARCH/REPLACE blocks only: the file path on its own line \
+(relative to the project root, exactly as shown in the code headers), then \
+`<<<<<<< SEARCH`, the exact current lines, `=======`, the new lines, \
+`>>>>>>> REPLACE`. Quote enough lines to make the SEARCH part unique.
+"""
+_WHOLE_RULE = """\
+- Answer with the complete new version of each function or method you \
+change, in a ```python block, with the file path (relative to the project \
+root, exactly as shown in the code headers) on the line above the block. \
+Give a method inside its class: `class Name:` and then only that method.
+- Write every line of the function: never shorten it with `...` or with \
+comments such as `# rest unchanged`. Add no other code to the block.
+"""
 
+# The system prompt per edit format ("auto" starts with diffs; settings.EDIT_FORMATS).
+SYSTEM_PROMPTS: Dict[str, str] = {
+    "diff": _RULES + _DIFF_RULE + """\
+- If a diff is awkward you may answer with SEARCH/REPLACE blocks instead: the \
+file path on its own line, then `<<<<<<< SEARCH`, the exact current lines, \
+`=======`, the new lines, `>>>>>>> REPLACE`.
+""" + _MINIMAL,
+    "search_replace": _RULES + _SEARCH_REPLACE_RULE + _MINIMAL,
+    "whole": _RULES + _WHOLE_RULE + _MINIMAL,
+}
+SYSTEM_PROMPTS["auto"] = SYSTEM_PROMPTS["diff"]
+SYSTEM_PROMPT = SYSTEM_PROMPTS["diff"]
+
+_ASK_AGAIN = {
+    "diff": "Answer again with a unified diff (or SEARCH/REPLACE blocks) only",
+    "search_replace": "Answer again with SEARCH/REPLACE blocks only",
+    "whole": ("Answer again with the complete new version of each function you change, in a "
+              "```python block under its file path, every line written out,"),
+}
 RETRY_INSTRUCTION = (
     "Your previous answer could not be used: {error}\n"
-    "Answer again with a unified diff (or SEARCH/REPLACE blocks) only, against the "
-    "current code shown in the first message."
+    "{ask} against the current code shown in the first message."
 )
 
 # A changed span ending in one of these gets the next word too, when that is short (characters).
@@ -52,18 +85,22 @@ _LANGUAGES = {".py": "python", ".pyi": "python", ".toml": "toml", ".cfg": "ini",
               ".ts": "typescript", ".sh": "sh"}
 
 
-def render_messages(context: RepairContext, feedback: Optional[Feedback] = None) -> List[Dict[str, str]]:
+def render_messages(context: RepairContext, feedback: Optional[Feedback] = None,
+                    edit_format: str = "diff") -> List[Dict[str, str]]:
     """Chat messages for one request: ``[system, user]``, plus the structural retry.
 
-    With ``feedback`` the list is ``[system, user(context), assistant(previous
+    ``edit_format`` ("diff", "search_replace", "whole"; "auto" is "diff")
+    picks the answer format the system prompt and the retry ask for. With
+    ``feedback`` the list is ``[system, user(context), assistant(previous
     answer), user(the error and the instruction to answer again)]``: four
     messages, the last one naming the error.
     """
-    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+    messages = [{"role": "system", "content": SYSTEM_PROMPTS[edit_format]},
                 {"role": "user", "content": render_context(context)}]
     if feedback is not None:
+        ask = _ASK_AGAIN.get(edit_format, _ASK_AGAIN["diff"])
         messages.append({"role": "assistant", "content": feedback.answer})
-        messages.append({"role": "user", "content": RETRY_INSTRUCTION.format(error=feedback.error.strip())})
+        messages.append({"role": "user", "content": RETRY_INSTRUCTION.format(error=feedback.error.strip(), ask=ask)})
     return messages
 
 

@@ -1,0 +1,69 @@
+"""What a chat completion says: the answer, the model's reasoning apart from it, refusals, refused parameters.
+
+Reasoning comes two ways. Hosted reasoning models and servers that split it
+(DeepSeek's API, vLLM's reasoning parsers, Ollama's ``reasoning`` field,
+which litellm maps to ``reasoning_content``: measured with litellm 1.110.2
+against a local server) return it beside the answer; local models served
+without a parser write ``<think>...</think>`` into the answer itself. The
+answer stays verbatim (the journal keeps it, redacted); ``visible`` is the
+answer without inline thinking, used here to tell an answer from a refusal
+or from thinking alone. The parser sets thinking aside by the same rules
+(``patch/thinking.py``; workers do not import each other, so the few lines
+that find the tags are written twice).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional, Tuple
+
+_PATCH_MARK = re.compile(r"^(---\s|\+\+\+\s|@@|diff --git|<{5,}\s*SEARCH|\s*```)", re.M)
+_REFUSAL = re.compile(r"\b(I\s+can[’']?t|I\s+can\s?not|I[’']?m\s+(not\s+able|unable)\s+to|I\s+am\s+"
+                      r"(not\s+able|unable)\s+to|I\s+won[’']?t|I\s+will\s+not)\s+(help|assist|comply|"
+                      r"provide|do\s+that|fulfil|complete|continue|support)", re.I)
+_THINK = "think|thinking|reasoning"
+_THINK_BLOCK = re.compile(rf"<({_THINK})>.*?(?:</\1>|\Z)", re.S | re.I)
+_ORPHAN_CLOSE = re.compile(rf"\A.*?</({_THINK})>", re.S | re.I)
+# "Unsupported parameter: 'temperature' is not supported with this model." / "Unsupported value:
+# 'temperature' does not support 0 with this model." (OpenAI o-series; BerriAI/litellm#8242 shows
+# drop_params missing such a model, BeehiveInnovations/pal-mcp-server#78 both wordings).
+_REFUSED_PARAM = re.compile(r"Unsupported (?:parameter|value):\s*'(\w+)'|'(\w+)'\s+(?:is not supported|does "
+                            r"not support)", re.I)
+
+
+def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
+    """(content, finish_reason, reasoning) of a litellm completion; "" for what is missing."""
+    try:
+        choice = response.choices[0]
+    except (AttributeError, IndexError, TypeError):
+        return "", None, ""
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    reasoning = getattr(message, "reasoning_content", None)
+    return ((content if isinstance(content, str) else ""), getattr(choice, "finish_reason", None),
+            reasoning if isinstance(reasoning, str) else "")
+
+
+def visible(content: str) -> str:
+    """``content`` without inline thinking: ``<think>`` blocks (an unclosed one runs to the end)
+    and the text before a ``</think>`` that no tag opened."""
+    if _ORPHAN_CLOSE.match(content) and not re.match(rf"\s*<({_THINK})>", content, re.I):
+        content = _ORPHAN_CLOSE.sub("", content, count=1)
+    return _THINK_BLOCK.sub("", content)
+
+
+def is_refusal(content: str) -> bool:
+    """A refusal is an answer with no patch in it that says it will not help, near its start."""
+    return not _PATCH_MARK.search(content) and bool(_REFUSAL.search(content[:600]))
+
+
+def refused_param(exc: BaseException, sent: Dict[str, Any]) -> Optional[str]:
+    """The request parameter a 400 says the model does not take, when it is one of ``sent``."""
+    if getattr(exc, "status_code", None) not in (400, 422):
+        return None
+    named = getattr(exc, "param", None)
+    if isinstance(named, str) and named in sent:
+        return named
+    match = _REFUSED_PARAM.search(str(exc))
+    name = (match.group(1) or match.group(2)) if match else None
+    return name if name in sent else None
