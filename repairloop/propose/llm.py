@@ -304,10 +304,11 @@ class LLMProposer:
         reported = getattr(response, "usage", None)
         used_prompt = getattr(reported, "prompt_tokens", None)
         used_completion = getattr(reported, "completion_tokens", None)
-        # Providers count reasoning in completion_tokens; counted here, it is counted too.
+        # Providers count reasoning in completion_tokens; counted here, it is counted too. A server that
+        # sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty answer is unknown.
         counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
-        attempt = Usage(prompt_tokens if used_prompt is None else int(used_prompt),
-                        counted if used_completion is None else int(used_completion),
+        attempt = Usage(int(used_prompt) if used_prompt else prompt_tokens,
+                        int(used_completion) if used_completion or not counted else counted,
                         _response_cost(response, self.name), seconds, 1)
         call.usage = call.usage + attempt
         hint = "try another model"
