@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk, common_ends
+from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
 from repairloop.patch.outline import Definition
+from repairloop.textutil import common_ends
 
 _AMBIGUOUS_HINT = "send one version of each change"
 

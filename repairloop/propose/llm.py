@@ -308,7 +308,7 @@ class LLMProposer:
         # sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty answer is unknown.
         counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
         attempt = Usage(int(used_prompt) if used_prompt else prompt_tokens,
-                        int(used_completion) if used_completion or not counted else counted,
+                        int(used_completion or 0) if used_completion or not counted else counted,
                         _response_cost(response, self.name), seconds, 1)
         call.usage = call.usage + attempt
         hint = "try another model"
