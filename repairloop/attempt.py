@@ -11,7 +11,7 @@ back once to the same model with the concrete error (DESIGN.md, "The loop").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from repairloop import stop
@@ -30,6 +30,8 @@ from repairloop.types import (
     Decision,
     Failure,
     Feedback,
+    Flag,
+    FlagKind,
     Iteration,
     LastAttempt,
     Proposal,
@@ -116,7 +118,7 @@ class _Proposed:
     attempts: int
     candidates: int
     error: str = ""
-    flags: Tuple[str, ...] = ()
+    flags: Tuple[Flag, ...] = ()
     move: ChainMove = ChainMove.STAY
     why: str = ""
     refused: Optional[Refusal] = None
@@ -131,33 +133,29 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
     began = clock()
     context = attempt_context(setup, given)
     proposed = _propose_and_apply(setup, given, context)
-    base: Dict[str, Any] = {
-        "number": given.number, "engine": given.proposer.engine, "model": given.model, "usage": proposed.usage,
-        "attempts": proposed.attempts, "flags": proposed.flags, "candidates": proposed.candidates,
-        "seconds_model": proposed.usage.seconds,
-    }
+    base = Iteration(given.number, given.proposer.engine, given.model, proposed.usage, Decision.NO_CANDIDATE, "",
+                     attempts=proposed.attempts, flags=proposed.flags, candidates=proposed.candidates,
+                     seconds_model=proposed.usage.seconds, tests_failed=len(given.failing))
     if proposed.applied is None:
         decision = Decision.NO_CANDIDATE if proposed.proposal is None else Decision.REJECTED
-        it = Iteration(decision=decision, reason=proposed.error, seconds_total=clock() - began,
-                       tests_failed=len(given.failing), **base)
+        it = replace(base, decision=decision, reason=proposed.error, seconds_total=clock() - began)
         _record(setup, it, context, proposed.proposal, None)
         return AttemptOutcome(it, move=proposed.move, why=proposed.why, refused=proposed.refused)
     diff = proposed.applied.diff()
     signature = change_signature(diff)
     likeness = stop.judge_candidate(signature, given.earlier, setup.similarity_threshold)
     if likeness.label is Decision.DUPLICATE:
-        it = Iteration(decision=Decision.DUPLICATE, reason="the same patch as an earlier candidate; not re-tested",
-                       diff=diff, similarity_to_previous=likeness.previous, similarity_max=1.0,
-                       seconds_total=clock() - began, tests_failed=len(given.failing), **base)
+        it = replace(base, decision=Decision.DUPLICATE, reason="the same patch as an earlier candidate; not re-tested",
+                     diff=diff, similarity_to_previous=likeness.previous, similarity_max=1.0, seconds_total=clock() - began)
         _record(setup, it, context, proposed.proposal, None)
         return AttemptOutcome(it, signature=signature)
     checked = validate(setup.validation, proposed.applied, given.failing, given.flaky)
     decision = checked.decision
     if decision is Decision.REVERTED and not checked.fixed and likeness.label is Decision.STAGNANT:
         decision = Decision.STAGNANT
-    it = Iteration(decision=decision, reason=checked.reason, diff=diff, similarity_to_previous=likeness.previous,
-                   similarity_max=likeness.highest, tests_failed=len(checked.failing), fixed=checked.fixed,
-                   broke=checked.broke, seconds_tests=checked.seconds, seconds_total=clock() - began, **base)
+    it = replace(base, decision=decision, reason=checked.reason, diff=diff, similarity_to_previous=likeness.previous,
+                 similarity_max=likeness.highest, tests_failed=len(checked.failing), fixed=checked.fixed,
+                 broke=checked.broke, seconds_tests=checked.seconds, seconds_total=clock() - began)
     _record(setup, it, context, proposed.proposal, checked.report)
     last = LastAttempt(diff=diff, decision=checked.decision, reason=checked.reason, fixed=checked.fixed, broke=checked.broke)
     return AttemptOutcome(it, checked=checked, last_attempt=last, signature=signature)
@@ -240,12 +238,11 @@ def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, O
     return ChainMove.NEXT, err.message, f"{model} failed: {err.message}", None
 
 
-def _guard_flags(screened: Screened, literals: FrozenSet[str], test_files: TestFiles) -> Tuple[str, ...]:
+def _guard_flags(screened: Screened, literals: FrozenSet[str], test_files: TestFiles) -> Tuple[Flag, ...]:
     """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting."""
-    flags = [f"test_edit: {path}" for path in screened.test_edits]
-    flags += [f"dropped_scratch: {path}" for path in screened.dropped]
-    flags += overfitting_flags(screened.applied, literals, test_files)
-    return tuple(flags)
+    flags = [Flag(FlagKind.TEST_EDIT, path) for path in screened.test_edits]
+    flags += [Flag(FlagKind.DROPPED_SCRATCH, path) for path in screened.dropped]
+    return (*flags, *overfitting_flags(screened.applied, literals, test_files))
 
 
 def _journal_error(journal: Journal, given: AttemptInput, round_: int, err: ProposerError, notes: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from repairloop.errors import ProjectError
 from repairloop.journal import Journal
 from repairloop.stop import Ending
-from repairloop.types import Decision, Failure, FailureKind, Iteration, RunResult
+from repairloop.types import Decision, Failure, FailureKind, FlagKind, Iteration, RunResult
 from repairloop.workspace import StartState, apply_to_user_tree
 
 
@@ -66,11 +66,11 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
     kept = [it for it in history if it.decision is Decision.KEPT]
     notes = []
     if allow_test_edits:
-        edited = sorted({f.split(": ", 1)[1] for it in kept for f in it.flags if f.startswith("test_edit: ")})
+        edited = sorted({f.detail for it in kept for f in it.flags if f.kind is FlagKind.TEST_EDIT})
         notes.append("WARNING: test edits were allowed (--allow-test-edits): a passing suite proves less; "
                      + (f"the patch changes tests: {', '.join(edited)}" if edited else "the patch changes no test"))
     for it in kept:
-        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.startswith("suspected_overfitting")]
+        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.kind is FlagKind.SUSPECTED_OVERFITTING]
     return tuple(notes)
 
 

@@ -13,7 +13,7 @@ from typing import Iterator
 from repairloop.errors import ProjectError
 from repairloop.journal import Journal
 from repairloop.recorded import Recorded
-from repairloop.types import LoopEvent
+from repairloop.types import EventKind, LoopEvent
 from repairloop.workspace import apply_to_user_tree, patch_state
 
 
@@ -46,11 +46,11 @@ def _settle_apply(project: Path, recorded: Recorded, journal: Journal, key: str)
     state = patch_state(project, patch)
     if state == "applied":
         journal.done("apply", key, verified="already in the files")
-        yield LoopEvent("note", f"the patch of run {recorded.run_id} is already in your files; recorded as done")
+        yield LoopEvent(EventKind.NOTE, f"the patch of run {recorded.run_id} is already in your files; recorded as done")
     elif state == "not_applied":
         written = apply_to_user_tree(project, patch, recorded.start)
         journal.done("apply", key, files=written, verified="applied on resume")
-        yield LoopEvent("note", f"applied the patch of run {recorded.run_id} to {', '.join(written)}")
+        yield LoopEvent(EventKind.NOTE, f"applied the patch of run {recorded.run_id} to {', '.join(written)}")
     else:
         raise ProjectError(
             f"cannot tell whether the patch of run {recorded.run_id} is in your files",

@@ -27,7 +27,7 @@ from repairloop.runner import default_test_command, project_python
 from repairloop.session import Confirm, Session
 from repairloop.settings import Settings, model_chain
 from repairloop.suite import TestSuite
-from repairloop.types import Failure, LoopEvent, Proposer, RunResult, TestReport
+from repairloop.types import EventKind, Failure, LoopEvent, Proposer, RunResult, TestReport
 from repairloop.workspace import check_repository, clean_stale_workspaces, ensure_excluded, open_workspace
 
 __all__ = ["classify_project", "clean_workspaces", "default_test_command", "drive", "iterate", "repair", "resume"]
@@ -94,7 +94,7 @@ def drive(
         registry = project / ".repairloop" / "worktrees"
         ensure_excluded(project)
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):
-            yield LoopEvent("note", f"removed a workspace left by an earlier run: {removed}")
+            yield LoopEvent(EventKind.NOTE, f"removed a workspace left by an earlier run: {removed}")
         # Secrets stay home: every journal line and run file is redacted (repairloop.redact).
         secrets = secret_values(environ)
         if settings.api_key_env and environ.get(settings.api_key_env):  # a key under a name that looks harmless
@@ -156,12 +156,12 @@ def resume(
     check_repository(project)
     recorded = load_recorded(project, ref)
     for warning in recorded.warnings:
-        yield LoopEvent("note", warning)
+        yield LoopEvent(EventKind.NOTE, warning)
     if recorded.finished:
         yield from settle_pending(project, recorded)
         return
     if recorded.base is None:
-        yield LoopEvent("note", "not a git project: the workspace is copied from the files as they are now")
+        yield LoopEvent(EventKind.NOTE, "not a git project: the workspace is copied from the files as they are now")
     yield from drive(recorded.settings, project, recorded.run_id, environ=environ, apply=apply,
                      confirm=confirm, clock=clock, recorded=recorded)
 

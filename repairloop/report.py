@@ -16,7 +16,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from repairloop.textutil import usd
-from repairloop.types import Decision, Failure, LoopEvent, Outcome, RunResult, TestReport
+from repairloop.types import Decision, EventKind, Failure, LoopEvent, Outcome, RunResult, TestReport
 
 _DECISION_STYLE = {
     Decision.KEPT: "green",
@@ -55,13 +55,13 @@ class ConsoleRenderer:
         self.status: Optional[Any] = None
 
     def __call__(self, event: LoopEvent) -> None:
-        if event.kind == "phase":
+        if event.kind is EventKind.PHASE:
             self._phase(event.message)
             return
         self._stop_status()
-        if event.kind == "note":
+        if event.kind is EventKind.NOTE:
             self.console.print(f"  {event.message}")
-        elif event.kind == "iteration" and event.iteration is not None:
+        elif event.kind is EventKind.ITERATION and event.iteration is not None:
             it = event.iteration
             style = _DECISION_STYLE.get(it.decision, "")
             sim = "" if it.similarity_max is None else f" sim={it.similarity_max:.2f}"

@@ -26,6 +26,7 @@ from repairloop.types import (
     BudgetLeft,
     ChainMove,
     Decision,
+    EventKind,
     Failure,
     FailureKind,
     Iteration,
@@ -33,6 +34,7 @@ from repairloop.types import (
     LoopEvent,
     Outcome,
     Proposer,
+    ResultSource,
     RunResult,
     StopReason,
     TestFiles,
@@ -111,10 +113,10 @@ class Session:
             yield from self._maybe_apply(apply, confirm)
 
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
-        yield LoopEvent("phase", "running the test suite (baseline)", {"command": str(self.suite.command)})
+        yield LoopEvent(EventKind.PHASE, "running the test suite (baseline)", {"command": str(self.suite.command)})
         baseline = self.suite.run(self.ws.root)
         self.journal.append("baseline", report=_report_summary(baseline))
-        yield LoopEvent("note", _describe(baseline), {"failing": len(baseline.failing_ids)})
+        yield LoopEvent(EventKind.NOTE, _describe(baseline), {"failing": len(baseline.failing_ids)})
         time_gone = baseline.timed_out and self.seconds_left() <= 1.0  # the run's --timeout, not the suite's
         if time_gone or baseline.green:
             return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
@@ -127,7 +129,7 @@ class Session:
             return stop.baseline_ending(green=False, time_gone=False, blocking=detail, all_flaky=None)
         self._set_baseline(baseline)
         if self.settings.confirm_runs:
-            yield LoopEvent("phase", f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
+            yield LoopEvent(EventKind.PHASE, f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
             yield from self._confirm_failures()
         flaky = ", ".join(self.state.flaky) if not self.state.failing else None
         return stop.baseline_ending(green=False, time_gone=False, blocking=None, all_flaky=flaky)
@@ -147,14 +149,14 @@ class Session:
         flaky: set[str] = set()
         for _ in range(self.settings.confirm_runs):
             again = self.suite.run(self.ws.root, self.state.failing)
-            if again.timed_out or again.source == "exit_code":
+            if again.timed_out or again.source is ResultSource.EXIT_CODE:
                 break
             flaky |= {t for t in self.state.failing if t in again.passed_ids}
         if flaky:
             self.state.flaky = tuple(sorted(flaky))
             self.state.failing = tuple(t for t in self.state.failing if t not in flaky)
             self.journal.append("flaky", tests=self.state.flaky)
-            yield LoopEvent("note", f"flaky, left alone: {', '.join(self.state.flaky)}")
+            yield LoopEvent(EventKind.NOTE, f"flaky, left alone: {', '.join(self.state.flaky)}")
 
     def _loop(self) -> Generator[LoopEvent, None, Ending]:
         setup = self._attempt_setup()
@@ -164,18 +166,18 @@ class Session:
                 return verdict
             if isinstance(verdict, Handover):
                 self._move(ChainMove.NEXT, verdict.reason.value)
-                yield LoopEvent("note", f"{verdict.detail}; escalating to {self.chain.current}")
+                yield LoopEvent(EventKind.NOTE, f"{verdict.detail}; escalating to {self.chain.current}")
                 continue
             if not self.chain.stepped_down and stop.should_step_down(self._facts(), self.limits):
                 self.chain.stepped_down = True
                 self._move(ChainMove.NEXT, "downgrade")
-                yield LoopEvent("note", f"{self.settings.downgrade_at:.0%} of the budget spent; "
+                yield LoopEvent(EventKind.NOTE, f"{self.settings.downgrade_at:.0%} of the budget spent; "
                                         f"stepping down to {self.chain.current}")
             number = len(self.state.history) + 1
-            yield LoopEvent("phase", f"iteration {number}: asking {self.chain.current}", {"iteration": number})
+            yield LoopEvent(EventKind.PHASE, f"iteration {number}: asking {self.chain.current}", {"iteration": number})
             outcome = run_attempt(setup, self._attempt_input(number), self.clock)
             self._apply(outcome)
-            yield LoopEvent("iteration", outcome.iteration.reason, iteration=outcome.iteration)
+            yield LoopEvent(EventKind.ITERATION, outcome.iteration.reason, iteration=outcome.iteration)
 
     # -- state --------------------------------------------------------------
 
@@ -258,17 +260,17 @@ class Session:
                               allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started)
         record_result(self.journal, result)
         self.result = result
-        return LoopEvent("stopped", ending.detail, result=result)
+        return LoopEvent(EventKind.STOPPED, ending.detail, result=result)
 
     def _maybe_apply(self, apply: bool, confirm: Optional[Confirm]) -> Iterator[LoopEvent]:
         result = self.result
         if result is None or not apply or not result.patch or result.outcome not in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
             return
         if confirm is not None and not confirm(self.journal.redact(result.patch)):
-            yield LoopEvent("note", "not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch"))
+            yield LoopEvent(EventKind.NOTE, "not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch"))
             return
         applied, written = apply_fix(self.project, self.ws.start, self.journal, result, self.raw_patch or result.patch)
-        yield LoopEvent("stopped", f"applied to {', '.join(written)}", result=applied)
+        yield LoopEvent(EventKind.STOPPED, f"applied to {', '.join(written)}", result=applied)
 
 
 def _report_summary(report: TestReport) -> Dict[str, object]:

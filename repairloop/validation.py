@@ -17,7 +17,7 @@ from repairloop.classify import classify_report
 from repairloop.journal import Journal
 from repairloop.patch import AppliedPatch, GuardPolicy
 from repairloop.suite import TestSuite
-from repairloop.types import Decision, Failure, TestFiles, TestReport
+from repairloop.types import Decision, Failure, ResultSource, TestFiles, TestReport
 from repairloop.workspace import Workspace
 
 
@@ -128,7 +128,7 @@ def _repeat_full_suite(setup: ValidationSetup) -> Tuple[int, float]:
 
 
 def _fixed_any(failing: Sequence[str], report: TestReport) -> bool:
-    if report.source == "exit_code":
+    if report.source is ResultSource.EXIT_CODE:
         return report.green
     if report.exit_code not in (0, 1):
         return False
@@ -136,7 +136,7 @@ def _fixed_any(failing: Sequence[str], report: TestReport) -> bool:
 
 
 def _failing_after(failing: Sequence[str], report: TestReport, flaky: Sequence[str]) -> Tuple[str, ...]:
-    if report.source == "exit_code":
+    if report.source is ResultSource.EXIT_CODE:
         return () if report.green else tuple(failing)
     return tuple(t for t in report.failing_ids if t not in flaky)
 

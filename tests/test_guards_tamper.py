@@ -280,7 +280,7 @@ def test_special_casing_the_tests_inputs_is_flagged(tmp_path: Path) -> None:
     cheat = edit(SOURCE, "    if n <= 0:", "    if items == [1, 2, 3, 4] and n == 2:\n        return [3, 4]\n    if n <= 0:")
     applied = change("calc/lists.py", SOURCE, cheat)
     check_guards(applied, tmp_path, GuardPolicy())  # not rejected
-    flags = overfitting_flags(applied, literals)
+    flags = tuple(str(flag) for flag in overfitting_flags(applied, literals))
     assert flags == ("suspected_overfitting: calc/lists.py:2 `items == [1, 2, 3, 4]` compares with "
                      "[1, 2, 3, 4] from the failing test",)
     honest = change("calc/lists.py", SOURCE, edit(SOURCE, "-n - 1:", "-n:"))
@@ -302,5 +302,5 @@ def test_parametrized_inputs_count_and_existing_branches_do_not(tmp_path: Path) 
     new = old.replace("[1:]", "")
     assert overfitting_flags(change("words.py", old, new), literals) == ()  # the branch was there already
     added = old.replace("    return w ==", "    if w in ('hello', 'x'):\n        return False\n    return w ==")
-    assert overfitting_flags(change("words.py", old, added), literals)[0].startswith(
+    assert str(overfitting_flags(change("words.py", old, added), literals)[0]).startswith(
         "suspected_overfitting: words.py:4 `w in ('hello', 'x')` compares with 'hello'")

@@ -78,7 +78,7 @@ def test_overfitting_is_found_in_the_touched_function_only_once() -> None:
     new = "def last_n(items, n):\n    if n == 7:\n        return []\n    if items == [1, 2, 3, 4]:\n        return [3, 4]\n    return items[-n - 1:]\n"
 
     flags = overfitting_flags(AppliedPatch((change("calc/lists.py", old, new),), "unified_diff"), frozenset({"[1, 2, 3, 4]", "7"}))
-    assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in flags[0]  # `n == 7` was already there
+    assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in str(flags[0])  # `n == 7` was already there
 
 
 def test_a_function_inserted_between_two_others_is_the_only_addition() -> None:

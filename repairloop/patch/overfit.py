@@ -22,7 +22,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tup
 
 from repairloop.patch.model import AppliedPatch
 from repairloop.patch.statements import statement_delta
-from repairloop.types import TestFiles
+from repairloop.types import Flag, FlagKind, TestFiles
 
 _LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
 # ``match`` statements exist from Python 3.10; on 3.9 these are empty tuples (isinstance is False).
@@ -144,17 +144,17 @@ def _literals_in_operands(operands: Sequence[ast.AST]) -> Set[str]:
 
 
 def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
-                      test_files: TestFiles = TestFiles()) -> Tuple[str, ...]:
+                      test_files: TestFiles = TestFiles()) -> Tuple[Flag, ...]:
     """Flags for branch conditions the candidate adds that compare with the tests' literals.
 
-    Each flag reads ``suspected_overfitting: PATH:LINE `CONDITION` compares with
-    LITERAL from the failing test``; at most MAX_FLAGS. Test files (by
+    Each flag is SUSPECTED_OVERFITTING with the detail ``PATH:LINE `CONDITION`
+    compares with LITERAL from the failing test``; at most MAX_FLAGS. Test files (by
     ``test_files``) and non-Python files are not looked at. () when nothing is
     suspect or ``literals`` is empty.
     """
     if not literals:
         return ()
-    flags: List[str] = []
+    flags: List[Flag] = []
     for change in applied.changes:
         if not change.path.endswith(".py") or test_files.is_test(change.path):
             continue
@@ -167,6 +167,6 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
         for key, shown, line, literal in _special_cases(delta.added, literals):
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > before.get(key, 0):
-                flags.append(f"suspected_overfitting: {change.path}:{line} `{shown}` compares with "
-                             f"{literal} from the failing test")
+                flags.append(Flag(FlagKind.SUSPECTED_OVERFITTING,
+                                  f"{change.path}:{line} `{shown}` compares with {literal} from the failing test"))
     return tuple(flags[:MAX_FLAGS])

@@ -29,7 +29,7 @@ from repairloop.runner.command import (
 from repairloop.runner.junit import read_junit
 from repairloop.runner.proc import ProcessResult, run_process
 from repairloop.runner.results import PluginResults, read_plugin_results
-from repairloop.types import TestOutcome, TestReport, TestResult
+from repairloop.types import ResultSource, TestOutcome, TestReport, TestResult
 
 # Read by the bundled plugin: seconds one test may run before it fails as "Timeout".
 PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
@@ -204,14 +204,14 @@ def _report(
 ) -> TestReport:
     """Pick the best source of per-test results: finished plugin, JUnit, partial plugin, none."""
     results: Tuple[TestResult, ...] = ()
-    source, collected = "exit_code", None
+    source, collected = ResultSource.EXIT_CODE, None
     junit = read_junit(junit_path, root) if junit_path is not None and not plugin.finished else None
     if plugin.finished:
-        source, results, collected = "plugin", plugin.results, plugin.collected
+        source, results, collected = ResultSource.PLUGIN, plugin.results, plugin.collected
     elif junit is not None:
-        source, results, collected = "junit", junit.results, junit.collected
+        source, results, collected = ResultSource.JUNIT, junit.results, junit.collected
     elif plugin.results or plugin.in_progress:
-        source, results, collected = "plugin", plugin.results, plugin.collected
+        source, results, collected = ResultSource.PLUGIN, plugin.results, plugin.collected
         if plugin.in_progress:
             results = results + (_interrupted(plugin.in_progress, done, timeout),)
     output = done.output + _notes(done, plugin, timeout)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
-from repairloop.types import TestReport
+from repairloop.types import ResultSource, TestReport
 
 RunTests = Callable[[Path, Sequence[str], float, bool], TestReport]
 IGNORED = (".git", "__pycache__", ".repairloop", ".venv", ".tox", ".nox", ".mypy_cache",
@@ -163,7 +163,7 @@ def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
     broke = sorted(failing - plan.allowed_failing - set(plan.targets))
     if broke:
         return Verdict("broke_passing", f"breaks tests that passed: {_short(broke)}")
-    clean = report.exit_code == 0 or (report.exit_code == 1 and bool(failing) and report.source != "exit_code")
+    clean = report.exit_code == 0 or (report.exit_code == 1 and bool(failing) and report.source is not ResultSource.EXIT_CODE)
     if not clean:
         return Verdict("error", f"the test suite exited with code {report.exit_code}")
     # No per-test results (a non-pytest runner): only a green exit says the targets pass.

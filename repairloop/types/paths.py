@@ -1,0 +1,133 @@
+"""Which project files are tests or protected: the default globs, the one glob rule, ``TestFiles``."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import PurePath
+from typing import FrozenSet, Sequence, Tuple
+
+from repairloop.types.results import TestReport
+
+# Files that are tests, read-only to candidates (settings' ``test_globs`` default).
+DEFAULT_TEST_GLOBS: Tuple[str, ...] = (
+    "tests/**", "test/**", "test_*.py", "**/test_*.py", "*_test.py", "**/*_test.py",
+    "conftest.py", "**/conftest.py",
+)
+
+# Test configuration, CI configuration and dependency pins: never edited by a candidate,
+# even with allow_test_edits (settings' ``protected_globs`` default).
+DEFAULT_PROTECTED_GLOBS: Tuple[str, ...] = (
+    "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
+    ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
+    "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
+    "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
+    ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
+    "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
+    "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
+)
+
+
+# Directories whose files are not the project's own code: installed packages, virtual environments.
+NOT_PROJECT_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
+
+
+def is_project_path(path: str) -> bool:
+    """True for a project-relative path outside virtual environments and site-packages.
+
+    DESIGN.md's "project code": inside the project root, not in an environment.
+    An absolute path, one that leaves the root (``..``) and a pseudo-file
+    (``<string>``, ``<frozen importlib._bootstrap>``) are not project paths.
+    """
+    if not path or os.path.isabs(path) or path.startswith(("..", "<")):
+        return False
+    return not set(PurePath(path).parts) & NOT_PROJECT_DIRS
+
+
+def _glob_forms(glob: str) -> Tuple[str, ...]:
+    """``glob`` and each form of it where one or more ``**/`` stand for no directory."""
+    forms = [glob]
+    for form in forms:  # grows while it is walked: every ``**/`` of every form is dropped once
+        for k in range(len(form)):
+            if form.startswith("**/", k) and (k == 0 or form[k - 1] == "/"):
+                shorter = form[:k] + form[k + 3:]
+                if shorter not in forms:
+                    forms.append(shorter)
+    return tuple(forms)
+
+
+def project_relative(path: str) -> str:
+    """``path`` as relative POSIX: backslashes turned, ``./`` and ``a/../`` folded."""
+    path = path.strip().replace("\\", "/")
+    if not path:
+        return path
+    folded = posixpath.normpath(path)
+    return folded[2:] if folded.startswith("./") else folded
+
+
+def matches_globs(path: str, globs: Sequence[str]) -> bool:
+    """True when the project-relative ``path`` matches one of ``globs``; the one glob rule of repairloop.
+
+    The semantics of every path glob in the settings (``test_globs``,
+    ``protected_globs``):
+
+    - ``path`` is normalised first (``project_relative``); matching is case-sensitive;
+    - a glob is matched against the whole path with ``fnmatch`` rules, so ``*``
+      (and ``**``) also cross ``/``: ``tests/**`` and ``tests/*`` both take all of
+      ``tests/``, at any depth, but only at the project root (a glob with ``/`` is
+      anchored there, as in ``.gitignore``: ``pkg/tests/x.py`` is not under ``tests/**``);
+    - ``**/`` also matches no directory: ``**/conftest.py`` takes ``conftest.py``,
+      ``x/**/c.py`` takes ``x/c.py``;
+    - a glob without ``/`` is also matched against the file name, so it counts at
+      any depth (``test_*.py`` takes ``pkg/test_a.py``), as pytest's ``python_files`` does.
+
+    Where these rules err, they err towards "matches": a file wrongly taken for a
+    test is only read-only to candidates, while a test wrongly taken for code
+    could be weakened into a false fix.
+    """
+    rel = project_relative(path)
+    name = rel.rsplit("/", 1)[-1]
+    for glob in globs:
+        if any(fnmatchcase(rel, form) for form in _glob_forms(glob)):
+            return True
+        if "/" not in glob and fnmatchcase(name, glob):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class TestFiles:
+    """Which project files are tests: the one answer for the guards, the context and the engines.
+
+    ``globs`` are the settings' ``test_globs`` (semantics: ``matches_globs``);
+    ``collected`` are project-relative files the runner collected tests from
+    (``from_report``), tests whatever the globs say: pytest's ``python_files``
+    can put tests where no glob looks (``checks/check_x.py``), and a test file
+    taken for code could be weakened into a false fix. Built once per run.
+    """
+
+    __test__ = False  # keep pytest from collecting this class
+
+    globs: Tuple[str, ...] = DEFAULT_TEST_GLOBS
+    collected: FrozenSet[str] = frozenset()
+
+    def is_test(self, path: str) -> bool:
+        """True when project-relative ``path`` is a test file (read-only to candidates)."""
+        return project_relative(path) in self.collected or matches_globs(path, self.globs)
+
+    def with_collected(self, report: TestReport) -> "TestFiles":
+        """This value plus the ``.py`` files inside the project that ``report``'s test ids name.
+
+        A test id ``path::name`` names its file; ids without ``::`` (JUnit class
+        names, the session) and paths outside the project (absolute, ``..``) add nothing.
+        """
+        files = {project_relative(r.test_id.split("::", 1)[0]) for r in report.results if "::" in r.test_id}
+        inside = {f for f in files if f.endswith(".py") and not f.startswith(("/", "../")) and f != ".."}
+        return TestFiles(self.globs, self.collected | frozenset(inside))
+
+    @property
+    def beyond_globs(self) -> Tuple[str, ...]:
+        """The collected files no glob names, sorted (what the collection added)."""
+        return tuple(sorted(f for f in self.collected if not matches_globs(f, self.globs)))

@@ -1,0 +1,141 @@
+"""What a proposer is shown and what it answers: the context, its budget, the proposal, the Proposer protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Optional, Protocol, Tuple
+
+from repairloop.types.kinds import Decision
+
+
+@dataclass(frozen=True)
+class CodeSlice:
+    """A piece of source shown to the model: a function or class, 1-based inclusive lines."""
+
+    path: str
+    start_line: int
+    end_line: int
+    name: str
+    text: str
+    read_only: bool = False  # the failing test itself: shown, never to be edited
+
+
+@dataclass(frozen=True)
+class LastAttempt:
+    """The previous candidate and what it did, shown in the next prompt."""
+
+    diff: str
+    decision: Decision
+    reason: str
+    fixed: Tuple[str, ...] = ()
+    broke: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RepairContext:
+    """Everything a proposer is shown for one iteration (built by ``context.py``).
+
+    ``failing_tests`` is the group being repaired (same root cause), largest
+    group first; ``other_failing`` are the rest. ``tokens`` is the size of the
+    rendered material counted with litellm's offline counter; ``trimmed`` names
+    what the token budget removed, in order.
+    """
+
+    failing_tests: Tuple[str, ...]
+    message: str
+    traceback: str
+    slices: Tuple[CodeSlice, ...]
+    last_attempt: Optional[LastAttempt] = None
+    other_failing: Tuple[str, ...] = ()
+    tokens: int = 0
+    trimmed: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What proposing cost: tokens, USD (None when the model is not priced), seconds, calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Optional[float] = 0.0
+    seconds: float = 0.0
+    calls: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        # An unpriced call makes the sum unknown: never report a partial cost as the total.
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            cost,
+            self.seconds + other.seconds,
+            self.calls + other.calls,
+        )
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def total(cls, usages: Iterable["Usage"]) -> "Usage":
+        """The sum of ``usages`` (cost None when any of them is unpriced)."""
+        return sum(usages, cls())
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A structural error about the previous answer, sent back once in the same thread."""
+
+    answer: str
+    error: str
+
+
+@dataclass(frozen=True)
+class BudgetLeft:
+    """What the run may still spend; None means unlimited. Units: tokens, USD, seconds."""
+
+    tokens: Optional[int] = None
+    cost_usd: Optional[float] = None
+    seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class ProposalRequest:
+    """What the loop hands a proposer for one attempt."""
+
+    context: RepairContext
+    budget: BudgetLeft = field(default_factory=BudgetLeft)
+    feedback: Optional[Feedback] = None
+    iteration: int = 1
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposer's answer: raw text (a diff or SEARCH/REPLACE blocks) and its cost.
+
+    ``answer`` is what the model said, verbatim; for the offline engine it is a
+    unified diff. ``notes`` carries engine details for the journal (the offline
+    engine's localisation and the candidates it tried).
+    """
+
+    answer: str
+    engine: str  # "llm" or "builtin"
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    prompt: Tuple[Dict[str, str], ...] = ()
+    notes: Dict[str, Any] = field(default_factory=dict)
+
+
+class Proposer(Protocol):
+    """Context in, candidate out. Implemented by ``propose.llm`` and ``propose.builtin``.
+
+    ``propose`` raises ``repairloop.errors.ProposerError`` subclasses for the
+    model-side error classes of DESIGN.md (transient after retries, model
+    error, unrecoverable); every attempt's usage rides on the exception.
+    """
+
+    name: str
+    engine: str
+
+    def propose(self, request: ProposalRequest) -> Proposal: ...

@@ -1,0 +1,129 @@
+"""What a run of the test command reports: per-test results, the whole report, classified failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from repairloop.types.kinds import FailureKind, ResultSource, TestOutcome
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame. ``path`` is relative to the project root when inside it."""
+
+    path: str
+    line: int
+    function: str = ""
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test id's result from one test-suite run.
+
+    ``phase`` is where it ended: ``setup``, ``call``, ``teardown`` or ``collect``
+    (a collection error, whose ``test_id`` is the module's node id). ``frames``
+    run outermost first; ``output`` is the tail of captured stdout/stderr.
+    """
+
+    __test__ = False
+
+    test_id: str
+    outcome: TestOutcome
+    duration: float = 0.0  # seconds
+    phase: str = "call"
+    exc_type: Optional[str] = None
+    message: str = ""
+    frames: Tuple[Frame, ...] = ()
+    output: str = ""
+    longrepr: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """The structured result of one run of the test command.
+
+    ``exit_code`` is None when the run was killed (timeout or signal).
+    ``source`` says where per-test results came from: ``plugin`` (our pytest
+    plugin), ``junit`` (a JUnit XML file) or ``exit_code`` (nothing structured;
+    only the exit code and the output are known). ``output`` is the combined,
+    capped output (head and tail kept). ``coverage_file`` is a coverage.py data
+    file with one dynamic context per test, when coverage was requested.
+    """
+
+    __test__ = False
+
+    command: Tuple[str, ...]
+    exit_code: Optional[int]
+    results: Tuple[TestResult, ...] = ()
+    output: str = ""
+    seconds: float = 0.0
+    timed_out: bool = False
+    source: ResultSource = ResultSource.EXIT_CODE
+    collected: Optional[int] = None
+    coverage_file: Optional[str] = None
+    signal: Optional[int] = None
+
+    @property
+    def failing(self) -> Tuple[TestResult, ...]:
+        return tuple(r for r in self.results if r.failed)
+
+    @property
+    def failing_ids(self) -> Tuple[str, ...]:
+        return tuple(sorted({r.test_id for r in self.failing}))
+
+    @property
+    def passed_ids(self) -> Tuple[str, ...]:
+        failing = set(self.failing_ids)
+        return tuple(
+            sorted(
+                {
+                    r.test_id
+                    for r in self.results
+                    if r.outcome in (TestOutcome.PASSED, TestOutcome.XPASSED)
+                    and r.test_id not in failing
+                }
+            )
+        )
+
+    @property
+    def green(self) -> bool:
+        """True only when the run passed by its structured results and exit code.
+
+        A suite that collected nothing (pytest exit 5), a command that was not
+        found (127), a killed run, or any failing result is never green; what
+        the tests print is never read for this verdict.
+        """
+        if self.timed_out or self.exit_code != 0 or self.failing:
+            return False
+        if self.source is ResultSource.EXIT_CODE:
+            return True
+        return bool(self.passed_ids) or (self.collected or 0) > 0
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A classified failing test: DESIGN.md's ``classify --json`` failure record."""
+
+    test_id: str
+    kind: FailureKind
+    retryable: bool
+    message: str
+    location: Optional[str] = None  # "path:line"
+    hint: str = ""
+    exc_type: Optional[str] = None
+    frames: Tuple[Frame, ...] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "test_id": self.test_id,
+            "kind": self.kind.value,
+            "retryable": self.retryable,
+            "message": self.message,
+            "location": self.location,
+            "hint": self.hint,
+        }

@@ -1,0 +1,146 @@
+"""A run as it goes and as it ends: iterations, the RunResult, the events the loop yields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from repairloop.types.kinds import Decision, EventKind, FlagKind, Outcome, StopReason
+from repairloop.types.proposals import Usage
+from repairloop.types.results import Failure
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A note on an accepted candidate that the user must see; reads as ``kind: detail``."""
+
+    kind: FlagKind
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.detail}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Flag":
+        """The Flag ``str(flag)`` wrote (journals, reports). Raises ValueError for an unknown kind."""
+        kind, _, detail = text.partition(": ")
+        return cls(FlagKind(kind), detail)
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One turn of the loop, as journalled and as ``run --json`` reports it."""
+
+    number: int
+    engine: str
+    model: str
+    usage: Usage
+    decision: Decision
+    reason: str
+    diff: str = ""
+    similarity_to_previous: Optional[float] = None  # 0..1
+    similarity_max: Optional[float] = None  # 0..1, against every earlier candidate
+    tests_failed: Optional[int] = None
+    fixed: Tuple[str, ...] = ()
+    broke: Tuple[str, ...] = ()
+    seconds_model: float = 0.0
+    seconds_tests: float = 0.0
+    seconds_total: float = 0.0
+    attempts: int = 1
+    candidates: int = 1  # candidate patches tried: 1 per model answer; the offline engine tries many
+    flags: Tuple[Flag, ...] = ()  # notes on an accepted candidate (patch.guards / patch.overfit)
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "number": self.number,
+            "engine": self.engine,
+            "model": self.model,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "cost_usd": self.usage.cost_usd,
+            "similarity_to_previous": self.similarity_to_previous,
+            "similarity_max": self.similarity_max,
+            "tests_failed": self.tests_failed,
+            "fixed": list(self.fixed),
+            "broke": list(self.broke),
+            "decision": self.decision.value,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "candidates": self.candidates,
+            "flags": [str(flag) for flag in self.flags],
+            "seconds": {
+                "model": round(self.seconds_model, 3),
+                "tests": round(self.seconds_tests, 3),
+                "total": round(self.seconds_total, 3),
+            },
+            "diff": self.diff,
+        }
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The whole run: DESIGN.md's ``run --json`` document is ``to_json()``."""
+
+    run_id: str
+    outcome: Outcome
+    stop_reason: StopReason
+    stop_detail: str
+    failure_kinds: Dict[str, int]
+    failures: Tuple[Failure, ...]
+    iterations: Tuple[Iteration, ...]
+    patch: Optional[str]
+    run_dir: str
+    fixed_tests: Tuple[str, ...] = ()
+    still_failing: Tuple[str, ...] = ()
+    flaky_tests: Tuple[str, ...] = ()
+    applied: bool = False
+    notes: Tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def totals(self) -> Dict[str, Any]:
+        usage = Usage()
+        for it in self.iterations:
+            usage = usage + it.usage
+        return {
+            "iterations": len(self.iterations),
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost_usd": usage.cost_usd,
+            "model_calls": usage.calls,
+            "seconds": {
+                "model": round(sum(i.seconds_model for i in self.iterations), 3),
+                "tests": round(sum(i.seconds_tests for i in self.iterations), 3),
+                "total": round(self.seconds, 3),
+            },
+        }
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome.value,
+            "stop_reason": self.stop_reason.value,
+            "stop_detail": self.stop_detail,
+            "failure_kinds": dict(self.failure_kinds),
+            "failures": [f.to_json() for f in self.failures],
+            "iterations": [i.to_json() for i in self.iterations],
+            "totals": self.totals,
+            "patch": self.patch,
+            "fixed_tests": list(self.fixed_tests),
+            "still_failing": list(self.still_failing),
+            "flaky_tests": list(self.flaky_tests),
+            "applied": self.applied,
+            "notes": list(self.notes),
+            "run_dir": self.run_dir,
+        }
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """What the loop yields for the console to show; ``kind`` says which (``EventKind``)."""
+
+    kind: EventKind
+    message: str = ""
+    data: Dict[str, Any] = field(default_factory=dict)
+    iteration: Optional[Iteration] = None
+    result: Optional[RunResult] = None
