@@ -106,7 +106,8 @@ def drive(
             journal.append("resumed", answers=len(recorded.answers), chain=chain)
         base, start = (recorded.base, recorded.start) if recorded else (None, None)
         try:
-            with open_workspace(project, run_id=run_id, registry_dir=registry, base=base, start=start) as ws:
+            with open_workspace(project, run_id=run_id, registry_dir=registry, base=base, start=start,
+                                bundle=journal.run_dir / "start.bundle") as ws:
                 if recorded is None:
                     journal.append("workspace", base=ws.base, head=ws.start.head)
                     journal.write_json("start.json", {"head": ws.start.head, "files": ws.start.files})

@@ -40,7 +40,8 @@ def snapshot(repo: Path) -> Dict[str, object]:
     status = git(repo, "status", "--porcelain=v1", "--untracked-files=all", "--ignored")
     return {
         "head": git(repo, "rev-parse", "HEAD"),
-        "branches": git(repo, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"),
+        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "objects": sorted(str(p.relative_to(repo)) for p in (repo / ".git" / "objects").rglob("*")),
         "index": git(repo, "ls-files", "--stage"),
         "status": [line for line in status.splitlines() if ".repairloop/" not in line],
         "stash": git(repo, "stash", "list"),
@@ -168,7 +169,8 @@ def test_user_state_is_identical_after_every_ending(make_project, tmp_path, scen
     assert snapshot(project) == before
     worktrees = git(project, "worktree", "list").strip().splitlines()
     if ending == "sigkill_validation":  # a killed run cannot clean up; `repairloop clean` does
-        assert len(worktrees) == 2
+        # the workspace is its own repository: never a registered worktree, its directory left behind
+        assert len(worktrees) == 1 and list((project / ".repairloop" / "worktrees").glob("*.json"))
         done = subprocess.run([sys.executable, "-m", "repairloop", "clean", str(project)],
                               capture_output=True, text=True)
         assert done.returncode == 0 and "1 stale workspace(s) removed" in done.stderr

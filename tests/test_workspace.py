@@ -51,6 +51,7 @@ def snapshot(repo: Path) -> Dict[str, object]:
         "index": git(repo, "ls-files", "-s"),
         "stash": git(repo, "stash", "list"),
         "worktrees": git(repo, "worktree", "list", "--porcelain"),
+        "objects": sorted(p.relative_to(repo).as_posix() for p in (repo / ".git" / "objects").rglob("*")),
         "files": files,
     }
 
@@ -113,14 +114,22 @@ def test_workspace_starts_from_the_users_current_state(tmp_path: Path) -> None:
         assert ws.diff() == ""
 
 
-def test_user_tree_is_untouched_and_worktree_removed(tmp_path: Path) -> None:
+def test_user_tree_is_untouched_and_the_workspace_is_its_own_repository(tmp_path: Path) -> None:
     repo = dirty_repo(tmp_path)
     before = snapshot(repo)
     with open_workspace(repo, run_id="r1", registry_dir=registry(repo)) as ws:
         ws.write_files({"pkg/mod.py": "changed\n", "brand_new.py": "b\n", "pkg/other.py": None})
         ws.checkpoint()
         ws.diff()
-        assert worktree_count(repo) == 2
+        assert worktree_count(repo) == 1  # never a `git worktree` of the user's repository
+        during = snapshot(repo)
+        for key in ("head", "symbolic", "refs", "index", "stash", "objects"):
+            assert during[key] == before[key], key  # not even an object: no `git stash create` there
+        assert not (ws.root / ".git").exists()  # the workspace's repository is outside its tree
+        # git run inside the tree finds no repository at all (nothing to walk up to)
+        found = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ws.root, capture_output=True,
+                               text=True, env={**os.environ, **GIT_ENV})
+        assert found.returncode != 0 and str(repo) not in found.stdout
         root = ws.root
     assert not root.exists() and not root.parent.exists()
     assert worktree_count(repo) == 1
@@ -337,7 +346,7 @@ def test_clean_stale_workspaces_removes_a_killed_runs_worktree(tmp_path: Path) -
     child.send_signal(signal.SIGKILL)
     child.wait()
     child.stdout.close()  # type: ignore[union-attr]
-    assert root.is_dir() and worktree_count(repo) == 2
+    assert root.is_dir() and worktree_count(repo) == 1
     live = clean_stale_workspaces(repo, registry(repo), is_alive=lambda pid: True)
     assert live == [] and root.is_dir()
     removed = clean_stale_workspaces(repo, registry(repo), is_alive=pid_alive)

@@ -1,23 +1,22 @@
-"""The isolated workspace: a git worktree (or a temporary copy) of the user's project.
+"""The isolated workspace: its own repository (or a temporary copy) holding the user's project.
 
 ``with open_workspace(project, run_id=..., registry_dir=...) as ws:`` gives a
 ``Workspace`` whose ``root`` starts from the user's *current* state (staged,
 unstaged and untracked non-ignored files) and is removed whatever happens.
-The user's working tree, index, stash list, branches and HEAD are never
+The user's working tree, index, stash list, refs, objects and HEAD are never
 changed; only ``apply_to_user_tree`` (``--apply``) writes there.
 
-Facts this relies on (measured, TECH-NOTES section 2): ``git stash create``
-captures the tracked state without touching anything and without adding to the
-stash list, but fails on intent-to-add entries (git 2.39: "Entry 'x' not
-uptodate"), so a temporary index is the fallback; a worktree has no untracked
-files, so they are copied; GitPython leaks ``cat-file`` processes through its
-object model, so only ``Git.execute`` (one subprocess per command) is used.
+The workspace is never a ``git worktree`` of the user's repository (a worktree
+shares refs, stash and objects, so code running in it could change them): the
+user's files are copied into a fresh repository whose git directory sits
+beside the work tree, not in it (``workspace.start``). GitPython leaks
+``cat-file`` processes through its object model, so only ``Git.execute`` (one
+subprocess per command) is used. Test runs go through ``workspace.sandbox``.
 
-Known limits: submodule contents are copied so tests can run, but git does not
-see files inside a gitlink, so changes there are not in ``diff()`` and are not
-restored by ``revert_to``. Ignored files (build outputs, ``.env``) are not in a
-git workspace. ``.gitattributes`` eol/filter conversions are not undone:
-``diff()`` shows what git stores.
+Known limits: submodule and nested-repository contents are copied as plain
+files. Ignored files (build outputs, ``.env``) are not in a git workspace.
+``.gitattributes`` eol/filter conversions are not undone: ``diff()`` shows what
+git stores.
 """
 
 
