@@ -21,7 +21,7 @@ from repairloop.patch import GuardPolicy
 from repairloop.runner import is_pytest_command, project_python
 from repairloop.settings import Settings
 from repairloop.stop import Ending, Handover, Refusal
-from repairloop.suite import TestSuite
+from repairloop.suite import TestSuite, unconfined_warning, with_sandbox
 from repairloop.types import (
     BudgetLeft,
     ChainMove,
@@ -113,6 +113,11 @@ class Session:
             yield from self._maybe_apply(apply, confirm)
 
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
+        sandbox = self.suite.sandbox_status
+        self.journal.append("sandbox", **sandbox.to_json())
+        warning = unconfined_warning(sandbox)
+        if warning:
+            yield LoopEvent(EventKind.NOTE, warning, {"sandbox": sandbox.to_json()})
         yield LoopEvent(EventKind.PHASE, "running the test suite (baseline)", {"command": str(self.suite.command)})
         baseline = self.suite.run(self.ws.root)
         self.journal.append("baseline", report=_report_summary(baseline))
@@ -258,6 +263,7 @@ class Session:
                               failures=st.failures, history=st.history, baseline_failing=st.baseline_failing,
                               failing=st.failing, flaky=st.flaky, dropped=self.chain.dropped,
                               allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started)
+        result = with_sandbox(result, self.suite.sandbox_status)
         record_result(self.journal, result)
         self.result = result
         return LoopEvent(EventKind.STOPPED, ending.detail, result=result)

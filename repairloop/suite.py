@@ -1,14 +1,17 @@
-"""How the project's tests are run in any copy of it: the command, its limits and its environment."""
+"""How the project's tests are run in any copy of it: the command, its limits, its environment
+and the sandbox every run goes through."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from repairloop.redact import Redactor, is_secret_name
 from repairloop.runner import PER_TEST_TIMEOUT_ENV, default_test_command, run_tests
 from repairloop.settings import Settings
-from repairloop.types import TestReport
+from repairloop.types import RunResult, SandboxStatus, TestReport
+from repairloop.workspace.sandbox import Sandbox, SandboxPolicy, filter_environment, open_sandbox
 
 
 def source_roots(root: Path) -> List[Path]:
@@ -16,12 +19,50 @@ def source_roots(root: Path) -> List[Path]:
     return [p for p in (root / "src", root) if p.is_dir()]
 
 
+def looks_secret(name: str, value: str) -> bool:
+    """A variable candidate code must not see: its name looks secret, or its value has a
+    well-known credential format (the rules of ``repairloop.redact``)."""
+    return is_secret_name(name) or Redactor()(value) != value
+
+
 def test_environment(environ: Mapping[str, str], settings: Settings) -> Dict[str, str]:
-    """The environment test commands run in: the user's, plus the per-test timeout for our plugin."""
-    env = dict(environ)
+    """The environment test commands run in: the user's without secret-looking variables (unless
+    listed in ``sandbox_env_allow``), plus the per-test timeout for our plugin."""
+    env, _ = filter_environment(environ, settings.sandbox_env_allow, looks_secret)
     if settings.per_test_timeout:
         env[PER_TEST_TIMEOUT_ENV] = str(settings.per_test_timeout)
     return env
+
+
+def sandbox_for(settings: Settings, project: Path) -> Sandbox:
+    """The sandbox the settings ask for, probed here; the user's project tree is hidden in it.
+
+    Raises ConfigError when ``sandbox = "bwrap"`` and bubblewrap cannot run.
+    """
+    project = Path(project).absolute()
+    venvs = tuple(d for d in (project / ".venv", project / "venv") if (d / "pyvenv.cfg").is_file())
+    policy = SandboxPolicy(mode=settings.sandbox, network=settings.sandbox_network,
+                           memory_mb=settings.sandbox_memory_mb, disk_mb=settings.sandbox_disk_mb,
+                           hidden=(project,), readable=venvs)
+    chosen = settings.sandbox_bwrap
+    return open_sandbox(policy, candidates=(lambda: [str(chosen)]) if chosen else None)
+
+
+def unconfined_warning(status: SandboxStatus) -> Optional[str]:
+    """The sentence every report shows when candidate code runs unconfined; None when confined."""
+    if status.confined:
+        return "test runs in the sandbox could use the network (sandbox_network = true)" if status.network else None
+    return ("candidate code ran UNCONFINED (with your permissions, files, network and processes): "
+            + status.detail)
+
+
+def with_sandbox(result: RunResult, status: SandboxStatus) -> RunResult:
+    """``result`` with where its candidate code ran; an unconfined run's warning leads its notes."""
+    warning = unconfined_warning(status)
+    notes = result.notes
+    if warning is not None:
+        notes = ((f"WARNING: {warning}",) if not status.confined else (warning,)) + notes
+    return replace(result, sandbox=status, notes=notes)
 
 
 @dataclass
@@ -33,14 +74,24 @@ class TestSuite:
     junit_xml: Optional[str]
     environ: Mapping[str, str]
     deadline: Callable[[], float]  # seconds left in the run
+    sandbox: Optional[Sandbox] = field(default=None)  # None: unconfined (library use without settings)
 
     @classmethod
     def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
                     deadline: Callable[[], float]) -> "TestSuite":
         """The suite ``settings`` describe for ``project``: its test command (or the default
-        one, which raises ProjectError when there is none), limits and environment."""
+        one, which raises ProjectError when there is none), limits, environment and sandbox
+        (ConfigError when ``sandbox = "bwrap"`` cannot run)."""
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
-        return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings), deadline)
+        return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings),
+                   deadline, sandbox_for(settings, project))
+
+    @property
+    def sandbox_status(self) -> SandboxStatus:
+        """Where this suite's runs execute candidate code."""
+        if self.sandbox is None:
+            return SandboxStatus(False, "none", "no sandbox was set up for this suite", network=True)
+        return self.sandbox.status
 
     def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None) -> TestReport:
         limit = min(timeout or self.timeout, max(self.deadline(), 1.0))
@@ -53,4 +104,5 @@ class TestSuite:
             pythonpath=source_roots(root),
             junit_xml=self.junit_xml,
             coverage_source=[str(root)] if coverage else None,
+            wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
         )

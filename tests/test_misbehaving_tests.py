@@ -77,7 +77,10 @@ def test_a_hung_suite_is_killed_by_the_test_timeout(tmp_path, capsys) -> None:
     assert doc["exit"] == 3 and "timeout" in doc["failure_kinds"]
 
 
-def test_children_that_outlive_the_test_do_not_keep_the_run_alive(tmp_path, capsys) -> None:
+def test_children_that_outlive_the_test_do_not_keep_the_run_alive(tmp_path, capsys, monkeypatch) -> None:
+    # Unconfined, so the test can leave its child's pid in tmp_path; the sandboxed case (a PID
+    # namespace) is in tests/test_sandbox_attacks.py.
+    monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")
     marker = tmp_path / "child.pid"
     body = (f"def test_forks():\n    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
             f"    open({str(marker)!r}, 'w').write(str(p.pid))\n")
@@ -113,7 +116,8 @@ def test_a_test_that_deletes_files_only_deletes_them_in_the_workspace(tmp_path, 
     assert (root / "keep.txt").read_text() == "the user's file\n" and (root / "app.py").read_text() == CODE
 
 
-def test_a_flaky_failure_is_reported_and_left_alone(tmp_path, capsys) -> None:
+def test_a_flaky_failure_is_reported_and_left_alone(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")  # the test keeps its state in tmp_path, across runs
     flag = tmp_path / "ran-once"
     body = (f"def test_flaky():\n    first = not os.path.exists({str(flag)!r})\n"
             f"    open({str(flag)!r}, 'w').close()\n    assert not first\n")

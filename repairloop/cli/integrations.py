@@ -109,10 +109,13 @@ def ci(
     summary_file: Optional[str] = typer.Option(None, "--summary-file", help="Also write the Markdown summary here."),
     dotenv: Optional[str] = typer.Option(None, "--dotenv", help="Write the outputs as REPAIRLOOP_*=value lines (GitLab dotenv)."),
     api_timeout: float = typer.Option(30.0, "--api-timeout", help="Seconds per forge API request."),
+    allow_unconfined: Optional[bool] = typer.Option(
+        None, "--allow-unconfined", help="Run on a pull-request event even when no sandbox is usable."),
 ) -> None:
     """CI entry point: repair, then a summary, outputs, annotations, a patch file; optionally a branch and a pull request."""
     flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
-             "max_tokens": max_tokens, "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
+             "max_tokens": max_tokens, "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout,
+             "allow_unconfined_pr": allow_unconfined}
     extra = {"push_branch": push_branch or open_pr, "open_pr": open_pr, "remote": remote, "base": base,
              "author": author, "patch_file": patch_file, "summary_file": summary_file, "dotenv_file": dotenv,
              "api_timeout": api_timeout}

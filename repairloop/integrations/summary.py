@@ -69,6 +69,16 @@ def _iterations_table(iterations: Sequence[Iteration]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def sandbox_line(result: RunResult) -> str:
+    """Where candidate code ran, in one Markdown line (bold when unconfined)."""
+    box = result.sandbox
+    if box is None:
+        return "sandbox: not recorded"
+    if not box.confined:
+        return f"**WARNING: candidate code ran unconfined**: {cell(box.detail, 300)}"
+    return f"sandbox: {box.backend}, network {'open' if box.network else 'off'}"
+
+
 def _totals_line(result: RunResult) -> str:
     totals = result.totals
     tokens = totals["prompt_tokens"] + totals["completion_tokens"]
@@ -89,7 +99,8 @@ def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_pat
              f"(stopped: {result.stop_reason.value}: {cell(result.stop_detail, 300)})",
              f"- failing at the start: {len(result.failures)} (kinds: {kinds})"
              + (f"; fingerprint `{fingerprint_text}`" if fingerprint_text else ""),
-             f"- spent: {_totals_line(result)}\n"]
+             f"- spent: {_totals_line(result)}",
+             f"- {sandbox_line(result)}\n"]
     if result.failures:
         parts.append("### What failed\n\n" + _failures_table(result.failures))
     if result.iterations:

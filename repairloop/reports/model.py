@@ -184,6 +184,10 @@ def describe_event(event: Dict[str, Any]) -> str:
     if kind in ("intent", "done"):
         files = ", ".join(event.get("files") or [])
         return f"{event.get('action')} {'started' if kind == 'intent' else 'done'}" + (f": {files}" if files else "")
+    if kind == "sandbox":
+        if not event.get("confined"):
+            return f"WARNING: candidate code ran unconfined: {event.get('detail')}"
+        return f"sandbox: {event.get('backend')}, network {'open' if event.get('network') else 'off'}"
     if kind == "flaky":
         return "flaky, left alone: " + ", ".join(event.get("tests") or [])
     if kind == "interrupted":
@@ -201,7 +205,7 @@ def describe_event(event: Dict[str, Any]) -> str:
 
 
 _RUN_LEVEL = {"start", "baseline", "classified", "stopped"}
-_ENDINGS = {"flaky", "interrupted", "error", "crashed", "intent", "done", "push_refused"}
+_ENDINGS = {"flaky", "interrupted", "error", "crashed", "intent", "done", "push_refused", "sandbox"}
 _SILENT = {"proposal", "workspace"}  # the answer is in the iteration event; the base commit is not news
 
 

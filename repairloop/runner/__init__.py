@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.runner.command import (
@@ -38,6 +38,7 @@ __all__ = [
     "PER_TEST_TIMEOUT_ENV",
     "PLUGIN_DIR",
     "PLUGIN_NAME",
+    "CommandWrapper",
     "ProcessResult",
     "build_test_env",
     "default_test_command",
@@ -52,6 +53,32 @@ PLUGIN_DIR = Path(os.path.abspath(__file__)).parent / "plugin"
 # Always added to a pytest command: run every test even when a module fails to
 # import (TECH-NOTES 5.1), and leave no .pytest_cache in the workspace.
 PYTEST_ARGS = ("--continue-on-collection-errors", "-p", "no:cacheprovider")
+
+
+class CommandWrapper(Protocol):
+    """Turns a test command's argv into the argv that runs it confined (``workspace.sandbox``).
+
+    ``writable`` are the directories the run must write (the tree under test,
+    the results and coverage files); ``env`` is the command's environment.
+    """
+
+    def __call__(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
+                 env: Mapping[str, str]) -> List[str]: ...
+
+
+def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], cwd: Path,
+             writable: Sequence[Path], env: Mapping[str, str]) -> Union[Sequence[str], str]:
+    """``command`` as ``wrap`` makes it; a program that is not found stays unwrapped, so the
+    run still ends as 127 "command not found" (nothing of it runs, confined or not)."""
+    if wrap is None:
+        return command
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(a) for a in command]
+    if not argv:
+        return command
+    program = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
+    if program is None or not os.path.exists(os.path.join(cwd, program)):
+        return command
+    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], cwd=cwd, writable=writable, env=env)
 
 
 def build_test_env(
@@ -98,6 +125,7 @@ def run_tests(
     junit_xml: Optional[str] = None,
     coverage_source: Optional[Sequence[str]] = None,
     output_limit: int = 200_000,
+    wrap: Optional[CommandWrapper] = None,
 ) -> TestReport:
     """Run the test command once in ``root`` and return its structured TestReport.
 
@@ -110,7 +138,8 @@ def run_tests(
     the run so a stale file is never read. ``coverage_source`` (dirs relative
     to root) records per-test line coverage; ``coverage_file`` is then a
     coverage.py data file in its own temporary directory, which the caller
-    owns. ``output_limit`` is in bytes. A command that is not found gives
+    owns. ``output_limit`` is in bytes. ``wrap`` (a sandbox) turns the command
+    into the argv that runs it confined. A command that is not found gives
     exit code 127. Raises ProjectError when ``root`` is not a directory and
     ConfigError for an empty command.
     """
@@ -134,7 +163,9 @@ def run_tests(
         run_env = build_test_env(
             base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage
         )
-        done = run_process(final, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
+        writable = [root, scratch] + ([coverage_dir] if coverage_dir is not None else [])
+        runnable = _wrapped(final, wrap, root, writable, run_env)
+        done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
         plugin = read_plugin_results(results_file, root)
         report = _report(final, done, plugin, junit_path, root, timeout)
         if coverage is not None and coverage[1].is_file():

@@ -41,11 +41,11 @@ from repairloop.types.proposals import (
     Usage,
 )
 from repairloop.types.results import Failure, Frame, TestReport, TestResult
-from repairloop.types.run import Flag, Iteration, LoopEvent, RunResult
+from repairloop.types.run import Flag, Iteration, LoopEvent, RunResult, SandboxStatus
 
 __all__ = [
     "DEFAULT_PROTECTED_GLOBS", "DEFAULT_TEST_GLOBS", "NOT_PROJECT_DIRS", "Budget", "BudgetLeft", "ChainMove", "CodeSlice", "Decision",
     "EventKind", "ExitCode", "Failure", "FailureKind", "Feedback", "Flag", "FlagKind", "Frame", "Iteration", "LastAttempt", "LoopEvent", "Outcome",
-    "Proposal", "ProposalRequest", "Proposer", "RepairContext", "ResultSource", "RunResult", "StopReason", "TestFiles", "TestOutcome",
+    "Proposal", "ProposalRequest", "Proposer", "RepairContext", "ResultSource", "RunResult", "SandboxStatus", "StopReason", "TestFiles", "TestOutcome",
     "TestReport", "TestResult", "Usage", "is_project_path", "matches_globs", "project_relative",
 ]

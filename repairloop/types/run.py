@@ -78,6 +78,22 @@ class Iteration:
 
 
 @dataclass(frozen=True)
+class SandboxStatus:
+    """Where candidate code ran: ``confined`` in ``backend`` (``bwrap``) or not (``none``), and
+    ``detail`` (the bwrap used, or why the run is unconfined); ``network`` says whether test runs
+    could reach the host's network."""
+
+    confined: bool
+    backend: str
+    detail: str
+    network: bool = False
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"confined": self.confined, "backend": self.backend, "detail": self.detail,
+                "network": self.network}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The whole run: DESIGN.md's ``run --json`` document is ``to_json()``."""
 
@@ -96,6 +112,7 @@ class RunResult:
     applied: bool = False
     notes: Tuple[str, ...] = ()
     seconds: float = 0.0
+    sandbox: Optional[SandboxStatus] = None  # None: a result from before sandboxes existed
 
     @property
     def totals(self) -> Dict[str, Any]:
@@ -132,6 +149,7 @@ class RunResult:
             "applied": self.applied,
             "notes": list(self.notes),
             "run_dir": self.run_dir,
+            "sandbox": self.sandbox.to_json() if self.sandbox is not None else None,
         }
 
 

