@@ -157,7 +157,8 @@ def test_a_secret_printed_by_a_failing_test_reaches_neither_the_model_nor_the_jo
     assert PLANTED not in out + err and "[REDACTED]" in json.dumps(doc["failures"])
     assert "[REDACTED]" in sent and "[REDACTED:aws-access-key]" in sent  # the output was there, masked
     run_dir = Path(doc["run_dir"])
-    written = {p.name: p.read_text() for p in run_dir.rglob("*") if p.is_file()}
+    # start.bundle (the start state, for resume) is binary: the user's files, packed by git
+    written = {p.name: p.read_bytes().decode("utf-8", "replace") for p in run_dir.rglob("*") if p.is_file()}
     assert {"journal.jsonl", "summary.json", "fix.patch"} <= set(written)
     for name, content in written.items():
         assert PLANTED not in content and AWS_KEY not in content, name

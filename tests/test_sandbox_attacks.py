@@ -206,6 +206,9 @@ def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(make_pro
                               "network": True}
     assert any(n.startswith("WARNING: candidate code ran UNCONFINED") for n in doc["notes"])
     assert "UNCONFINED" in stderr  # the console said it before the baseline, and in the final panel
+    report = subprocess.run([sys.executable, "-m", "repairloop", "report", "latest", "--project", doc["run_dir"] + "/../../.."],
+                            capture_output=True, text=True, timeout=60)
+    assert "WARNING: candidate code ran unconfined" in report.stdout, report.stderr  # and `repairloop report`
     # the checks above have teeth: unconfined, the same code gets out
     assert left["vartmp"] and left["connections"] >= 1 and left["alive"]
     # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ
