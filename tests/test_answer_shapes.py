@@ -278,3 +278,12 @@ def test_attack_a_placeholder_after_the_last_statement_is_part_of_the_body(tmp_p
     answer = "```python\ndef mean(values):\n    total = sum(values)\n    # ... rest of the function unchanged\n```"
     with pytest.raises(PatchError, match="rest of the function unchanged"):
         apply_answer(answer, tmp_path, shown=[CodeSlice("calc.py", 1, 5, "mean", "")])
+
+
+def test_under_its_file_s_path_a_function_not_shown_may_be_replaced(box: Path) -> None:
+    """The prompt showed only perimeter; the answer fixes Box.area, naming box.py: that is no guess."""
+    shown = [CodeSlice("box.py", 17, 18, "perimeter", "")]
+    answer = "box.py\n```python\nclass Box:\n    @property\n    def area(self):\n        return self.w * self.h\n```"
+    assert "return self.w * self.h" in (apply_answer(answer, box, shown=shown).changes[0].new_text or "")
+    with pytest.raises(PatchError, match="not in the code shown"):  # the same without the path
+        apply_answer(answer.split("\n", 1)[1], box, shown=shown)

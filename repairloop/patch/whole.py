@@ -4,9 +4,10 @@ Models that cannot write diffs answer with the corrected code itself (aider
 keeps a "whole" edit format for them). Rules, strict by design:
 
 - a fenced Python block whose definitions all exist in the code the prompt
-  showed replaces each of them (a method given bare or inside its class; a
-  class given with all its members replaces the class, with some of them
-  replaces just those); definitions equal to the current ones change nothing;
+  showed (or, under a file's path, in that file) replaces each of them (a
+  method given bare or inside its class; a class given with all its members
+  replaces the class, with some of them just those); definitions equal to the
+  current ones change nothing;
 - a block under a file's path that holds every top-level definition of that
   file and code the file does not have is the whole new file; under a path
   that does not exist, a new file;
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -67,7 +69,7 @@ def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]]) -> 
     targets = _shown_targets(root, shown or ())
     plan = Plan()
     for block in blocks:
-        _plan_block(block, root, targets, plan, shown is None)
+        _plan_block(block, root, targets, plan)
     edits = file_edits(plan, targets) + def_edits(plan, targets)
     if not edits and (plan.defs or plan.files):
         raise PatchError("the answer's code is the same as the current code: nothing would change",
@@ -115,7 +117,7 @@ def _resolve(label: str, root: Path, targets: Dict[str, Target]) -> str:
     return tails[0] if len(tails) == 1 else label
 
 
-def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: Plan, unknown: bool) -> None:
+def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: Plan) -> None:
     tree = parse_module(block.code)
     if tree is None and not block.language and not block.label:
         return  # an unmarked block that is not Python: output, a shell session
@@ -139,8 +141,6 @@ def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: 
         if target is None:
             raise PatchError(f"the code block at line {block.line} names {path}, which is not Python "
                              "code that parses", hint=HINT)
-        if unknown:
-            target.shown = set(target.defs)
         targets.setdefault(path, target)
         if _whole_file(block, tree, target):
             for node in tree.body:
@@ -148,7 +148,9 @@ def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: 
                     _check_stubs(node, node.name, target, block)
             plan.files.setdefault(path, []).append((block.code, block.line))
             return
-        candidates = [target]
+        # Under its file's path a definition is named unambiguously: any definition of that file may be
+        # replaced, shown or not (a function the shown one calls, say). Unlabelled, only the shown ones.
+        candidates = [replace(target, shown=set(target.defs))]
     _plan_definitions(block, tree, candidates, plan)
 
 
