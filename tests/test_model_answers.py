@@ -192,3 +192,15 @@ def test_a_bad_edit_format_flag_is_a_usage_error(tmp_path: Path, capsys: pytest.
     doc = json.loads(capsys.readouterr().out)
     assert code == 2 and doc["error"]["kind"] == "config"
     assert named in doc["error"]["message"] and "auto, diff, search_replace, whole" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize("content, answer", [
+    ("Intro <think>x</think> answer", "Intro  answer"), ("thought</think>answer", "answer"),
+    ("<think>a</think>b<think>never closed", "b"), ("plain", "plain"),
+])
+def test_visible_answer_without_inline_thinking(content: str, answer: str) -> None:
+    """The proposer's view of inline thinking agrees with the parser's (patch/thinking.py)."""
+    from repairloop.patch.thinking import split_thinking
+    from repairloop.propose.answer import visible
+
+    assert visible(content) == answer == split_thinking(content).answer

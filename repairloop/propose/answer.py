@@ -23,7 +23,8 @@ _REFUSAL = re.compile(r"\b(I\s+can[’']?t|I\s+can\s?not|I[’']?m\s+(not\s+able
                       r"provide|do\s+that|fulfil|complete|continue|support)", re.I)
 _THINK = "think|thinking|reasoning"
 _THINK_BLOCK = re.compile(rf"<({_THINK})>.*?(?:</\1>|\Z)", re.S | re.I)
-_ORPHAN_CLOSE = re.compile(rf"\A.*?</({_THINK})>", re.S | re.I)
+_OPEN = re.compile(rf"<({_THINK})>", re.I)
+_CLOSE = re.compile(rf"</({_THINK})>", re.I)
 # "Unsupported parameter: 'temperature' is not supported with this model." / "Unsupported value:
 # 'temperature' does not support 0 with this model." (OpenAI o-series; BerriAI/litellm#8242 shows
 # drop_params missing such a model, BeehiveInnovations/pal-mcp-server#78 both wordings).
@@ -47,8 +48,9 @@ def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
 def visible(content: str) -> str:
     """``content`` without inline thinking: ``<think>`` blocks (an unclosed one runs to the end)
     and the text before a ``</think>`` that no tag opened."""
-    if _ORPHAN_CLOSE.match(content) and not re.match(rf"\s*<({_THINK})>", content, re.I):
-        content = _ORPHAN_CLOSE.sub("", content, count=1)
+    close, opened = _CLOSE.search(content), _OPEN.search(content)
+    if close is not None and (opened is None or close.start() < opened.start()):
+        content = content[close.end():]
     return _THINK_BLOCK.sub("", content)
 
 
