@@ -17,7 +17,15 @@ from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 from repairloop import stop
 from repairloop.context import build_context, group_failures
 from repairloop.errors import BudgetExhausted, PatchError, ProposerError, UnrecoverableModelError
-from repairloop.journal import Journal
+from repairloop.journal import (
+    CandidateRejectedEvent,
+    IterationEvent,
+    Journal,
+    ProposalErrorEvent,
+    ProposalEvent,
+    Shown,
+    TestsSummary,
+)
 from repairloop.patch import AppliedPatch, apply_answer, change_signature, check_guards, check_syntax
 from repairloop.patch.guards import Screened
 from repairloop.patch.overfit import assertion_literals, overfitting_flags
@@ -201,8 +209,8 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
             return _Proposed(proposal, None, usage + err.usage, attempts + max(err.attempts, 1),
                              candidates + _candidates_in(notes, default=0), reason, move=move, why=why, refused=refused)
         # Journalled before validation, so a resumed run never asks for this answer again.
-        journal.append("proposal", iteration=given.number, round=round_, model=given.model, engine=proposal.engine,
-                       answer=proposal.answer, usage=proposal.usage, notes=proposal.notes)
+        journal.record(ProposalEvent(iteration=given.number, round=round_, model=given.model, engine=proposal.engine,
+                                     answer=proposal.answer, usage=proposal.usage, notes=proposal.notes))
         usage, attempts = usage + proposal.usage, attempts + max(proposal.usage.calls, 1)
         candidates += _candidates_in(proposal.notes, default=1)
         try:
@@ -211,8 +219,8 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
             check_syntax(screened.applied)  # scratch files dropped
         except PatchError as err:
             error = err.message + (f" ({err.hint})" if err.hint else "")
-            journal.append("candidate_rejected", iteration=given.number, model=given.model, answer=proposal.answer,
-                           error=error)
+            journal.record(CandidateRejectedEvent(iteration=given.number, model=given.model, answer=proposal.answer,
+                                                  error=error))
             if feedback is not None or proposal.engine != "llm":
                 return _Proposed(proposal, None, usage, attempts, candidates, f"rejected: {error}")
             feedback = redact_feedback(Feedback(answer=proposal.answer, error=error), setup.redact)
@@ -245,10 +253,11 @@ def _guard_flags(screened: Screened, literals: FrozenSet[str], test_files: TestF
     return (*flags, *overfitting_flags(screened.applied, literals, test_files))
 
 
-def _journal_error(journal: Journal, given: AttemptInput, round_: int, err: ProposerError, notes: Any) -> None:
-    journal.append("proposal_error", iteration=given.number, round=round_, model=given.model,
-                   error_class=type(err).__name__, message=err.message, usage=err.usage, attempts=err.attempts,
-                   budget=getattr(err, "budget", None), notes=notes)
+def _journal_error(journal: Journal, given: AttemptInput, round_: int, err: ProposerError,
+                   notes: Optional[Dict[str, Any]]) -> None:
+    journal.record(ProposalErrorEvent(iteration=given.number, round=round_, model=given.model,
+                                      error_class=type(err).__name__, message=err.message, usage=err.usage,
+                                      attempts=err.attempts, budget=getattr(err, "budget", None), notes=notes))
 
 
 def _candidates_in(notes: Optional[Dict[str, Any]], default: int) -> int:
@@ -259,31 +268,17 @@ def _candidates_in(notes: Optional[Dict[str, Any]], default: int) -> int:
 
 def _record(setup: AttemptSetup, it: Iteration, context: RepairContext, proposal: Optional[Proposal],
             report: Optional[TestReport]) -> None:
-    setup.journal.append(
-        "iteration",
-        iteration=it.to_json(),
-        shown={
-            "failing_tests": list(context.failing_tests),
-            "message": context.message[:4000],
-            "traceback": context.traceback[:4000],
-            "slices": [f"{c.path}:{c.start_line}-{c.end_line} {c.name}" for c in context.slices],
-            "tokens": context.tokens,
-            "trimmed": list(context.trimmed),
-            "last_attempt": context.last_attempt.reason if context.last_attempt else None,
-        },
-        answer=proposal.answer if proposal else None,
-        engine_notes=proposal.notes if proposal else None,
-        tests=_summary(report),
+    shown = Shown(
+        failing_tests=context.failing_tests,
+        message=context.message[:4000],
+        traceback=context.traceback[:4000],
+        slices=tuple(f"{c.path}:{c.start_line}-{c.end_line} {c.name}" for c in context.slices),
+        tokens=context.tokens,
+        trimmed=context.trimmed,
+        last_attempt=context.last_attempt.reason if context.last_attempt else None,
     )
-
-
-def _summary(report: Optional[TestReport]) -> Optional[Dict[str, Any]]:
-    if report is None:
-        return None
-    return {
-        "exit_code": report.exit_code,
-        "failing": list(report.failing_ids),
-        "passed": len(report.passed_ids),
-        "seconds": round(report.seconds, 3),
-        "timed_out": report.timed_out,
-    }
+    tests = None if report is None else TestsSummary(
+        exit_code=report.exit_code, failing=report.failing_ids, passed=len(report.passed_ids),
+        seconds=round(report.seconds, 3), timed_out=report.timed_out)
+    setup.journal.record(IterationEvent(iteration=it, shown=shown, answer=proposal.answer if proposal else None,
+                                        engine_notes=proposal.notes if proposal else None, tests=tests))

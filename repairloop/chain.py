@@ -9,14 +9,16 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from repairloop import errors
 from repairloop.errors import ProposerError
+from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.settings import Settings, edit_format_for
-from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles, Usage
+from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles
 
 BUILTIN = "builtin"
+RecordedAnswer = Union[ProposalEvent, ProposalErrorEvent]  # what a resumed run replays
 
 
 @dataclass
@@ -49,12 +51,12 @@ class ChainState:
         self.advance(iterations)
 
 
-def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journal: Any,
+def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journal: Journal,
                    test_files: TestFiles) -> Proposer:
     """The proposer for one chain link: ``builtin`` (offline engine) or a litellm model name.
 
     ``suite`` is the loop's TestSuite (runs the project's tests in any copy);
-    ``journal`` receives model retry events; ``test_files`` are the run's test
+    ``journal`` records the model's events (retries, errors; ``types.model_events``); ``test_files`` are the run's test
     files (never mutated by the offline engine).
     """
     if name == BUILTIN:
@@ -74,10 +76,6 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         )
     from repairloop.propose.llm import LLMProposer
 
-    def on_event(event: Dict[str, Any]) -> None:
-        details = {k: v for k, v in event.items() if k != "event"}
-        journal.append(str(event.get("event", "model_event")), **{"model": name, **details})
-
     return LLMProposer(
         name,
         api_base=settings.api_base,
@@ -87,7 +85,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         backoff_base=settings.model_backoff,
         max_completion_tokens=settings.max_completion_tokens,
         edit_format=edit_format_for(settings, name),
-        on_event=on_event,
+        on_event=journal.record,
     )
 
 
@@ -133,12 +131,12 @@ def token_counter(chain: Sequence[str]) -> Callable[[str], int]:
 class ReplayProposer:
     """A chain link that answers from a resumed run's journal before asking its real proposer.
 
-    ``recorded`` maps (iteration, round) to a journal ``proposal`` or
-    ``proposal_error`` record; ``build`` makes the real proposer, only when a
+    ``recorded`` maps (iteration, round) to the run's journalled answer or
+    model error; ``build`` makes the real proposer, only when a
     question has no recorded answer (so a resume never pays twice).
     """
 
-    def __init__(self, name: str, recorded: Dict[Tuple[int, int], Dict[str, Any]], build: Callable[[], Proposer]) -> None:
+    def __init__(self, name: str, recorded: Dict[Tuple[int, int], RecordedAnswer], build: Callable[[], Proposer]) -> None:
         self.name = name
         self.engine = "builtin" if name == BUILTIN else "llm"
         self._recorded = recorded
@@ -154,22 +152,21 @@ class ReplayProposer:
 
     def propose(self, request: ProposalRequest) -> Proposal:
         record = self._recorded.get((request.iteration, 1 if request.feedback else 0))
-        if record is None or record.get("model") != self.name:
+        if record is None or record.model != self.name:
             return self.real.propose(request)
-        usage = Usage(**record.get("usage") or {})
-        if record["event"] == "proposal_error":
-            raise _recorded_error(record, usage)
-        notes = dict(record.get("notes") or {}, replayed=True)
-        return Proposal(answer=record["answer"], engine=record.get("engine", self.engine),
-                        model=self.name, usage=usage, notes=notes)
+        if isinstance(record, ProposalErrorEvent):
+            raise _recorded_error(record)
+        notes = dict(record.notes, replayed=True)
+        return Proposal(answer=record.answer, engine=record.engine or self.engine,
+                        model=self.name, usage=record.usage, notes=notes)
 
 
-def _recorded_error(record: Dict[str, Any], usage: Usage) -> ProposerError:
+def _recorded_error(record: ProposalErrorEvent) -> ProposerError:
     """Rebuild the model-side error a run recorded, so a replay takes the same path."""
-    kind = getattr(errors, str(record.get("error_class")), None)
-    message = str(record.get("message", "recorded model error"))
+    kind = getattr(errors, record.error_class, None)
+    message = record.message or "recorded model error"
     if kind is errors.BudgetExhausted:
-        return errors.BudgetExhausted(message, budget=Budget(record.get("budget") or Budget.TOKENS.value), usage=usage)
+        return errors.BudgetExhausted(message, budget=record.budget or Budget.TOKENS, usage=record.usage)
     if not (isinstance(kind, type) and issubclass(kind, ProposerError)):
         kind = errors.ModelError
-    return kind(message, usage=usage, attempts=int(record.get("attempts", 1)))
+    return kind(message, usage=record.usage, attempts=record.attempts)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from repairloop.errors import ProjectError
-from repairloop.journal import Journal
+from repairloop.journal import DoneEvent, IntentEvent, Journal, StoppedEvent
 from repairloop.stop import Ending
-from repairloop.types import Decision, Failure, FailureKind, FlagKind, Iteration, RunResult
+from repairloop.types import Decision, Failure, FlagKind, Iteration, RunResult, failure_kinds
 from repairloop.workspace import StartState, apply_to_user_tree
 
 
@@ -34,11 +34,17 @@ def build_result(ending: Ending, *, run_id: str, run_dir: Path, patch: Optional[
 
 
 def record_result(journal: Journal, result: RunResult) -> None:
-    """Write the run's files (``fix.patch``, ``summary.json``) and its ``stopped`` event, all redacted."""
+    """Write the run's files (``fix.patch``, ``summary.json``) and its ``stopped`` event, all redacted.
+
+    With the ``stopped`` event the journal holds the whole RunResult: a report
+    read from it (``reports.load_run``) rebuilds the same one.
+    """
     if result.patch:
         journal.write_text("fix.patch", result.patch)
     journal.write_json("summary.json", result.to_json())
-    journal.append("stopped", outcome=result.outcome.value, stop_reason=result.stop_reason.value, detail=result.stop_detail)
+    journal.record(StoppedEvent(outcome=result.outcome, stop_reason=result.stop_reason, detail=result.stop_detail,
+                                seconds=result.seconds, fixed_tests=result.fixed_tests,
+                                still_failing=result.still_failing, flaky_tests=result.flaky_tests, notes=result.notes))
 
 
 def apply_fix(project: Path, start: StartState, journal: Journal, result: RunResult, patch: str) -> Tuple[RunResult, List[str]]:
@@ -48,14 +54,14 @@ def apply_fix(project: Path, start: StartState, journal: Journal, result: RunRes
     file the patch touches changed since the run started (nothing is written).
     """
     key = f"{result.run_id}:apply"
-    journal.intent("apply", key, files=patch_files(patch))
+    journal.record(IntentEvent(action="apply", key=key, files=tuple(patch_files(patch))))
     try:
         written = apply_to_user_tree(project, patch, start)
     except ProjectError as err:
         saved = Path(result.run_dir) / "fix.patch"
         raise ProjectError(f"{err.message} (run {result.run_id}, outcome {result.outcome.value})",
                            hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`") from err
-    journal.done("apply", key, files=written)
+    journal.record(DoneEvent(action="apply", key=key, files=tuple(written)))
     applied = replace(result, applied=True)
     journal.write_json("summary.json", applied.to_json())
     return applied, written
@@ -72,17 +78,6 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
     for it in kept:
         notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.kind is FlagKind.SUSPECTED_OVERFITTING]
     return tuple(notes)
-
-
-def failure_kinds(failures: Sequence[Failure], flaky: Sequence[str]) -> Dict[str, int]:
-    """Kind -> count at the baseline; a flaky test counts as flaky, not as the logic failure it looked like."""
-    kinds: Dict[str, int] = {}
-    for failure in failures:
-        kinds[failure.kind.value] = kinds.get(failure.kind.value, 0) + 1
-    for _ in flaky:
-        kinds[FailureKind.FLAKY.value] = kinds.get(FailureKind.FLAKY.value, 0) + 1
-        kinds[FailureKind.LOGIC.value] = max(kinds.get(FailureKind.LOGIC.value, 1) - 1, 0)
-    return {k: v for k, v in kinds.items() if v}
 
 
 def patch_files(patch: str) -> List[str]:

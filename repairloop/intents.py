@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from repairloop.errors import ProjectError
-from repairloop.journal import Journal
+from repairloop.journal import DoneEvent, Journal
 from repairloop.recorded import Recorded
 from repairloop.types import EventKind, LoopEvent
 from repairloop.workspace import apply_to_user_tree, patch_state
@@ -26,7 +26,7 @@ def settle_pending(project: Path, recorded: Recorded) -> Iterator[LoopEvent]:
         )
     journal = Journal(recorded.run_dir)
     for intent in recorded.pending:
-        action, key = intent.get("action"), intent.get("key", "")
+        action, key = intent.action, intent.key
         if action == "apply":
             yield from _settle_apply(project, recorded, journal, key)
         else:
@@ -45,11 +45,11 @@ def _settle_apply(project: Path, recorded: Recorded, journal: Journal, key: str)
     patch = patch_file.read_text(encoding="utf-8")
     state = patch_state(project, patch)
     if state == "applied":
-        journal.done("apply", key, verified="already in the files")
+        journal.record(DoneEvent(action="apply", key=key, verified="already in the files"))
         yield LoopEvent(EventKind.NOTE, f"the patch of run {recorded.run_id} is already in your files; recorded as done")
     elif state == "not_applied":
         written = apply_to_user_tree(project, patch, recorded.start)
-        journal.done("apply", key, files=written, verified="applied on resume")
+        journal.record(DoneEvent(action="apply", key=key, files=tuple(written), verified="applied on resume"))
         yield LoopEvent(EventKind.NOTE, f"applied the patch of run {recorded.run_id} to {', '.join(written)}")
     else:
         raise ProjectError(

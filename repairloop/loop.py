@@ -20,7 +20,19 @@ from typing import Callable, Iterator, List, Mapping, Optional, Tuple
 from repairloop.chain import warm_up
 from repairloop.classify import classify_report
 from repairloop.errors import RepairloopError
-from repairloop.journal import Journal, ProjectLock, new_run_id, pid_alive, run_dir_for
+from repairloop.journal import (
+    CrashedEvent,
+    ErrorEvent,
+    InterruptedEvent,
+    Journal,
+    ProjectLock,
+    ResumedEvent,
+    StartEvent,
+    WorkspaceEvent,
+    new_run_id,
+    pid_alive,
+    run_dir_for,
+)
 from repairloop.recorded import Recorded
 from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command, project_python
@@ -101,28 +113,29 @@ def drive(
             secrets.append(environ[settings.api_key_env])
         journal = Journal(run_dir_for(project, run_id), redact=Redactor(secrets))
         if recorded is None:
-            journal.append("start", run_id=run_id, project=str(project), chain=chain, settings=settings.model_dump())
+            journal.record(StartEvent(run_id=run_id, project=str(project), chain=tuple(chain),
+                                      settings=settings.model_dump()))
         else:
-            journal.append("resumed", answers=len(recorded.answers), chain=chain)
+            journal.record(ResumedEvent(answers=len(recorded.answers), chain=tuple(chain)))
         base, start = (recorded.base, recorded.start) if recorded else (None, None)
         try:
             with open_workspace(project, run_id=run_id, registry_dir=registry, base=base, start=start,
                                 bundle=journal.run_dir / "start.bundle") as ws:
                 if recorded is None:
-                    journal.append("workspace", base=ws.base, head=ws.start.head)
+                    journal.record(WorkspaceEvent(base=ws.base, head=ws.start.head))
                     journal.write_json("start.json", {"head": ws.start.head, "files": ws.start.files})
                 session = Session(settings, project, ws, journal, environ, chain, clock, started, run_id,
                                   replay=recorded.answers if recorded else None, given=proposers)
                 for event in session.run(apply=apply, confirm=confirm):
                     yield redact_record(event, journal.redact)  # the screen sees what the journal sees
         except KeyboardInterrupt:  # outside the session's loop (creating or removing the workspace)
-            journal.append("interrupted", seconds=clock() - started)
+            journal.record(InterruptedEvent(seconds=clock() - started))
             raise
         except RepairloopError as err:
-            journal.append("error", message=err.message, hint=err.hint)
+            journal.record(ErrorEvent(message=err.message, hint=err.hint))
             raise
         except Exception as err:
-            journal.append("crashed", error=f"{type(err).__name__}: {err}")
+            journal.record(CrashedEvent(error=f"{type(err).__name__}: {err}"))
             raise
 
 

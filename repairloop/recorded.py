@@ -11,11 +11,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from repairloop.chain import RecordedAnswer
 from repairloop.errors import ConfigError, ProjectError
-from repairloop.journal import pending_intents, read_journal, resolve_run
+from repairloop.journal import (
+    IntentEvent,
+    ProposalErrorEvent,
+    ProposalEvent,
+    ReadEvent,
+    StartEvent,
+    StoppedEvent,
+    WorkspaceEvent,
+    pending_intents,
+    read_events,
+    resolve_run,
+)
 from repairloop.settings import Settings
+from repairloop.types import StopReason
 from repairloop.workspace import StartState
 
 Key = Tuple[int, int]  # (iteration number, round: 0 for the answer, 1 for the structural retry)
@@ -30,9 +43,9 @@ class Recorded:
     settings: Settings
     base: Optional[str]
     start: Optional[StartState]
-    answers: Dict[Key, Dict[str, Any]] = field(default_factory=dict)
+    answers: Dict[Key, RecordedAnswer] = field(default_factory=dict)
     finished: bool = False
-    pending: Tuple[Dict[str, Any], ...] = ()
+    pending: Tuple[IntentEvent, ...] = ()
     warnings: Tuple[str, ...] = ()
 
 
@@ -42,33 +55,34 @@ def load_recorded(project: Path, ref: Optional[str]) -> Recorded:
     Raises ProjectError when there is no such run or its journal lacks its start.
     """
     run_dir = resolve_run(project, ref)
-    events, warnings = read_journal(run_dir)
-    start = next((e for e in events if e.get("event") == "start"), None)
+    entries, warnings = read_events(run_dir)
+    events = [entry.event for entry in entries]
+    start = next((e for e in events if isinstance(e, StartEvent)), None)
     if start is None:
         raise ProjectError(f"the journal of {run_dir.name} has no start record",
                            hint="start a new run with `repairloop run`")
     try:
-        settings = Settings(**start["settings"])
+        settings = Settings(**start.settings)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"cannot read the settings recorded in {run_dir.name}: {err}",
                           hint="start a new run with `repairloop run`") from None
     return Recorded(
-        run_id=start["run_id"],
+        run_id=start.run_id,
         run_dir=run_dir,
         settings=settings,
         base=_base(events),
         start=_start_state(run_dir),
         answers=_answers(events),
         # An interrupted run stopped on purpose but is not finished: resume goes on with it.
-        finished=any(e.get("event") == "stopped" and e.get("stop_reason") != "interrupted" for e in events),
+        finished=any(isinstance(e, StoppedEvent) and e.stop_reason is not StopReason.INTERRUPTED for e in events),
         pending=tuple(pending_intents(events)),
         warnings=tuple(warnings),
     )
 
 
-def _base(events: List[Dict[str, Any]]) -> Optional[str]:
-    record = next((e for e in events if e.get("event") == "workspace"), None)
-    return record.get("base") if record and record.get("head") else None
+def _base(events: List[ReadEvent]) -> Optional[str]:
+    record = next((e for e in events if isinstance(e, WorkspaceEvent)), None)
+    return record.base if record and record.head else None
 
 
 def _start_state(run_dir: Path) -> Optional[StartState]:
@@ -81,11 +95,10 @@ def _start_state(run_dir: Path) -> Optional[StartState]:
     return StartState(head=data.get("head"), files=dict(data.get("files") or {}))
 
 
-def _answers(events: List[Dict[str, Any]]) -> Dict[Key, Dict[str, Any]]:
+def _answers(events: List[ReadEvent]) -> Dict[Key, RecordedAnswer]:
     """Recorded answers and model errors, by (iteration, round); the first record of a key wins."""
-    answers: Dict[Key, Dict[str, Any]] = {}
+    answers: Dict[Key, RecordedAnswer] = {}
     for event in events:
-        if event.get("event") in ("proposal", "proposal_error"):
-            key = (int(event["iteration"]), int(event.get("round", 0)))
-            answers.setdefault(key, event)
+        if isinstance(event, (ProposalEvent, ProposalErrorEvent)):
+            answers.setdefault((event.iteration, event.round), event)
     return answers

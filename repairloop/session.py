@@ -9,14 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Generator, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Generator, Iterator, Mapping, Optional, Sequence, Tuple
 
 from repairloop import stop
 from repairloop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
-from repairloop.chain import ChainState, ReplayProposer, build_proposer, token_counter
+from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.ending import apply_fix, build_result, record_result
-from repairloop.journal import Journal
+from repairloop.journal import (
+    BaselineEvent,
+    ClassifiedEvent,
+    EscalateEvent,
+    FlakyEvent,
+    InterruptedEvent,
+    Journal,
+    ModelDroppedEvent,
+    SandboxEvent,
+    TestFilesEvent,
+    TestsSummary,
+)
 from repairloop.patch import GuardPolicy
 from repairloop.runner import is_pytest_command, project_python
 from repairloop.settings import Settings
@@ -45,7 +56,7 @@ from repairloop.validation import ValidationSetup
 from repairloop.workspace import Workspace
 
 Confirm = Callable[[str], bool]  # shown the final diff, answers whether to apply it
-Replay = Mapping[Tuple[int, int], Dict[str, Any]]  # recorded answers of a resumed run, by (iteration, round)
+Replay = Mapping[Tuple[int, int], RecordedAnswer]  # recorded answers of a resumed run, by (iteration, round)
 
 
 @dataclass
@@ -104,7 +115,7 @@ class Session:
                 ending = yield from self._loop()
         except KeyboardInterrupt:
             self.state.interrupted = True
-            self.journal.append("interrupted", seconds=self.clock() - self.started)
+            self.journal.record(InterruptedEvent(seconds=self.clock() - self.started))
             verdict = stop.check(self._facts(), self.limits)
             assert isinstance(verdict, Ending)  # an interruption always ends the run
             ending = verdict
@@ -114,20 +125,20 @@ class Session:
 
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
         sandbox = self.suite.sandbox_status
-        self.journal.append("sandbox", **sandbox.to_json())
+        self.journal.record(SandboxEvent.of(sandbox))
         warning = unconfined_warning(sandbox)
         if warning:
             yield LoopEvent(EventKind.NOTE, warning, {"sandbox": sandbox.to_json()})
         yield LoopEvent(EventKind.PHASE, "running the test suite (baseline)", {"command": str(self.suite.command)})
         baseline = self.suite.run(self.ws.root)
-        self.journal.append("baseline", report=_report_summary(baseline))
+        self.journal.record(BaselineEvent(report=_report_summary(baseline)))
         yield LoopEvent(EventKind.NOTE, _describe(baseline), {"failing": len(baseline.failing_ids)})
         time_gone = baseline.timed_out and self.seconds_left() <= 1.0  # the run's --timeout, not the suite's
         if time_gone or baseline.green:
             return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
         failures = classify_report(baseline, self.ws.root, python=self.python)
         self.state.failures = self.state.current_failures = failures
-        self.journal.append("classified", failures=[f.to_json() for f in failures])
+        self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
         if blocking is not None:
             detail = _blocking_detail(blocking, failures)
@@ -148,7 +159,7 @@ class Session:
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
         self.test_files = self.test_files.with_collected(baseline)
         if self.test_files.beyond_globs:
-            self.journal.append("test_files", added=list(self.test_files.beyond_globs))
+            self.journal.record(TestFilesEvent(added=tuple(self.test_files.beyond_globs)))
 
     def _confirm_failures(self) -> Iterator[LoopEvent]:
         flaky: set[str] = set()
@@ -160,7 +171,7 @@ class Session:
         if flaky:
             self.state.flaky = tuple(sorted(flaky))
             self.state.failing = tuple(t for t in self.state.failing if t not in flaky)
-            self.journal.append("flaky", tests=self.state.flaky)
+            self.journal.record(FlakyEvent(tests=self.state.flaky))
             yield LoopEvent(EventKind.NOTE, f"flaky, left alone: {', '.join(self.state.flaky)}")
 
     def _loop(self) -> Generator[LoopEvent, None, Ending]:
@@ -215,10 +226,10 @@ class Session:
 
     def _move(self, move: ChainMove, why: str) -> None:
         if move is ChainMove.DROP:
-            self.journal.append("model_dropped", model=self.chain.current, why=why)
+            self.journal.record(ModelDroppedEvent(model=self.chain.current, why=why))
             self.chain.drop(why, len(self.state.history))
         elif move is ChainMove.NEXT:
-            self.journal.append("escalate", frm=self.chain.current, why=why)
+            self.journal.record(EscalateEvent(model=self.chain.current, why=why))
             self.chain.advance(len(self.state.history))
 
     def _attempt_setup(self) -> AttemptSetup:
@@ -279,12 +290,10 @@ class Session:
         yield LoopEvent(EventKind.STOPPED, f"applied to {', '.join(written)}", result=applied)
 
 
-def _report_summary(report: TestReport) -> Dict[str, object]:
-    return {
-        "exit_code": report.exit_code, "source": report.source, "timed_out": report.timed_out,
-        "seconds": round(report.seconds, 3), "failing": list(report.failing_ids), "passed": len(report.passed_ids),
-        "output_tail": report.output[-2000:],
-    }
+def _report_summary(report: TestReport) -> TestsSummary:
+    return TestsSummary(exit_code=report.exit_code, failing=report.failing_ids, passed=len(report.passed_ids),
+                        seconds=round(report.seconds, 3), timed_out=report.timed_out, source=report.source,
+                        output_tail=report.output[-2000:])
 
 
 def _describe(report: TestReport) -> str:

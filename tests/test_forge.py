@@ -15,6 +15,7 @@ from repairloop.integrations.forge import (
     body_with_key,
     ensure_pull_request,
 )
+from repairloop.journal import event_to_json
 
 Notes = List[Tuple[str, Dict[str, Any]]]
 
@@ -25,7 +26,7 @@ def github(forge: FakeForge, timeout: float = 10.0, token: str = "t0ken") -> Git
 
 def ensure(client: Any, notes: Notes, key: str = "acme/widgets@abc#fp1", body: str = "summary") -> Any:
     return ensure_pull_request(client, head="repairloop/fp1", base="main", title="repairloop: fix",
-                               body=body, key=key, note=lambda event, data: notes.append((event, data)))
+                               body=body, key=key, note=lambda event: notes.append((event.kind.value, event_to_json(event))))
 
 
 def test_creates_once_then_finds_the_same_pull_request() -> None:

@@ -14,17 +14,25 @@ import pytest
 
 from repairloop.errors import LockedError, ProjectError
 from repairloop.journal import (
+    CrashedEvent,
+    DoneEvent,
+    FlakyEvent,
+    IntentEvent,
     Journal,
     ProjectLock,
+    ProposalErrorEvent,
+    ProposalEvent,
+    StoppedEvent,
     list_runs,
     new_run_id,
     pending_intents,
     pid_alive,
+    read_events,
     read_journal,
     resolve_run,
     run_dir_for,
 )
-from repairloop.types import FailureKind, Frame
+from repairloop.types import FailureKind, Frame, Outcome, StopReason, Usage
 
 
 def fixed_clock() -> datetime:
@@ -49,55 +57,63 @@ def test_run_ids_sort_by_time_and_are_unique() -> None:
     assert len({new_run_id(fixed_clock) for _ in range(50)}) > 40  # random suffix
 
 
-def test_append_writes_one_json_line_per_event_with_conversions(tmp_path: Path) -> None:
+def test_record_writes_one_json_line_per_event_and_reads_it_back(tmp_path: Path) -> None:
     run = run_dir_for(tmp_path, "r1")
     assert run == tmp_path / ".repairloop" / "runs" / "r1"
     journal = Journal(run, clock=fixed_clock)
     assert run.is_dir() and journal.path == run / "journal.jsonl"
-    journal.append("baseline", failing=3, sample=Sample(FailureKind.LOGIC, Path("a/b.py")),
-                   colour=Colour.RED, frames=(Frame("m.py", 3),), where=Path("x"), text="é")
-    journal.append("stopped", reason="success")
+    notes = {"sample": Sample(FailureKind.LOGIC, Path("a/b.py")), "colour": Colour.RED, "frames": (Frame("m.py", 3),),
+             "where": Path("x"), "text": "é"}
+    journal.record(ProposalEvent(2, 1, "m", "llm", "diff", Usage(3, 4, None, 0.5, 1), notes))
+    journal.record(StoppedEvent(Outcome.FIXED, StopReason.SUCCESS, "done"))
     lines = journal.path.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
-    assert first == {"event": "baseline", "ts": "2026-11-30T02:11:40+00:00", "failing": 3,
-                     "sample": {"kind": "logic", "where": "a/b.py"}, "colour": 1,
-                     "frames": [{"path": "m.py", "line": 3, "function": ""}], "where": "x", "text": "é"}
+    assert first == {"event": "proposal", "ts": "2026-11-30T02:11:40+00:00", "iteration": 2, "round": 1, "model": "m",
+                     "engine": "llm", "answer": "diff",
+                     "usage": {"prompt_tokens": 3, "completion_tokens": 4, "cost_usd": None, "seconds": 0.5, "calls": 1},
+                     "notes": {"sample": {"kind": "logic", "where": "a/b.py"}, "colour": 1,
+                               "frames": [{"path": "m.py", "line": 3, "function": ""}], "where": "x", "text": "é"}}
     events, warnings = read_journal(run)
-    assert [e["event"] for e in events] == ["baseline", "stopped"] and warnings == []
+    assert [e["event"] for e in events] == ["proposal", "stopped"] and warnings == []
+    entries, warnings = read_events(run)
+    assert [e.ts for e in entries] == ["2026-11-30T02:11:40+00:00"] * 2 and warnings == []
+    assert entries[0].event == ProposalEvent(2, 1, "m", "llm", "diff", Usage(3, 4, None, 0.5, 1), first["notes"])
+    assert entries[1].event == StoppedEvent(Outcome.FIXED, StopReason.SUCCESS, "done")
 
 
 def test_torn_last_line_is_ignored_with_a_warning_and_cut_on_resume(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run")
-    journal.append("one")
-    journal.append("two")
+    journal.record(FlakyEvent(("one",)))
+    journal.record(FlakyEvent(("two",)))
     with open(journal.path, "ab") as fh:
         fh.write(b'{"event": "thr')  # killed in the middle of a write
     events, warnings = read_journal(tmp_path / "run")
-    assert [e["event"] for e in events] == ["one", "two"]
+    assert [e["tests"] for e in events] == [["one"], ["two"]]
     assert len(warnings) == 1 and "line 3" in warnings[0]
     resumed = Journal(tmp_path / "run")  # resume: the torn tail goes, the next event is whole
-    resumed.append("three")
-    events, warnings = read_journal(tmp_path / "run")
-    assert [e["event"] for e in events] == ["one", "two", "three"] and warnings == []
+    resumed.record(FlakyEvent(("three",)))
+    entries, warnings = read_events(tmp_path / "run")
+    assert [e.event for e in entries] == [FlakyEvent(("one",)), FlakyEvent(("two",)), FlakyEvent(("three",))]
+    assert warnings == []
 
 
 def test_invalid_json_on_the_last_line_is_torn_too(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run")
-    journal.append("one")
+    journal.record(CrashedEvent("one"))
     with open(journal.path, "ab") as fh:
         fh.write(b"\x00\x00\x00\n")  # what a crash can leave on some filesystems
     events, warnings = read_journal(tmp_path / "run")
-    assert [e["event"] for e in events] == ["one"] and len(warnings) == 1
+    assert [e["event"] for e in events] == ["crashed"] and len(warnings) == 1
 
 
 def test_a_bad_line_in_the_middle_is_an_error_naming_it(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run")
-    journal.append("one")
+    journal.record(CrashedEvent("one"))
     with open(journal.path, "ab") as fh:
         fh.write(b"not json\n")
-    journal.append("three")
+    journal.record(CrashedEvent("three"))
     with pytest.raises(ProjectError) as err:
-        read_journal(tmp_path / "run")
+        read_events(tmp_path / "run")
     assert "line 2" in err.value.message and err.value.hint
 
 
@@ -123,17 +139,16 @@ def test_write_text_and_json_are_atomic_and_exact(tmp_path: Path) -> None:
 
 def test_pending_intents_are_those_without_done(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run")
-    journal.intent("apply", "user-tree", files=["a.py"])
-    journal.done("apply", "user-tree")
-    journal.intent("push", "repairloop/fix-1", remote="origin")
-    journal.intent("pull_request", "repairloop/fix-1")
-    journal.done("pull_request", "repairloop/fix-1")
-    journal.intent("apply", "user-tree")  # a second attempt, never finished
-    events, _ = read_journal(tmp_path / "run")
-    pending = pending_intents(events)
-    assert [(e["action"], e["key"]) for e in pending] == [
-        ("push", "repairloop/fix-1"), ("apply", "user-tree")]
-    assert pending[0]["remote"] == "origin"
+    journal.record(IntentEvent("apply", "user-tree", files=("a.py",)))
+    journal.record(DoneEvent("apply", "user-tree"))
+    journal.record(IntentEvent("push", "repairloop/fix-1", remote="origin"))
+    journal.record(IntentEvent("open_pr", "repairloop/fix-1"))
+    journal.record(DoneEvent("open_pr", "repairloop/fix-1"))
+    journal.record(IntentEvent("apply", "user-tree"))  # a second attempt, never finished
+    entries, _ = read_events(tmp_path / "run")
+    pending = pending_intents([e.event for e in entries])
+    assert [(e.action, e.key) for e in pending] == [("push", "repairloop/fix-1"), ("apply", "user-tree")]
+    assert pending[0].remote == "origin"
 
 
 def test_list_and_resolve_runs(tmp_path: Path) -> None:
@@ -210,12 +225,14 @@ def test_lock_release_leaves_someone_elses_lock(tmp_path: Path) -> None:
 
 def test_values_json_cannot_encode_are_converted(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run", clock=fixed_clock)
-    journal.append("odd", tags={"b", "a"}, when=fixed_clock(), error=ValueError("bad value"),
-                   raw=b"caf\xc3\xa9", other=object)
+    odd = {"tags": {"b", "a"}, "when": fixed_clock(), "error": ValueError("bad value"), "raw": b"caf\xc3\xa9",
+           "other": object}
+    journal.record(ProposalErrorEvent(1, 0, "m", "ModelError", "refused", Usage(), 1, notes=odd))
     (event,), _ = read_journal(tmp_path / "run")
-    assert event["tags"] == ["a", "b"] and event["when"] == "2026-11-30T02:11:40+00:00"
-    assert event["error"] == {"type": "ValueError", "message": "bad value"}
-    assert event["raw"] == "café" and event["other"] == "<class 'object'>"
+    notes = event["notes"]
+    assert notes["tags"] == ["a", "b"] and notes["when"] == "2026-11-30T02:11:40+00:00"
+    assert notes["error"] == {"type": "ValueError", "message": "bad value"}
+    assert notes["raw"] == "café" and notes["other"] == "<class 'object'>"
 
 
 def test_an_unreadable_lock_is_not_taken_over(tmp_path: Path) -> None:

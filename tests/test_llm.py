@@ -23,6 +23,7 @@ import pytest
 from scripted_server import ScriptedServer
 
 from repairloop.errors import BudgetExhausted, ModelError, PatchError, TransientModelError, UnrecoverableModelError
+from repairloop.journal import event_to_json
 from repairloop.propose import errors_table
 from repairloop.propose.llm import MAX_ANSWER_CHARS, LLMProposer, classify_model_exception, count_tokens, load_litellm
 from repairloop.propose.prompts import render_messages
@@ -55,7 +56,7 @@ def make(srv: Optional[ScriptedServer], rec: Recorder, *, api_base: Optional[str
     options: Dict[str, Any] = {"timeout": 10.0, "max_retries": 3, "max_completion_tokens": 256}
     options.update(kwargs)
     return LLMProposer(model, api_base=api_base or (srv.base_url if srv else None), sleep=rec.sleep,
-                       rng=random.Random(7), on_event=rec.events.append, **options)
+                       rng=random.Random(7), on_event=lambda e: rec.events.append({"event": e.kind.value, **event_to_json(e)}), **options)
 
 
 def request(**kwargs: Any) -> ProposalRequest:

@@ -14,6 +14,7 @@ import pytest
 from scripted_server import ScriptedServer
 
 from repairloop.errors import ConfigError, ModelError
+from repairloop.journal import event_to_json
 from repairloop.propose.llm import LLMProposer, count_tokens
 from repairloop.propose.prompts import SYSTEM_PROMPTS
 from repairloop.settings import Settings, edit_format_for, load_settings
@@ -31,7 +32,7 @@ CONTEXT = RepairContext(
 
 def make(srv: ScriptedServer, events: List[Dict[str, Any]], **kwargs: Any) -> LLMProposer:
     return LLMProposer(MODEL, api_base=srv.base_url, timeout=10.0, max_retries=1, max_completion_tokens=256,
-                       sleep=lambda s: None, rng=random.Random(1), on_event=events.append, **kwargs)
+                       sleep=lambda s: None, rng=random.Random(1), on_event=lambda e: events.append({"event": e.kind.value, **event_to_json(e)}), **kwargs)
 
 
 def system_prompt(body: Dict[str, Any]) -> str:

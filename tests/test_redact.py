@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from repairloop.journal import Journal, read_journal
+from repairloop.journal import BaselineEvent, Journal, ProposalEvent, TestsSummary, read_journal
 from repairloop.redact import MARKER, Redactor, is_secret_name, redact, redact_context, redact_feedback, secret_values
-from repairloop.types import CodeSlice, Decision, Feedback, LastAttempt, RepairContext
+from repairloop.types import CodeSlice, Decision, Feedback, LastAttempt, RepairContext, Usage
 
 PLANTED = "pl4nted-s3cret-value-0042"
 
@@ -92,8 +92,9 @@ def test_every_text_a_proposer_is_shown_is_redacted() -> None:
 
 def test_journal_with_a_redactor_writes_no_secret(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run", redact=Redactor([PLANTED]))
-    journal.append("baseline", report={"output_tail": f"printing {PLANTED}\n", PLANTED: [f'"{PLANTED}"']},
-                   key="AKIAIOSFODNN7EXAMPLE")
+    journal.record(BaselineEvent(TestsSummary(1, (f'tests/test_a.py::test["{PLANTED}"]',), 0, 1.0,
+                                              output_tail=f"printing {PLANTED}\n")))
+    journal.record(ProposalEvent(1, 0, "m", "llm", "diff", Usage(), {PLANTED: "AKIAIOSFODNN7EXAMPLE"}))
     journal.write_text("fix.patch", f"+ {PLANTED}\n")
     journal.write_json("summary.json", {"notes": [PLANTED]})
     for path in (tmp_path / "run").iterdir():

@@ -4,8 +4,8 @@ The real run is the loop on ``fixtures/projects/off_by_one`` with the scripted
 OpenAI-compatible server answering: a wrong patch, an answer without a patch
 then another wrong patch (rejected once, retried in the same thread), and the
 right patch. Hand-written journals use the real ``Journal`` writer and the real
-``Iteration.to_json`` for the cases a run cannot easily produce (interrupted,
-torn, many runs).
+event records for the cases a run cannot easily produce (interrupted, torn,
+many runs).
 """
 
 from __future__ import annotations
@@ -24,13 +24,27 @@ from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
 
 from repairloop.cli import main
 from repairloop.errors import ConfigError, ProjectError
-from repairloop.journal import Journal, run_dir_for
+from repairloop.journal import (
+    BaselineEvent,
+    ClassifiedEvent,
+    InterruptedEvent,
+    IterationEvent,
+    Journal,
+    ModelRetryEvent,
+    ProposalEvent,
+    ResumedEvent,
+    Shown,
+    StartEvent,
+    StoppedEvent,
+    TestsSummary,
+    run_dir_for,
+)
 from repairloop.loop import repair
 from repairloop.reports import compute_stats, find_run, load_run, load_runs, parse_since, render
 from repairloop.reports.chart import ChartPoint, chart_svg
 from repairloop.reports.stats import repaired_code
 from repairloop.settings import load_settings
-from repairloop.types import Decision, Iteration, RunResult, Usage
+from repairloop.types import Decision, Failure, FailureKind, Iteration, Outcome, RunResult, StopReason, Usage
 
 # -- one real run, shared by the slow tests ------------------------------------
 
@@ -165,9 +179,9 @@ def write_run(project: Path, run_id: str, *, outcome: Optional[str] = "fixed", p
     """A run directory whose journal holds what the loop writes for a run of ``iterations``."""
     clock_value = [started]
     journal = Journal(run_dir_for(project, run_id), clock=lambda: _parse(clock_value[0]))
-    journal.append("start", run_id=run_id, project=str(project), chain=["openai/gpt-4o-mini"])
-    journal.append("baseline", report={"exit_code": 1, "failing": ["t::a", "t::b"], "passed": 3, "seconds": 1.0})
-    journal.append("classified", failures=[{"test_id": "t::a", "kind": "logic"}, {"test_id": "t::b", "kind": "logic"}])
+    journal.record(StartEvent(run_id, str(project), ("openai/gpt-4o-mini",), {}))
+    journal.record(BaselineEvent(TestsSummary(1, ("t::a", "t::b"), 3, 1.0)))
+    journal.record(ClassifiedEvent((Failure("t::a", FailureKind.LOGIC, True, ""), Failure("t::b", FailureKind.LOGIC, True, ""))))
     for number in range(1, iterations + 1):
         last = number == iterations and outcome == "fixed"
         it = Iteration(number=number, engine="llm", model="openai/gpt-4o-mini",
@@ -175,13 +189,13 @@ def write_run(project: Path, run_id: str, *, outcome: Optional[str] = "fixed", p
                        decision=Decision.KEPT if last else Decision.REVERTED, reason="why " + str(number),
                        diff=PATCH, tests_failed=0 if last else 2, seconds_model=0.5, seconds_tests=1.0,
                        seconds_total=1.6)
-        journal.append("model_retry", model="openai/gpt-4o-mini", cause="rate_limit", attempt=1, wait=1.0)
-        journal.append("iteration", iteration=it.to_json(), shown={"failing_tests": ["t::a"], "message": "boom"},
-                       answer=answer, tests={"exit_code": 1, "failing": ["t::a"], "passed": 0, "seconds": 1.0})
+        journal.record(ModelRetryEvent("openai/gpt-4o-mini", "rate_limit", 1, 1.0))
+        journal.record(IterationEvent(it, Shown(failing_tests=("t::a",), message="boom"), answer,
+                                      tests=TestsSummary(1, ("t::a",), 0, 1.0)))
     if outcome is not None:
         clock_value[0] = started.replace(":00+", ":30+")
         reason = {"fixed": "success", "nothing_to_fix": "nothing_to_fix"}.get(outcome, "stagnation")
-        journal.append("stopped", outcome=outcome, stop_reason=reason, detail="done")
+        journal.record(StoppedEvent(Outcome(outcome), StopReason(reason), "done"))
     if patch:
         journal.write_text("fix.patch", patch)
     return journal.run_dir
@@ -205,7 +219,7 @@ def test_report_model_reads_a_journal(tmp_path) -> None:
 
 def test_interrupted_and_torn_journals_still_report(tmp_path) -> None:
     run_dir = write_run(tmp_path, "20240502-100000-bbbb", outcome=None, patch=None)
-    Journal(run_dir).append("interrupted", seconds=3.0)
+    Journal(run_dir).record(InterruptedEvent(3.0))
     with open(run_dir / "journal.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"event": "iteration", "ts": "2024')  # killed while writing
     report = load_run(run_dir)
@@ -391,15 +405,15 @@ def test_runs_lists_newest_first(tmp_path, capsys) -> None:
 def test_a_resumed_run_reports_the_resumed_iterations(tmp_path) -> None:
     run_dir = write_run(tmp_path, "20240502-100000-abcd", outcome=None, patch=None, iterations=1)
     journal = Journal(run_dir)
-    journal.append("interrupted", seconds=3.0)
-    journal.append("resumed", answers=1, chain=["openai/gpt-4o-mini"])
-    journal.append("baseline", report={"exit_code": 1, "failing": ["t::a"], "passed": 3, "seconds": 1.0})
+    journal.record(InterruptedEvent(3.0))
+    journal.record(ResumedEvent(1, ("openai/gpt-4o-mini",)))
+    journal.record(BaselineEvent(TestsSummary(1, ("t::a",), 3, 1.0)))
     for number in (1, 2):
         it = Iteration(number=number, engine="llm", model="openai/gpt-4o-mini", usage=Usage(300, 40, 0.001, 0.5, 1),
                        decision=Decision.KEPT if number == 2 else Decision.REVERTED, reason=f"again {number}")
-        journal.append("proposal", iteration=number, round=0, model="openai/gpt-4o-mini", answer="diff")
-        journal.append("iteration", iteration=it.to_json())
-    journal.append("stopped", outcome="fixed", stop_reason="success", detail="done")
+        journal.record(ProposalEvent(number, 0, "openai/gpt-4o-mini", "llm", "diff", Usage(), {}))
+        journal.record(IterationEvent(it))
+    journal.record(StoppedEvent(Outcome.FIXED, StopReason.SUCCESS, "done"))
     report = load_run(run_dir)
     assert report.outcome == "fixed" and [it.reason for it in report.iterations] == ["again 1", "again 2"]
     assert report.iterations[0].notes == ()  # journalled answers are not notes

@@ -126,34 +126,35 @@ def test_resume_of_a_finished_run_is_a_clear_error(make_project, capsys) -> None
 def test_resume_settles_an_apply_that_was_cut_short(make_project, capsys) -> None:
     """An apply intent without its done record: the patch is checked, not blindly re-applied."""
     from repairloop.cli import main
-    from repairloop.journal import Journal
+    from repairloop.journal import IntentEvent, Journal
 
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
         assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
                      "--no-builtin", "--json"]) == 0
     run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
-    Journal(run_dir).intent("apply", "cut-short", files=["calc/lists.py"])
+    Journal(run_dir).record(IntentEvent("apply", "cut-short", files=("calc/lists.py",)))
     assert main(["resume", "--project", str(project)]) == 0  # not yet applied: applied now
     assert "return items[-n:]" in (project / "calc/lists.py").read_text()
-    Journal(run_dir).intent("apply", "again", files=["calc/lists.py"])
+    Journal(run_dir).record(IntentEvent("apply", "again", files=("calc/lists.py",)))
     assert main(["resume", "--project", str(project)]) == 0  # already applied: only recorded
     assert "already in your files" in capsys.readouterr().err
     (project / "calc/lists.py").write_text("changed by hand\n")
-    Journal(run_dir).intent("apply", "third", files=["calc/lists.py"])
+    Journal(run_dir).record(IntentEvent("apply", "third", files=("calc/lists.py",)))
     assert main(["resume", "--project", str(project)]) == 2  # cannot tell: a person must look
     assert (project / "calc/lists.py").read_text() == "changed by hand\n"
 
 
 def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None:
-    from repairloop.journal import Journal, run_dir_for
+    from repairloop.journal import Journal, StartEvent, StoppedEvent, run_dir_for
     from repairloop.recorded import load_recorded
     from repairloop.settings import Settings
+    from repairloop.types import Outcome, StopReason
 
     def journal(run_id: str, stop_reason: str) -> None:
         j = Journal(run_dir_for(tmp_path, run_id))
-        j.append("start", run_id=run_id, project=str(tmp_path), chain=["builtin"], settings=Settings().model_dump())
-        j.append("stopped", outcome="not_fixed", stop_reason=stop_reason, detail="")
+        j.record(StartEvent(run_id, str(tmp_path), ("builtin",), Settings().model_dump()))
+        j.record(StoppedEvent(Outcome.NOT_FIXED, StopReason(stop_reason), ""))
 
     journal("20260101-000000-aaaa", "interrupted")
     journal("20260101-000001-bbbb", "stagnation")

@@ -14,12 +14,12 @@ import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from repairloop.integrations import branch as git
 from repairloop.integrations.forge import ensure_pull_request
 from repairloop.integrations.summary import markdown_summary
-from repairloop.journal import Journal
+from repairloop.journal import DoneEvent, IntentEvent, Journal, PushRefusedEvent
 from repairloop.settings import Settings
 from repairloop.types import Outcome, RunResult
 
@@ -87,7 +87,7 @@ def publish(plan: Plan, settings: Settings, project: Path, repo: git.Repo, head:
         title = commit_message(result, head, fp).split("\n", 1)[0]
         body = markdown_summary(result, fingerprint_text=fp, actions=out.actions)
         pr = ensure_pull_request(plan.forge, head=name, base=plan.base, title=title, body=body, key=key,
-                                 note=lambda event, data: _note(journal, event, data))
+                                 note=journal.record)
         out.url = pr.url
         out.actions.append(f"pull request {pr.url} ({pr.operation})")
     return out
@@ -113,17 +113,6 @@ def _short(sha: Optional[str]) -> str:
     return sha[:12] if sha else "(none)"
 
 
-def _note(journal: Journal, event: str, data: Dict[str, Any]) -> None:
-    fields = dict(data)
-    action, key = fields.pop("action"), fields.pop("key")
-    if event == "intent":
-        journal.intent(action, key, **fields)
-    elif event == "done":
-        journal.done(action, key, **fields)
-    else:
-        journal.append(event, action=action, key=key, **fields)
-
-
 def _push_branch(repo: git.Repo, remote: str, name: str, commit: str, fp: str, key: str, journal: Journal,
                  out: Published) -> bool:
     """Push ``commit`` to ``name`` unless it is there already; never over someone else's commits."""
@@ -133,17 +122,17 @@ def _push_branch(repo: git.Repo, remote: str, name: str, commit: str, fp: str, k
     if tip is not None and f"{git.TRAILER}: {fp}" not in git.remote_message(repo, remote, name, tip):
         out.errors.append(f"branch {name} on {remote} has commits not made by repairloop; not pushing over it")
         return False
-    journal.intent("push", key, remote=remote, branch=name, commit=commit, expect=tip)
+    journal.record(IntentEvent(action="push", key=key, remote=remote, branch=name, commit=commit, expect=tip))
     try:
         git.push(repo, remote, commit, name, tip)
     except git.GitCommandError:
         now = git.remote_sha(repo, remote, name)  # look before deciding what happened
         if now != commit:
-            journal.append("push_refused", key=key, found=now)
+            journal.record(PushRefusedEvent(key=key, found=now))
             out.errors.append(f"branch {name} moved on {remote} while pushing ({_short(tip)} -> {_short(now)}); "
                               "not pushing over it")
             return False
-    journal.done("push", key, commit=commit)
+    journal.record(DoneEvent(action="push", key=key, commit=commit))
     out.actions.append(f"pushed {commit[:12]} to {name} on {remote}" + (" (updated)" if tip else ""))
     return True
 

@@ -23,16 +23,17 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from repairloop.errors import RepairloopError
+from repairloop.journal import DoneEvent, IntentEvent, NoteEvent
 
 KEY_MARKER = "<!-- repairloop-key: {key} -->"
 CREATE_ATTEMPTS = 3
 READ_ATTEMPTS = 3
 PAUSE = 1.0  # seconds before the n-th retry of a read: n * PAUSE (a transient 5xx or timeout gets room)
 
-Note = Callable[[str, Dict[str, Any]], None]  # (event, data): the journal's intent/done/append
+Note = Callable[[Union[IntentEvent, NoteEvent, DoneEvent]], None]  # the journal's ``record``
 
 
 class ForgeError(RepairloopError):
@@ -194,7 +195,7 @@ def ensure_pull_request(forge: Any, *, head: str, base: str, title: str, body: s
 
     An open one carrying ``key`` is left alone; one for an older key (same
     branch, an earlier failing commit) gets the new title and body. Creation is
-    journalled (``note("intent"|"done", …)``) and, after an unknown outcome,
+    journalled (``note(IntentEvent|DoneEvent)``) and, after an unknown outcome,
     retried only once a look finds nothing. Raises ForgeError.
     """
     body = body_with_key(body, key)
@@ -204,17 +205,17 @@ def ensure_pull_request(forge: Any, *, head: str, base: str, title: str, body: s
             return existing
         updated: PullRequest = forge.update(existing, title, body)
         return updated
-    note("intent", {"action": "open_pr", "key": key, "head": head, "base": base})
+    note(IntentEvent(action="open_pr", key=key, head=head, base=base))
     for attempt in range(1, CREATE_ATTEMPTS + 1):
         time.sleep((attempt - 1) * PAUSE)
         try:
             created = forge.create(head, base, title, body)
         except UnknownOutcome as exc:
-            note("note", {"action": "open_pr", "key": key, "attempt": attempt, "unknown": str(exc)})
+            note(NoteEvent(action="open_pr", key=key, attempt=attempt, unknown=str(exc)))
             created = None
         found: Optional[PullRequest] = created or forge.find_open(head)  # look before any retry
         if found is not None:
-            note("done", {"action": "open_pr", "key": key, "number": found.number, "url": found.url})
+            note(DoneEvent(action="open_pr", key=key, number=found.number, url=found.url))
             return found
     raise ForgeError(f"could not open a pull request for {head} after {CREATE_ATTEMPTS} attempts",
                      hint="the forge did not answer; run the job again (it looks before it creates)")

@@ -35,7 +35,20 @@ from repairloop.propose.errors_table import (
     retry_after_seconds,
 )
 from repairloop.propose.prompts import render_messages
-from repairloop.types import Budget, BudgetLeft, Proposal, ProposalRequest, Usage
+from repairloop.types import (
+    AnswerTruncatedEvent,
+    Budget,
+    BudgetLeft,
+    EditFormatSwitchedEvent,
+    ModelErrorEvent,
+    ModelEvent,
+    ModelRetryEvent,
+    OnModelEvent,
+    ParamDroppedEvent,
+    Proposal,
+    ProposalRequest,
+    Usage,
+)
 
 MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any useful one
 DUMMY_KEY = "sk-no-key"  # sent only when no key is set: local servers need none, the openai client insists (1.9)
@@ -128,8 +141,8 @@ class LLMProposer:
     ``timeout`` bounds one request (seconds); ``max_retries`` bounds transient
     retries per ``propose()``; waits are ``backoff_base * 2**n`` seconds plus up
     to 50 % jitter, capped at ``backoff_max``, or the server's Retry-After
-    (capped the same). ``on_event`` receives journal records such as
-    ``{"event": "model_retry", "cause": "rate_limit", "attempt": 1, "wait": 1.0}``.
+    (capped the same). ``on_event`` receives the journal's records of what
+    happened on the way (``types.model_events``: retries, errors, a cut answer).
     The key sent is ``api_key``, else ``api_key_env``'s value, else with ``api_base``
     the provider's (``provider_key_env``) or the placeholder DUMMY_KEY; without
     ``api_base`` litellm reads the provider's variable itself.
@@ -142,7 +155,7 @@ class LLMProposer:
                  max_completion_tokens: int = 2048, backoff_base: float = 1.0, backoff_max: float = 30.0,
                  edit_format: str = "auto", sleep: Callable[[float], None] = time.sleep,
                  rng: Optional[random.Random] = None,
-                 on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> None:
+                 on_event: Optional[OnModelEvent] = None) -> None:
         self.name = model
         self.api_base = api_base
         self.api_key_env = api_key_env or (provider_key_env(model) if api_base and not api_key else None)
@@ -181,8 +194,8 @@ class LLMProposer:
         call = _Call(start=time.monotonic())
         if request.feedback is not None and self.edit_format == "auto" and not self.switched:
             self.switched = True  # a structural error: ask this model for whole functions from now on
-            self._emit({"event": "edit_format_switched", "model": self.name, "from": "diff", "to": "whole",
-                        "error": request.feedback.error[:300]})
+            self._emit(EditFormatSwitchedEvent(model=self.name, from_format="diff", to_format="whole",
+                                               error=request.feedback.error[:300]))
         while True:
             messages = render_messages(request.context, request.feedback, self.asked_format)
             prompt_tokens = sum(count_tokens(self.name, m["content"]) + MESSAGE_OVERHEAD for m in messages)
@@ -216,8 +229,7 @@ class LLMProposer:
         value = self.params.pop(param)
         if param == "max_tokens" and "max_completion_tokens" in str(exc):
             self.params["max_completion_tokens"] = value
-        self._emit({"event": "model_param_dropped", "model": self.name, "param": param,
-                    "error": describe(exc)[:300]})
+        self._emit(ParamDroppedEvent(model=self.name, param=param, error=describe(exc)[:300]))
         return True
 
     def _gate(self, budget: BudgetLeft, call: _Call, prompt_tokens: int) -> float:
@@ -269,8 +281,8 @@ class LLMProposer:
                 self._exhausted(Budget.SECONDS, f"a retry after {cause} would start after the "
                                 f"time budget ({wait:.1f} s wait)", call)
             call.retries += 1
-            self._emit({"event": "model_retry", "model": self.name, "cause": cause,
-                        "attempt": call.attempts, "wait": round(wait, 3), "error": detail})
+            self._emit(ModelRetryEvent(model=self.name, cause=cause, attempt=call.attempts, wait=round(wait, 3),
+                                       error=detail))
             self.sleep(wait)
             call.usage = call.usage + Usage(seconds=wait)
             return
@@ -333,8 +345,7 @@ class LLMProposer:
             notes["reasoning"] = reasoning[:MAX_REASONING_CHARS]
         if len(content) > MAX_ANSWER_CHARS:
             notes["truncated_from_chars"] = len(content)
-            self._emit({"event": "model_answer_truncated", "model": self.name,
-                        "chars": len(content), "kept": MAX_ANSWER_CHARS})
+            self._emit(AnswerTruncatedEvent(model=self.name, chars=len(content), kept=MAX_ANSWER_CHARS))
             content = content[:MAX_ANSWER_CHARS]
         return Proposal(answer=content, engine=self.engine, model=self.name, usage=call.usage,
                         prompt=tuple(messages), notes=notes)
@@ -342,11 +353,11 @@ class LLMProposer:
     def _raise(self, error_class: Type[ProposerError], message: str, hint: str, call: _Call,
                cause: Optional[BaseException] = None) -> NoReturn:
         exc: ProposerError = error_class(message, hint, usage=call.usage, attempts=call.attempts)
-        self._emit({"event": "model_error", "model": self.name, "error": error_class.__name__,
-                    "message": message, "attempts": call.attempts})
+        self._emit(ModelErrorEvent(model=self.name, error=error_class.__name__, message=message,
+                                   attempts=call.attempts))
         raise exc from cause
 
-    def _emit(self, record: Dict[str, Any]) -> None:
+    def _emit(self, record: ModelEvent) -> None:
         if self.on_event is not None:
             self.on_event(record)
 

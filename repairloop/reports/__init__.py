@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Optional
 
 from repairloop.errors import ConfigError
-from repairloop.journal import JOURNAL, resolve_run
-from repairloop.reports.model import IterationReport, RunReport, Shown, load_run
+from repairloop.journal import JOURNAL, Shown, resolve_run
+from repairloop.reports.model import IterationReport, RunReport, load_run
 from repairloop.reports.stats import Stats, compute_stats, load_runs, parse_since, render_runs, render_stats, run_row
 
 FORMATS = ("text", "md", "json", "html")

@@ -14,20 +14,36 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from repairloop.journal import read_journal
-
-
-@dataclass(frozen=True)
-class Shown:
-    """What the model was shown in one iteration (the journal keeps up to 4,000 characters each)."""
-
-    failing_tests: Tuple[str, ...] = ()
-    message: str = ""
-    traceback: str = ""
-    slices: Tuple[str, ...] = ()  # "path:start-end name"
-    tokens: int = 0  # the context material, counted by the loop's token counter
-    trimmed: Tuple[str, ...] = ()  # what the context's token budget removed
-    last_attempt: Optional[str] = None  # the reason given for the previous candidate
+from repairloop.journal import (
+    AnswerTruncatedEvent,
+    BaselineEvent,
+    CandidateRejectedEvent,
+    ClassifiedEvent,
+    CrashedEvent,
+    DoneEvent,
+    Entry,
+    ErrorEvent,
+    EscalateEvent,
+    FlakyEvent,
+    IntentEvent,
+    InterruptedEvent,
+    IterationEvent,
+    ModelDroppedEvent,
+    ModelErrorEvent,
+    ModelRetryEvent,
+    ProposalErrorEvent,
+    ProposalEvent,
+    PushRefusedEvent,
+    ReadEvent,
+    ResumedEvent,
+    SandboxEvent,
+    Shown,
+    StartEvent,
+    StoppedEvent,
+    UnknownEvent,
+    WorkspaceEvent,
+    read_events,
+)
 
 
 @dataclass(frozen=True)
@@ -118,95 +134,78 @@ class RunReport:
         return data
 
 
-def _tuple(value: Any) -> Tuple[Any, ...]:
-    return tuple(value) if isinstance(value, (list, tuple)) else ()
-
-
-def _shown(raw: Any) -> Optional[Shown]:
-    if not isinstance(raw, dict):
-        return None
-    return Shown(
-        failing_tests=_tuple(raw.get("failing_tests")),
-        message=str(raw.get("message") or ""),
-        traceback=str(raw.get("traceback") or ""),
-        slices=_tuple(raw.get("slices")),
-        tokens=int(raw.get("tokens") or 0),
-        trimmed=_tuple(raw.get("trimmed")),
-        last_attempt=raw.get("last_attempt"),
-    )
-
-
-def _iteration(event: Dict[str, Any], notes: List[str]) -> IterationReport:
-    it = event.get("iteration") or {}
-    seconds = it.get("seconds") or {}
+def _iteration(event: IterationEvent, notes: List[str]) -> IterationReport:
+    it = event.iteration
     return IterationReport(
-        number=int(it.get("number", 0)),
-        engine=str(it.get("engine", "")),
-        model=str(it.get("model", "")),
-        decision=str(it.get("decision", "")),
-        reason=str(it.get("reason", "")),
-        prompt_tokens=int(it.get("prompt_tokens") or 0),
-        completion_tokens=int(it.get("completion_tokens") or 0),
-        cost_usd=it.get("cost_usd"),
-        seconds_model=float(seconds.get("model") or 0.0),
-        seconds_tests=float(seconds.get("tests") or 0.0),
-        seconds_total=float(seconds.get("total") or 0.0),
-        attempts=int(it.get("attempts") or 1),
-        diff=str(it.get("diff") or ""),
-        similarity_to_previous=it.get("similarity_to_previous"),
-        similarity_max=it.get("similarity_max"),
-        tests_failed=it.get("tests_failed"),
-        fixed=_tuple(it.get("fixed")),
-        broke=_tuple(it.get("broke")),
-        shown=_shown(event.get("shown")),
-        tests=event.get("tests") if isinstance(event.get("tests"), dict) else None,
-        answer=event.get("answer"),
+        number=it.number,
+        engine=it.engine,
+        model=it.model,
+        decision=it.decision.value,
+        reason=it.reason,
+        prompt_tokens=it.usage.prompt_tokens,
+        completion_tokens=it.usage.completion_tokens,
+        cost_usd=it.usage.cost_usd,
+        seconds_model=it.seconds_model,
+        seconds_tests=it.seconds_tests,
+        seconds_total=it.seconds_total,
+        attempts=it.attempts,
+        diff=it.diff,
+        similarity_to_previous=it.similarity_to_previous,
+        similarity_max=it.similarity_max,
+        tests_failed=it.tests_failed,
+        fixed=it.fixed,
+        broke=it.broke,
+        shown=event.shown,
+        tests=None if event.tests is None else event.tests.to_json(),
+        answer=event.answer,
         notes=tuple(notes),
-        flags=_tuple(it.get("flags")),
+        flags=tuple(str(f) for f in it.flags),
     )
 
 
-def describe_event(event: Dict[str, Any]) -> str:
+def describe_event(event: ReadEvent) -> str:
     """One sentence for a journal event that is not an iteration (retries, escalations, intents)."""
-    kind, model = event.get("event", "?"), event.get("model", "")
-    if kind == "model_retry":
-        return f"{model}: retried after {event.get('cause')} (attempt {event.get('attempt')}, waited {event.get('wait')} s)"
-    if kind == "model_error":
-        return f"{model}: {event.get('error')}: {event.get('message')}"
-    if kind == "model_answer_truncated":
-        return f"{model}: answer cut from {event.get('chars')} to {event.get('kept')} characters"
-    if kind == "candidate_rejected":
-        return f"{model}: answer rejected before testing: {event.get('error')}"
-    if kind == "escalate":
-        return f"left {event.get('frm')} for the next model: {event.get('why')}"
-    if kind == "model_dropped":
-        return f"dropped {model} for the rest of the run: {event.get('why')}"
-    if kind in ("intent", "done"):
-        files = ", ".join(event.get("files") or [])
-        return f"{event.get('action')} {'started' if kind == 'intent' else 'done'}" + (f": {files}" if files else "")
-    if kind == "sandbox":
-        if not event.get("confined"):
-            return f"WARNING: candidate code ran unconfined: {event.get('detail')}"
-        return f"sandbox: {event.get('backend')}, network {'open' if event.get('network') else 'off'}"
-    if kind == "flaky":
-        return "flaky, left alone: " + ", ".join(event.get("tests") or [])
-    if kind == "interrupted":
+    if isinstance(event, ModelRetryEvent):
+        return f"{event.model}: retried after {event.cause} (attempt {event.attempt}, waited {event.wait} s)"
+    if isinstance(event, ModelErrorEvent):
+        return f"{event.model}: {event.error}: {event.message}"
+    if isinstance(event, AnswerTruncatedEvent):
+        return f"{event.model}: answer cut from {event.chars} to {event.kept} characters"
+    if isinstance(event, CandidateRejectedEvent):
+        return f"{event.model}: answer rejected before testing: {event.error}"
+    if isinstance(event, EscalateEvent):
+        return f"left {event.model} for the next model: {event.why}"
+    if isinstance(event, ModelDroppedEvent):
+        return f"dropped {event.model} for the rest of the run: {event.why}"
+    if isinstance(event, (IntentEvent, DoneEvent)):
+        files = ", ".join(event.files)
+        return f"{event.action} {'started' if isinstance(event, IntentEvent) else 'done'}" + (f": {files}" if files else "")
+    if isinstance(event, SandboxEvent):
+        if not event.confined:
+            return f"WARNING: candidate code ran unconfined: {event.detail}"
+        return f"sandbox: {event.backend}, network {'open' if event.network else 'off'}"
+    if isinstance(event, FlakyEvent):
+        return "flaky, left alone: " + ", ".join(event.tests)
+    if isinstance(event, InterruptedEvent):
         return "interrupted (Ctrl-C); the user's files were left as they were"
-    if kind == "error":
-        return f"error: {event.get('message')}" + (f" (hint: {event['hint']})" if event.get("hint") else "")
-    if kind == "crashed":
-        return f"internal error: {event.get('error')}"
-    if kind == "proposal_error":
-        return f"{model}: {event.get('error_class')}: {event.get('message')}"
-    if kind == "resumed":
-        return (f"resumed with `repairloop resume`: {event.get('answers', 0)} recorded answer(s) replayed; "
+    if isinstance(event, ErrorEvent):
+        return f"error: {event.message}" + (f" (hint: {event.hint})" if event.hint else "")
+    if isinstance(event, CrashedEvent):
+        return f"internal error: {event.error}"
+    if isinstance(event, ProposalErrorEvent):
+        return f"{event.model}: {event.error_class}: {event.message}"
+    if isinstance(event, ResumedEvent):
+        return (f"resumed with `repairloop resume`: {event.answers} recorded answer(s) replayed; "
                 "the iterations shown are the resumed run's")
-    return str(kind)
+    if isinstance(event, UnknownEvent):
+        return event.name
+    return event.kind.value
 
 
-_RUN_LEVEL = {"start", "baseline", "classified", "stopped"}
-_ENDINGS = {"flaky", "interrupted", "error", "crashed", "intent", "done", "push_refused", "sandbox"}
-_SILENT = {"proposal", "workspace"}  # the answer is in the iteration event; the base commit is not news
+_RUN_LEVEL = (StartEvent, BaselineEvent, ClassifiedEvent, StoppedEvent)
+_ENDINGS = (FlakyEvent, InterruptedEvent, ErrorEvent, CrashedEvent, IntentEvent, DoneEvent, PushRefusedEvent,
+            SandboxEvent)
+_SILENT = (ProposalEvent, WorkspaceEvent)  # the answer is in the iteration event; the base commit is not news
 
 
 def _seconds_between(first: str, last: str) -> Optional[float]:
@@ -216,31 +215,31 @@ def _seconds_between(first: str, last: str) -> Optional[float]:
         return None
 
 
-def build_report(run_dir: Path, events: List[Dict[str, Any]], warnings: List[str]) -> RunReport:
+def build_report(run_dir: Path, entries: List[Entry], warnings: List[str]) -> RunReport:
     """Fold the journal's events into a RunReport; unknown events become notes."""
     fields: Dict[str, Any] = {"run_id": run_dir.name, "run_dir": str(run_dir)}
     iterations: List[IterationReport] = []
     pending: List[str] = []
     run_notes: List[str] = []
-    for event in events:
-        kind = event.get("event")
-        if kind == "iteration":
+    for entry in entries:
+        event = entry.event
+        if isinstance(event, IterationEvent):
             iterations.append(_iteration(event, pending))
             pending = []
-        elif kind in _RUN_LEVEL:
+        elif isinstance(event, _RUN_LEVEL):
             _fold_run_event(fields, event)
-        elif kind == "resumed":  # a resume replays the run from its baseline: start the iterations over
+        elif isinstance(event, ResumedEvent):  # a resume replays the run from its baseline: start the iterations over
             iterations, pending = [], []
             fields.update(outcome="incomplete", stop_reason="", stop_detail="")
             run_notes.append(describe_event(event))
-        elif kind in _ENDINGS:
+        elif isinstance(event, _ENDINGS):
             _fold_ending(fields, event)
             run_notes.append(describe_event(event))
-        elif kind not in _SILENT:
+        elif not isinstance(event, _SILENT):
             pending.append(describe_event(event))
-    if events:
-        fields["started"] = str(events[0].get("ts", ""))
-        fields["ended"] = str(events[-1].get("ts", ""))
+    if entries:
+        fields["started"] = entries[0].ts
+        fields["ended"] = entries[-1].ts
         fields["seconds"] = _seconds_between(fields["started"], fields["ended"])
     patch_file = run_dir / "fix.patch"
     patch = patch_file.read_text(encoding="utf-8") if patch_file.is_file() else None
@@ -248,44 +247,41 @@ def build_report(run_dir: Path, events: List[Dict[str, Any]], warnings: List[str
                      notes=tuple(run_notes + pending), **fields)
 
 
-def _fold_run_event(fields: Dict[str, Any], event: Dict[str, Any]) -> None:
-    kind = event.get("event")
-    if kind == "start":
-        fields["run_id"] = str(event.get("run_id") or fields["run_id"])
-        fields["project"] = str(event.get("project", ""))
-        fields["chain"] = _tuple(event.get("chain"))
-    elif kind == "baseline":
-        fields["baseline"] = event.get("report") if isinstance(event.get("report"), dict) else None
-    elif kind == "classified":
-        failures = tuple(f for f in event.get("failures") or [] if isinstance(f, dict))
-        fields["failures"] = failures
+def _fold_run_event(fields: Dict[str, Any], event: ReadEvent) -> None:
+    if isinstance(event, StartEvent):
+        fields["run_id"] = event.run_id or fields["run_id"]
+        fields["project"] = event.project
+        fields["chain"] = event.chain
+    elif isinstance(event, BaselineEvent):
+        fields["baseline"] = event.report.to_json()
+    elif isinstance(event, ClassifiedEvent):
+        fields["failures"] = tuple(f.to_json() for f in event.failures)
         kinds: Dict[str, int] = {}
-        for failure in failures:
-            kinds[str(failure.get("kind"))] = kinds.get(str(failure.get("kind")), 0) + 1
+        for failure in event.failures:
+            kinds[failure.kind.value] = kinds.get(failure.kind.value, 0) + 1
         fields["failure_kinds"] = kinds
-    elif kind == "stopped":
-        fields["outcome"] = str(event.get("outcome", "incomplete"))
-        fields["stop_reason"] = str(event.get("stop_reason", ""))
-        fields["stop_detail"] = str(event.get("detail", ""))
+    elif isinstance(event, StoppedEvent):
+        fields["outcome"] = event.outcome.value
+        fields["stop_reason"] = event.stop_reason.value
+        fields["stop_detail"] = event.detail
 
 
-def _fold_ending(fields: Dict[str, Any], event: Dict[str, Any]) -> None:
-    kind = event.get("event")
-    if kind == "flaky":
-        fields["flaky"] = _tuple(event.get("tests"))
-    elif kind == "interrupted" and fields.get("outcome", "incomplete") == "incomplete":
+def _fold_ending(fields: Dict[str, Any], event: ReadEvent) -> None:
+    if isinstance(event, FlakyEvent):
+        fields["flaky"] = event.tests
+    elif isinstance(event, InterruptedEvent) and fields.get("outcome", "incomplete") == "incomplete":
         fields.update(outcome="interrupted", stop_reason="interrupted", stop_detail="interrupted (Ctrl-C)")
-    elif kind in ("error", "crashed") and fields.get("outcome", "incomplete") == "incomplete":
-        detail = event.get("message") or event.get("error") or ""
-        fields.update(outcome="error", stop_reason="error", stop_detail=str(detail))
+    elif isinstance(event, (ErrorEvent, CrashedEvent)) and fields.get("outcome", "incomplete") == "incomplete":
+        detail = event.message if isinstance(event, ErrorEvent) else event.error
+        fields.update(outcome="error", stop_reason="error", stop_detail=detail)
 
 
 def load_run(run_dir: Path) -> RunReport:
     """Read one run directory into a RunReport.
 
-    Raises ProjectError (from ``journal.read_journal``) when a journal line
+    Raises ProjectError (from ``journal.read_events``) when a journal line
     before the last is damaged; a torn last line becomes a warning.
     """
     run_dir = Path(run_dir)
-    events, warnings = read_journal(run_dir)
-    return build_report(run_dir, events, warnings)
+    entries, warnings = read_events(run_dir)
+    return build_report(run_dir, entries, warnings)

@@ -117,3 +117,44 @@ class FlagKind(str, enum.Enum):
     TEST_EDIT = "test_edit"  # it edits a test file, allowed by --allow-test-edits
     DROPPED_SCRATCH = "dropped_scratch"  # a scratch file it created was left out
     SUSPECTED_OVERFITTING = "suspected_overfitting"  # a branch compares with the failing test's literals
+
+
+class JournalKind(str, enum.Enum):
+    """The ``event`` of a journal line: one record class each (``journal.events``, ``types.model_events``).
+
+    A journal line is ``{"event": <kind>, "ts": <ISO UTC>, ...fields}``; a kind
+    not listed here (a newer repairloop's) is read back as an unknown event.
+    """
+
+    # the run's frame (loop.py)
+    START = "start"
+    RESUMED = "resumed"
+    WORKSPACE = "workspace"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+    CRASHED = "crashed"
+    # the session (session.py)
+    SANDBOX = "sandbox"
+    BASELINE = "baseline"
+    CLASSIFIED = "classified"
+    TEST_FILES = "test_files"
+    FLAKY = "flaky"
+    ESCALATE = "escalate"
+    MODEL_DROPPED = "model_dropped"
+    # one iteration (attempt.py)
+    PROPOSAL = "proposal"
+    PROPOSAL_ERROR = "proposal_error"
+    CANDIDATE_REJECTED = "candidate_rejected"
+    ITERATION = "iteration"
+    # a model proposer as it goes (propose/llm.py, through chain.py's callback)
+    MODEL_RETRY = "model_retry"
+    MODEL_ERROR = "model_error"
+    MODEL_ANSWER_TRUNCATED = "model_answer_truncated"
+    EDIT_FORMAT_SWITCHED = "edit_format_switched"
+    MODEL_PARAM_DROPPED = "model_param_dropped"
+    # the end (ending.py) and effects outside the workspace (ending.py, intents.py, integrations)
+    STOPPED = "stopped"
+    INTENT = "intent"
+    DONE = "done"
+    NOTE = "note"
+    PUSH_REFUSED = "push_refused"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional, Protocol, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Tuple
 
 from repairloop.types.kinds import Decision
 
@@ -76,6 +76,13 @@ class Usage:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Usage":
+        """The Usage a journal holds (its fields by name; missing ones read as zero, cost as unknown)."""
+        cost = data.get("cost_usd")
+        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
+                   None if cost is None else float(cost), float(data.get("seconds") or 0.0), int(data.get("calls") or 0))
 
     @classmethod
     def total(cls, usages: Iterable["Usage"]) -> "Usage":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from repairloop.types.kinds import FailureKind, ResultSource, TestOutcome
 
@@ -118,8 +118,9 @@ class Failure:
     exc_type: Optional[str] = None
     frames: Tuple[Frame, ...] = ()
 
-    def to_json(self) -> Dict[str, Any]:
-        return {
+    def to_json(self, *, full: bool = False) -> Dict[str, Any]:
+        """DESIGN.md's ``classify --json`` record; ``full`` adds the exception type and frames (the journal's)."""
+        data: Dict[str, Any] = {
             "test_id": self.test_id,
             "kind": self.kind.value,
             "retryable": self.retryable,
@@ -127,3 +128,33 @@ class Failure:
             "location": self.location,
             "hint": self.hint,
         }
+        if full:
+            data["exc_type"] = self.exc_type
+            data["frames"] = [{"path": f.path, "line": f.line, "function": f.function} for f in self.frames]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Failure":
+        """The Failure ``to_json`` wrote (either shape; missing keys read as empty).
+
+        Raises ValueError for an unknown kind, TypeError/KeyError for a record that is not one.
+        """
+        frames = tuple(Frame(str(f["path"]), int(f["line"]), str(f.get("function") or ""))
+                       for f in data.get("frames") or ())
+        return cls(test_id=str(data["test_id"]), kind=FailureKind(data["kind"]), retryable=bool(data.get("retryable")),
+                   message=str(data.get("message") or ""), location=data.get("location"),
+                   hint=str(data.get("hint") or ""), exc_type=data.get("exc_type"), frames=frames)
+
+
+def failure_kinds(failures: Sequence[Failure], flaky: Sequence[str]) -> Dict[str, int]:
+    """Kind -> count at the baseline; a flaky test counts as flaky, not as the logic failure it looked like.
+
+    The live run (``ending.build_result``) and a report read from a journal count the same way.
+    """
+    kinds: Dict[str, int] = {}
+    for failure in failures:
+        kinds[failure.kind.value] = kinds.get(failure.kind.value, 0) + 1
+    for _ in flaky:
+        kinds[FailureKind.FLAKY.value] = kinds.get(FailureKind.FLAKY.value, 0) + 1
+        kinds[FailureKind.LOGIC.value] = max(kinds.get(FailureKind.LOGIC.value, 1) - 1, 0)
+    return {k: v for k, v in kinds.items() if v}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from repairloop.types.kinds import Decision, EventKind, FlagKind, Outcome, StopReason
 from repairloop.types.proposals import Usage
@@ -29,7 +29,13 @@ class Flag:
 
 @dataclass(frozen=True)
 class Iteration:
-    """One turn of the loop, as journalled and as ``run --json`` reports it."""
+    """One turn of the loop, as journalled and as ``run --json`` reports it.
+
+    Seconds are kept to the millisecond, as ``to_json`` writes them, so the
+    record ``from_json`` reads back from a journal is the one the loop made.
+    The usage's calls are not journalled: read back, a model's attempts count
+    as its calls (they differ only for a call a budget gate refused unsent).
+    """
 
     number: int
     engine: str
@@ -49,6 +55,10 @@ class Iteration:
     attempts: int = 1
     candidates: int = 1  # candidate patches tried: 1 per model answer; the offline engine tries many
     flags: Tuple[Flag, ...] = ()  # notes on an accepted candidate (patch.guards / patch.overfit)
+
+    def __post_init__(self) -> None:
+        for name in ("seconds_model", "seconds_tests", "seconds_total"):
+            object.__setattr__(self, name, round(getattr(self, name), 3))  # frozen: set once, here
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -75,6 +85,35 @@ class Iteration:
             },
             "diff": self.diff,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Iteration":
+        """The Iteration ``to_json`` wrote; keys an older journal lacks read as their defaults.
+
+        Raises ValueError for an unknown decision or flag kind, KeyError when
+        there is no decision, TypeError for values of the wrong type.
+        """
+        seconds = data.get("seconds") or {}
+        engine, attempts = str(data.get("engine") or ""), int(data.get("attempts") or 1)
+        cost = data.get("cost_usd")
+        usage = Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
+                      None if cost is None else float(cost), float(seconds.get("model") or 0.0),
+                      attempts if engine == "llm" else 0)
+        return cls(
+            number=int(data.get("number") or 0), engine=engine, model=str(data.get("model") or ""), usage=usage,
+            decision=Decision(data["decision"]), reason=str(data.get("reason") or ""), diff=str(data.get("diff") or ""),
+            similarity_to_previous=_number(data.get("similarity_to_previous")),
+            similarity_max=_number(data.get("similarity_max")),
+            tests_failed=None if data.get("tests_failed") is None else int(data["tests_failed"]),
+            fixed=tuple(data.get("fixed") or ()), broke=tuple(data.get("broke") or ()),
+            seconds_model=usage.seconds, seconds_tests=float(seconds.get("tests") or 0.0),
+            seconds_total=float(seconds.get("total") or 0.0), attempts=attempts,
+            candidates=int(data.get("candidates") or 1), flags=tuple(Flag.parse(f) for f in data.get("flags") or ()),
+        )
+
+
+def _number(value: Any) -> Optional[float]:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -111,8 +150,11 @@ class RunResult:
     flaky_tests: Tuple[str, ...] = ()
     applied: bool = False
     notes: Tuple[str, ...] = ()
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall clock, to the millisecond
     sandbox: Optional[SandboxStatus] = None  # None: a result from before sandboxes existed
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seconds", round(self.seconds, 3))  # as the journal keeps it
 
     @property
     def totals(self) -> Dict[str, Any]:
