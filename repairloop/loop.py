@@ -188,7 +188,8 @@ def classify_project(
     The overall kind is the blocking kind's value, ``logic``, or ``none``.
     Raises ProjectError / WorkspaceError like ``iterate``.
     """
-    from repairloop.classify import overall_kind
+    from repairloop.classify import blocking_kind, overall_kind
+    from repairloop.confirm import confirm_failures, fidelity_failures, with_flaky
 
     project = project.resolve()
     check_repository(project)
@@ -199,7 +200,13 @@ def classify_project(
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
         suite = TestSuite.for_project(settings, project, environ, lambda: settings.test_timeout)
         report = suite.run(ws.root)
-        failures = classify_report(report, ws.root, python=project_python(project)) if not report.green else ()
+        failures: Tuple[Failure, ...] = ()
+        if not report.green:
+            failures = classify_report(report, ws.root, python=project_python(project))
+            failures += fidelity_failures(suite, ws.root, report)
+        if failures and blocking_kind(failures, settings.retry_kinds) is None:  # as `run` does before spending
+            found = confirm_failures(suite, ws.root, report.failing_ids, report, settings.confirm_runs)
+            failures = with_flaky(failures, found)
     # What classify prints (--json too) is redacted like everything else that leaves a run.
     failures = redact_record(failures, Redactor(secret_values(environ)))
     return report, failures, overall_kind(failures)

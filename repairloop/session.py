@@ -15,6 +15,7 @@ from repairloop import stop
 from repairloop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
 from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
+from repairloop.confirm import confirm_failures, fidelity_failures
 from repairloop.ending import apply_fix, build_result, record_result
 from repairloop.journal import (
     BaselineEvent,
@@ -45,7 +46,6 @@ from repairloop.types import (
     LoopEvent,
     Outcome,
     Proposer,
-    ResultSource,
     RunResult,
     StopReason,
     TestFiles,
@@ -137,6 +137,7 @@ class Session:
         if time_gone or baseline.green:
             return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
         failures = classify_report(baseline, self.ws.root, python=self.python)
+        failures += fidelity_failures(self.suite, self.ws.root, baseline)  # the user's world passes them: stop
         self.state.failures = self.state.current_failures = failures
         self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
@@ -146,7 +147,7 @@ class Session:
         self._set_baseline(baseline)
         if self.settings.confirm_runs:
             yield LoopEvent(EventKind.PHASE, f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
-            yield from self._confirm_failures()
+            yield from self._confirm_failures(baseline)
         flaky = ", ".join(self.state.flaky) if not self.state.failing else None
         return stop.baseline_ending(green=False, time_gone=False, blocking=None, all_flaky=flaky)
 
@@ -161,18 +162,17 @@ class Session:
         if self.test_files.beyond_globs:
             self.journal.record(TestFilesEvent(added=tuple(self.test_files.beyond_globs)))
 
-    def _confirm_failures(self) -> Iterator[LoopEvent]:
-        flaky: set[str] = set()
-        for _ in range(self.settings.confirm_runs):
-            again = self.suite.run(self.ws.root, self.state.failing)
-            if again.timed_out or again.source is ResultSource.EXIT_CODE:
-                break
-            flaky |= {t for t in self.state.failing if t in again.passed_ids}
+    def _confirm_failures(self, baseline: TestReport) -> Iterator[LoopEvent]:
+        found = confirm_failures(self.suite, self.ws.root, self.state.failing, baseline, self.settings.confirm_runs)
+        flaky = {f.test_id for f in found.flaky}
         if flaky:
             self.state.flaky = tuple(sorted(flaky))
             self.state.failing = tuple(t for t in self.state.failing if t not in flaky)
-            self.journal.record(FlakyEvent(tests=self.state.flaky))
-            yield LoopEvent(EventKind.NOTE, f"flaky, left alone: {', '.join(self.state.flaky)}")
+        if flaky or found.unstable:
+            reasons = tuple(f"{f.test_id}: {f.reason}; see: {f.command}" for f in found.flaky)
+            self.journal.record(FlakyEvent(tests=self.state.flaky, reasons=reasons, unstable=found.unstable))
+        for f in found.flaky:
+            yield LoopEvent(EventKind.NOTE, f"flaky, left alone: {f.test_id} ({f.reason}; see: {f.command})")
 
     def _loop(self) -> Generator[LoopEvent, None, Ending]:
         setup = self._attempt_setup()

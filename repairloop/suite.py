@@ -5,18 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from repairloop.redact import Redactor, is_secret_name
-from repairloop.runner import PER_TEST_TIMEOUT_ENV, default_test_command, run_tests
+from repairloop.runner import (
+    PER_TEST_TIMEOUT_ENV,
+    ImportRedirect,
+    default_test_command,
+    interpreter_of,
+    probe_imports,
+    run_tests,
+)
 from repairloop.settings import Settings
 from repairloop.types import RunResult, SandboxStatus, TestReport
 from repairloop.workspace.sandbox import Sandbox, SandboxPolicy, filter_environment, open_sandbox
-
-
-def source_roots(root: Path) -> List[Path]:
-    """Directories put first on PYTHONPATH so imports resolve to ``root``, not an editable install."""
-    return [p for p in (root / "src", root) if p.is_dir()]
 
 
 def looks_secret(name: str, value: str) -> bool:
@@ -75,16 +77,28 @@ class TestSuite:
     environ: Mapping[str, str]
     deadline: Callable[[], float]  # seconds left in the run
     sandbox: Optional[Sandbox] = field(default=None)  # None: unconfined (library use without settings)
+    # The modules the user's environment imports from the user's tree (an editable install),
+    # sent to the copy under test instead; nothing else is made importable.
+    imports: ImportRedirect = field(default_factory=ImportRedirect)
 
     @classmethod
     def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
                     deadline: Callable[[], float]) -> "TestSuite":
         """The suite ``settings`` describe for ``project``: its test command (or the default
         one, which raises ProjectError when there is none), limits, environment and sandbox
-        (ConfigError when ``sandbox = "bwrap"`` cannot run)."""
+        (ConfigError when ``sandbox = "bwrap"`` cannot run).
+
+        The test interpreter is asked once, with the user's environment, which project modules
+        it imports from ``project`` (``runner.probe_imports``, one short subprocess).
+        """
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
+        imports = probe_imports(interpreter_of(command, project), project, environ)
         return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings),
-                   deadline, sandbox_for(settings, project))
+                   deadline, sandbox_for(settings, project), imports)
+
+    def plain(self) -> "TestSuite":
+        """The same suite without the import redirection: the user's own world (imports from their tree)."""
+        return replace(self, imports=ImportRedirect())
 
     @property
     def sandbox_status(self) -> SandboxStatus:
@@ -101,7 +115,7 @@ class TestSuite:
             test_ids=tuple(test_ids),
             timeout=limit,
             env=self.environ,
-            pythonpath=source_roots(root),
+            imports=self.imports,
             junit_xml=self.junit_xml,
             coverage_source=[str(root)] if coverage else None,
             wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,

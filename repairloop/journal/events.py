@@ -139,10 +139,17 @@ class TestFilesEvent:
 
 @dataclass(frozen=True)
 class FlakyEvent:
-    """Tests that passed when re-run: left alone."""
+    """Tests that passed when re-run (alone, or in the suite's order): left alone.
+
+    ``reasons`` has one ``"<test>: <reason>; see: <command>"`` per flaky test
+    (``confirm.FlakyTest``); ``unstable`` are tests that passed at the baseline
+    and failed in a re-run of the same suite.
+    """
 
     kind: ClassVar[JournalKind] = JournalKind.FLAKY
     tests: Tuple[str, ...]
+    reasons: Tuple[str, ...] = ()
+    unstable: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,12 @@ from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Uni
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.runner.command import (
     default_test_command,
+    interpreter_of,
     is_pytest_command,
     project_python,
     with_arguments,
 )
+from repairloop.runner.imports import ImportRedirect, probe_imports
 from repairloop.runner.junit import read_junit
 from repairloop.runner.proc import ProcessResult, run_process
 from repairloop.runner.results import PluginResults, read_plugin_results
@@ -39,10 +41,13 @@ __all__ = [
     "PLUGIN_DIR",
     "PLUGIN_NAME",
     "CommandWrapper",
+    "ImportRedirect",
     "ProcessResult",
     "build_test_env",
     "default_test_command",
+    "interpreter_of",
     "is_pytest_command",
+    "probe_imports",
     "project_python",
     "run_process",
     "run_tests",
@@ -51,8 +56,16 @@ __all__ = [
 PLUGIN_NAME = "repairloop_pytest_plugin"
 PLUGIN_DIR = Path(os.path.abspath(__file__)).parent / "plugin"
 # Always added to a pytest command: run every test even when a module fails to
-# import (TECH-NOTES 5.1), and leave no .pytest_cache in the workspace.
-PYTEST_ARGS = ("--continue-on-collection-errors", "-p", "no:cacheprovider")
+# import (TECH-NOTES 5.1). The cache goes to the run's scratch directory, so no
+# .pytest_cache is left in the workspace; the cache plugin stays loaded, since
+# disabling it makes the user's `--lf`/`--ff` in addopts a usage error (exit 4)
+# that their own command never hits.
+PYTEST_ARGS = ("--continue-on-collection-errors",)
+
+
+def pytest_arguments(scratch: Path) -> Tuple[str, ...]:
+    """The arguments added to every pytest command, with its cache in ``scratch``."""
+    return PYTEST_ARGS + ("-o", f"cache_dir={scratch / 'pytest-cache'}")
 
 
 class CommandWrapper(Protocol):
@@ -90,16 +103,22 @@ def build_test_env(
     results_file: Path,
     pythonpath: Sequence[Path] = (),
     coverage: Optional[Tuple[Sequence[str], Path]] = None,
+    imports: Optional[ImportRedirect] = None,
 ) -> Dict[str, str]:
-    """The test process's environment: ``base`` plus the plugin, source roots and quiet settings.
+    """The test process's environment: ``base`` plus the plugin, import redirection and quiet settings.
 
-    PYTHONPATH becomes ``<plugin dir>:<pythonpath...>:<base PYTHONPATH>``:
-    workspace source roots first, because PYTHONPATH beats an editable
-    install's .pth entry (TECH-NOTES section 2). ``coverage`` is
-    ``(source dirs relative to root, data file)``.
+    PYTHONPATH becomes ``<plugin dir>:<redirect hook dir>:<pythonpath...>:<base
+    PYTHONPATH>``. ``imports`` sends the modules the user's environment
+    imports from the user's tree to ``root`` instead (an editable install;
+    see ``runner.imports``) and makes nothing else importable; ``pythonpath``
+    (dirs relative to ``root``) is for callers that want more on the path.
+    ``coverage`` is ``(source dirs relative to root, data file)``.
     """
     env = dict(base)
-    paths = [str(PLUGIN_DIR)] + [str(root / p) for p in pythonpath]
+    redirect = imports.environment(root) if imports else {}
+    paths = [str(PLUGIN_DIR)] + ([redirect.pop("PYTHONPATH")] if redirect else [])
+    paths += [str(root / p) for p in pythonpath]
+    env.update(redirect)
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -128,30 +147,32 @@ def run_tests(
     coverage_source: Optional[Sequence[str]] = None,
     output_limit: int = 200_000,
     wrap: Optional[CommandWrapper] = None,
+    imports: Optional[ImportRedirect] = None,
 ) -> TestReport:
     """Run the test command once in ``root`` and return its structured TestReport.
 
     ``command`` is an argv or a shell string. For a pytest command
-    (``is_pytest_command``) ``--continue-on-collection-errors -p
-    no:cacheprovider`` and ``test_ids`` are appended; ``test_ids`` are ignored
+    (``is_pytest_command``) ``--continue-on-collection-errors``, a cache
+    directory outside ``root`` and ``test_ids`` are appended; ``test_ids`` are ignored
     for other commands. ``timeout`` (seconds) bounds the whole run; on expiry
     the process group is killed and the report has ``timed_out=True`` and
     ``exit_code=None``. ``junit_xml`` (relative to ``root``) is deleted before
     the run so a stale file is never read. ``coverage_source`` (dirs relative
     to root) records per-test line coverage; ``coverage_file`` is then a
     coverage.py data file in its own temporary directory, which the caller
-    owns. ``output_limit`` is in bytes. ``wrap`` (a sandbox) turns the command
-    into the argv that runs it confined. A command that is not found gives
+    owns. ``imports`` redirects the project's imports to ``root`` (see
+    ``build_test_env``). ``output_limit`` is in bytes. ``wrap`` (a sandbox) turns
+    the command into the argv that runs it confined. A command that is not found gives
     exit code 127. Raises ProjectError when ``root`` is not a directory and
     ConfigError for an empty command.
     """
     root = _checked_root(root, command)
-    pytest_like = is_pytest_command(command)
-    final = with_arguments(command, PYTEST_ARGS + tuple(test_ids)) if pytest_like else command
     junit_path = (root / junit_xml) if junit_xml else None
     if junit_path is not None and junit_path.is_file():
         junit_path.unlink()  # a file left by an earlier run must never be read as this one's
     scratch = Path(tempfile.mkdtemp(prefix="repairloop-results-"))
+    extra = pytest_arguments(scratch) + tuple(test_ids)
+    final = with_arguments(command, extra) if is_pytest_command(command) else command
     coverage_dir: Optional[Path] = None
     if coverage_source:
         coverage_dir = Path(tempfile.mkdtemp(prefix="repairloop-coverage-"))
@@ -163,7 +184,8 @@ def run_tests(
             coverage = (tuple(coverage_source or ()), coverage_dir / ".coverage")
         base = os.environ if env is None else env
         run_env = build_test_env(
-            base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage
+            base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage,
+            imports=imports,
         )
         outputs = [scratch] + ([coverage_dir] if coverage_dir is not None else [])
         if wrap is not None and junit_path is not None and junit_path.parent.is_dir():

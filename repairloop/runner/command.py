@@ -185,3 +185,51 @@ def with_arguments(
             return command
         return command + " " + " ".join(shlex.quote(arg) for arg in extra)
     return tuple(command) + tuple(extra)
+
+
+def interpreter_of(command: Union[Sequence[str], str], project: Path) -> str:
+    """The interpreter that ``command`` runs the tests with, as well as it can be told.
+
+    ``python -m pytest`` (any ``python*`` path) names it; ``pytest`` is a
+    script whose ``#!`` line names it; anything else (``make test``, ``tox``)
+    is taken to use :func:`project_python`. Paths are never resolved.
+    """
+    argv = _split(command) or []
+    if isinstance(command, str):
+        while argv and _ENV_ASSIGNMENT.match(argv[0]):
+            argv = argv[1:]
+    if not argv:
+        return project_python(project)
+    program = os.path.basename(argv[0])
+    if re.fullmatch(r"python[0-9.]*(\.exe)?", program):
+        return _located(argv[0], project) or project_python(project)
+    if program in _PYTEST_NAMES:
+        script = _located(argv[0], project)
+        interpreter = _shebang_interpreter(script) if script else None
+        if interpreter:
+            return interpreter
+    return project_python(project)
+
+
+def _located(program: str, project: Path) -> Optional[str]:
+    """``program`` as an absolute path: relative to ``project`` when it has a slash, else from PATH."""
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program) if os.path.isabs(program) else Path(project).absolute() / program
+        return str(path) if path.exists() else None
+    return shutil.which(program)
+
+
+def _shebang_interpreter(script: str) -> Optional[str]:
+    """The interpreter of a ``#!`` line (``/usr/bin/env python3`` looked up on PATH), or None."""
+    try:
+        with open(script, "rb") as fh:
+            first = fh.readline(512).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+        return shutil.which(words[0]) if words else None
+    return words[0] if words else None
