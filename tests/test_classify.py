@@ -236,8 +236,13 @@ def test_the_whole_runs_timeout_kill_stays_a_timeout_wherever_the_test_was(proje
         (127, "sh: 1: pytestt: not found", {}, FailureKind.ENVIRONMENT, "not found"),
         (126, "permission denied", {}, FailureKind.ENVIRONMENT, "permission denied"),
         (4, "ImportError while loading conftest '/p/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n"
-            "    import nope\nE   ModuleNotFoundError: No module named 'nope'", {}, FailureKind.TEST_CONFIG,
+            "    import nope\nE   ModuleNotFoundError: No module named 'nope'", {}, FailureKind.DEPENDENCY,
          "No module named 'nope'"),
+        (4, "ImportError while loading conftest '/p/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n"
+            "    import textkit\nE   ModuleNotFoundError: No module named 'textkit'", {}, FailureKind.TEST_CONFIG,
+         "'textkit' is not importable"),
+        (4, "ImportError while loading conftest '/p/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n"
+            "    SETTINGS['x']\nE   KeyError: 'x'", {}, FailureKind.TEST_CONFIG, "KeyError: 'x'"),
         (4, "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --bogus", {},
          FailureKind.TEST_CONFIG, "unrecognized arguments: --bogus"),
         (5, "no tests ran in 0.01s", {}, FailureKind.TEST_CONFIG, "no tests"),

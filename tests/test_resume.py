@@ -83,13 +83,14 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
 
     project = project_with_hook(make_project, "killed")
     marker = tmp_path / "sessions"
-    # baseline, flaky check, iteration 1, iteration 2, then iteration 3's targeted run: the 5th session
+    # baseline, flaky check (the suite in order, then the failing test alone), iteration 1, iteration 2,
+    # then iteration 3's targeted run: the 6th session
     # The hook counts sessions in a file outside the workspace: unconfined, as the sandbox forbids that.
-    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "5", "REPAIRLOOP_SANDBOX": "none"}
+    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "6", "REPAIRLOOP_SANDBOX": "none"}
     with ScriptedServer(script) as srv:
         proc = cli("run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
                    "--no-builtin", "--json", env=killed_env)
-        pids = wait_for_sessions(marker, 5, proc)
+        pids = wait_for_sessions(marker, 6, proc)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         assert len(srv.requests) == 3  # iteration 3's answer had arrived

@@ -125,14 +125,15 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
     if ending == "sigint_tests":
         env.update(RL_SESSION_MARKER=str(marker), RL_SLEEP_FROM="1")
     if ending == "sigkill_validation":
-        env.update(RL_SESSION_MARKER=str(marker), RL_SLEEP_FROM="3")  # baseline, flaky check, validation
+        # baseline, flaky check (the suite in order, then the failing test alone), validation
+        env.update(RL_SESSION_MARKER=str(marker), RL_SLEEP_FROM="4")
     with ScriptedServer(script) as srv:
         proc = start(project, srv, env)
         if ending == "sigint_model":
             wait_for_request(srv, proc)
             proc.send_signal(signal.SIGINT)
         elif ending in ("sigint_tests", "sigkill_validation"):
-            pids = wait_for_sessions(marker, 1 if ending == "sigint_tests" else 3, proc)
+            pids = wait_for_sessions(marker, 1 if ending == "sigint_tests" else 4, proc)
             proc.send_signal(signal.SIGINT if ending == "sigint_tests" else signal.SIGKILL)
         out, _ = proc.communicate(timeout=300)
     if ending.startswith("sigint"):  # interruption is a stop reason: the run's document says so, with its id

@@ -3,12 +3,14 @@
 DESIGN.md's "Failure kinds" table is the spec. Each failing ``TestResult``
 goes through ``rules.RULES`` (first match wins): environment, timeout,
 test_config, syntax, imports (dependency, or a project module: logic /
-test_config), logic. A run that was killed, or is not green without any
+test_config; an extension not built is environment), conftest, logic. A run that was killed, or is not green without any
 failing result (command not found, broken conftest, no tests collected),
 adds one ``<session>`` failure classified by ``session.py`` from the exit
 code and the output. flaky is never set here: the loop decides it by re-runs.
 
-Submodules: ``evidence`` (normalising a result), ``rules``, ``session``,
+Submodules: ``evidence`` (normalising a result, the run's facts), ``rules``,
+``imports`` (import failures), ``services`` (an unreachable service and its
+address), ``build`` (the project's extensions and build command), ``session``,
 ``packages`` (import name -> PyPI distribution, installed probe).
 """
 
@@ -18,7 +20,7 @@ import functools
 from pathlib import Path
 from typing import FrozenSet, Optional, Sequence, Tuple
 
-from repairloop.classify.evidence import project_modules
+from repairloop.classify.evidence import project_modules, run_facts
 from repairloop.classify.packages import distribution_for
 from repairloop.classify.rules import classify_result
 from repairloop.classify.session import SESSION_ID, session_failure, signal_of
@@ -58,7 +60,8 @@ def classify_report(report: TestReport, project: Path, *, python: Optional[str] 
     def modules() -> FrozenSet[str]:  # walked at most once, and only when a rule needs it
         return project_modules(project)
 
-    failures = tuple(classify_result(r, project, python, modules) for r in report.failing)
+    facts = run_facts(report)
+    failures = tuple(classify_result(r, project, python, modules, facts) for r in report.failing)
     killed = report.timed_out or signal_of(report) is not None
     if report.green or (failures and not killed):
         return failures

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Tuple
 
-from repairloop.types import NOT_PROJECT_DIRS, Failure, FailureKind, Frame, TestResult, is_project_path
+from repairloop.types import NOT_PROJECT_DIRS, Failure, FailureKind, Frame, TestReport, TestResult, is_project_path
 
 # An exception line of pytest (``E   ValueError: x``) or of Python (``ValueError: x``).
 _EXC_LINE = re.compile(
@@ -91,6 +91,39 @@ def _exception_in_text(text: str) -> Tuple[Optional[str], str]:
     return found_type or trailer_type, found_message
 
 
+# pytest-timeout's thread method ends the whole process after printing this banner.
+_TIMEOUT_BANNER = re.compile(r"^\+{5,} Timeout \+{5,}\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the whole run says about each of its results.
+
+    ``time_limit`` says how the test command stopped itself at its own time
+    limit ("" when it did not): the ``timeout`` program it runs under (exit
+    124, or 137 with ``-s KILL``), pytest-timeout's thread method (its banner,
+    then the process ends), or SIGALRM. repairloop's own ``--test-timeout``
+    is ``TestReport.timed_out`` and a ``Timeout`` record, not this.
+    """
+
+    exit_code: Optional[int] = None
+    time_limit: str = ""
+
+
+def run_facts(report: TestReport) -> RunFacts:
+    """The RunFacts of ``report``."""
+    argv = report.command[0].split() if len(report.command) == 1 else list(report.command)
+    program = os.path.basename(argv[0]) if argv else ""
+    time_limit = ""
+    if program == "timeout" and report.exit_code in (124, 137):
+        time_limit = f"the `timeout` program the test command runs under (exit {report.exit_code})"
+    elif _TIMEOUT_BANNER.search(report.output):
+        time_limit = "pytest-timeout's thread method, which ends the test process"
+    elif report.signal == 14 or report.exit_code in (-14, 142):
+        time_limit = "SIGALRM, a timer set by the test command"
+    return RunFacts(report.exit_code, time_limit)
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One failing result as the rules see it. ``text`` is pytest's failure text plus the message."""
@@ -103,6 +136,12 @@ class Evidence:
     project: Path
     python: Optional[str]
     modules: Callable[[], FrozenSet[str]] = field(compare=False, default=frozenset)
+    facts: RunFacts = RunFacts()
+
+    @property
+    def causes(self) -> Tuple[str, ...]:
+        """``module.Type: message`` of the exceptions this one was raised from (the runner's plugin)."""
+        return self.result.causes
 
     def failure(self, kind: FailureKind, message: str = "", hint: str = "",
                 location: Optional[str] = None) -> Failure:
@@ -123,7 +162,7 @@ def _strip_project(text: str, project: Path) -> str:
 
 
 def make_evidence(result: TestResult, project: Path, python: Optional[str],
-                  modules: Callable[[], FrozenSet[str]]) -> Evidence:
+                  modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> Evidence:
     """Normalise ``result``: exception type and message, project-relative frames."""
     text = "\n".join(part for part in (result.longrepr, result.message) if part)
     exc_type, message = result.exc_type, result.message.strip()
@@ -137,7 +176,7 @@ def make_evidence(result: TestResult, project: Path, python: Optional[str],
     frames = result.frames or parse_frames(result.longrepr)
     frames = tuple(replace(f, path=relative(f.path, project)) for f in frames)
     return Evidence(result, exc_type, _strip_project(message, project), text, frames, project,
-                    python, modules)
+                    python, modules, facts)
 
 
 def default_location(frames: Tuple[Frame, ...]) -> Optional[str]:

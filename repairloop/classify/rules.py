@@ -1,8 +1,12 @@
 """The per-result rule table: first match wins (DESIGN.md, "Failure kinds").
 
-Order: environment, timeout, test_config, syntax, imports (dependency, or a
-project module: logic / test_config), logic. Logic matches everything, so
-unknown evidence is always something the repair loop may try.
+Order: environment (memory, a dead test process or worker, a service that is
+not reachable, an extension not built), timeout, test_config (fixtures,
+markers), syntax, imports (dependency, or a project module: logic /
+test_config; ``imports.py``), a conftest that failed for another reason
+(test_config), logic. Logic matches everything, so unknown evidence is always
+something the repair loop may try. Each rule reads the structured evidence
+(exception type, the types it was raised from, frames) before any text.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ import re
 from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Tuple
 
+from repairloop.classify import services
 from repairloop.classify.evidence import (
     PYTHON_FRAME,
     Evidence,
+    RunFacts,
     make_evidence,
     relative,
     source_line,
 )
-from repairloop.classify.packages import distribution_for, probe_module
+from repairloop.classify.imports import extension_rule, imports_rule, package_of
 from repairloop.types import Failure, FailureKind, TestResult, is_project_path
 
 Rule = Callable[[Evidence], Optional[Failure]]
@@ -29,26 +35,58 @@ PER_TEST_TIMEOUT_HANDLER = "repairloop_pytest_plugin"
 
 SYNTAX_TYPES = frozenset({"SyntaxError", "IndentationError", "TabError"})
 _SYNTAX_LINE = re.compile(r"^(?:E\s+)?(SyntaxError|IndentationError|TabError):", re.M)
-_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
-_NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
 _FIXTURE = re.compile(r"fixture '(\w+)' not found")
 _AVAILABLE = re.compile(r"available fixtures: (.*)")
 _MARKER = re.compile(r"'\w+' not found in `markers` configuration option")
+# pytest-xdist's record of the test a dead worker was running ("[gw1] node down: Not properly terminated").
+_WORKER_CRASH = re.compile(r"worker '?[\w-]+'? crashed while running|\bnode down: ")
+_BLOCKING_CALL = re.compile(r"\.(?:recv\w*|accept|connect|sleep|wait|wait_for|join|acquire|read\w*|select|poll|"
+                            r"communicate|get|urlopen|getresponse|result)\(|\b(?:sleep|input|urlopen)\(")
+# Fixture errors of pytest's own making: a scope a fixture cannot have, or fixtures that need each other.
+_FIXTURE_SETUP = frozenset({"ScopeMismatch", "FixtureLookupError"})
+_POOL_BROKEN = frozenset({"BrokenProcessPool", "TerminatedWorkerError", "BrokenExecutor"})
+# Fixtures that plugins provide: a missing one usually means the plugin is not installed.
+_PLUGIN_FIXTURES = {
+    "mocker": "pytest-mock", "requests_mock": "requests-mock", "httpx_mock": "pytest-httpx",
+    "benchmark": "pytest-benchmark", "freezer": "pytest-freezer", "aioresponses": "aioresponses",
+    "event_loop": "pytest-asyncio", "client": "pytest-django or pytest-flask", "db": "pytest-django",
+    "faker": "Faker", "snapshot": "syrupy", "httpserver": "pytest-httpserver", "respx_mock": "respx",
+    "caplog_json": "pytest-structlog", "celery_app": "celery[pytest]", "datadir": "pytest-datadir",
+}
 
 
 def _environment(ev: Evidence) -> Optional[Failure]:
     if ev.exc_type == "MemoryError":
         return ev.failure(FailureKind.ENVIRONMENT, hint="the test ran out of memory: free memory or raise the limit")
+    if ev.facts.time_limit and (ev.exc_type == "Crash" or _WORKER_CRASH.search(ev.message)):
+        return None  # the command's own time limit ended the process: a timeout
     if ev.exc_type == "Crash":  # the runner's record of a test its dying process never reported
         return ev.failure(FailureKind.ENVIRONMENT, hint="the test process died (a signal, a crash in native "
                           "code, or os._exit): run this test alone to see how")
-    return None
+    if _WORKER_CRASH.search(ev.message) and ev.exc_type in (None, "Crash"):
+        return ev.failure(FailureKind.ENVIRONMENT, hint="a pytest-xdist worker process died while running this test "
+                          "(killed by a signal or for memory, a crash in native code, os._exit): run it alone "
+                          "without -n to see how")
+    if ev.exc_type in _POOL_BROKEN or any(c.split(":")[0].rsplit(".", 1)[-1] in _POOL_BROKEN for c in ev.causes):
+        return ev.failure(FailureKind.ENVIRONMENT, hint="a worker process of a process pool died (killed by a signal "
+                          "or the out-of-memory killer, or a crash in native code): free memory, or run it alone")
+    if services.unreachable(ev.exc_type, ev.message, ev.causes):
+        address = services.address_tried(ev.result.endpoint, ev.message, ev.causes)
+        lookup = services.is_name_lookup(ev.message, ev.causes)
+        what = "does not resolve" if lookup else "is not reachable"
+        message = f"{ev.message} (a service the test needs {what}{': ' + address if address else ''})"
+        return ev.failure(FailureKind.ENVIRONMENT, message, hint=services.unreachable_hint(address, lookup))
+    return extension_rule(ev)
 
 
 def _timeout(ev: Evidence) -> Optional[Failure]:
     # pytest-timeout's failure (TECH-NOTES 5.4): "Failed: Timeout (>1.0s) from pytest-timeout."
     # "Timeout" is also the runner's record of the test a whole-run timeout kill interrupted.
+    if ev.facts.time_limit and (ev.exc_type == "Crash" or _WORKER_CRASH.search(ev.message)):
+        return ev.failure(FailureKind.TIMEOUT, f"the test command's own time limit ({ev.facts.time_limit}) "
+                          f"stopped the run while {ev.result.test_id} ran",
+                          hint=f"find why {ev.result.test_id} hangs (it was running when the time ran out), "
+                          "or raise the command's time limit")
     if ev.exc_type != "Timeout" and "Timeout (>" not in ev.message:
         return None
     looping = _looping_in_code_under_test(ev)
@@ -56,6 +94,9 @@ def _timeout(ev: Evidence) -> Optional[Failure]:
         return ev.failure(FailureKind.LOGIC, location=looping,
                           hint=f"the code under test was still running at {looping} when the per-test timeout "
                           "stopped it: a loop or recursion that does not end")
+    if ev.exc_type == "Timeout" and not ev.frames:  # the runner's record: the whole run was killed during it
+        return ev.failure(FailureKind.TIMEOUT, hint=f"the run's time limit ran out while {ev.result.test_id} ran: "
+                          "find why it hangs (a wait, a thread that never ends) or raise --test-timeout")
     return ev.failure(FailureKind.TIMEOUT, hint="the test exceeded its time limit: find the hang or raise the timeout")
 
 
@@ -74,6 +115,10 @@ def _looping_in_code_under_test(ev: Evidence) -> Optional[str]:
     test_file = ev.result.test_id.split("::")[0]
     if not is_project_path(inner.path) or inner.path == test_file:
         return None
+    # A call into C code has no frame of its own: the project line that makes a blocking call
+    # (a socket read, a lock, a sleep) was waiting there, not computing.
+    if _BLOCKING_CALL.search(source_line(ev.project / inner.path, inner.line)):
+        return None
     return f"{inner.path}:{inner.line}"
 
 
@@ -85,11 +130,14 @@ def _test_config(ev: Evidence) -> Optional[Failure]:
         close = difflib.get_close_matches(name, available.group(1).split(", ") if available else [], n=1)
         hint = f"define fixture '{name}' in a conftest.py or fix the test's parameter name"
         hint += f" (did you mean '{close[0]}'?)" if close else ""
+        if name in _PLUGIN_FIXTURES and not close:
+            hint = f"fixture '{name}' comes from a plugin that is not installed: pip install {_PLUGIN_FIXTURES[name]}"
         return ev.failure(FailureKind.TEST_CONFIG, f"fixture '{name}' not found", hint)
-    if "while loading conftest" in ev.text:
-        return ev.failure(FailureKind.TEST_CONFIG, hint="fix the conftest.py named in the message")
     if _MARKER.search(ev.text):
         return ev.failure(FailureKind.TEST_CONFIG, hint="register the marker in [tool.pytest.ini_options] markers")
+    if ev.exc_type in _FIXTURE_SETUP or "ScopeMismatch: " in ev.text or "recursive dependency involving fixture" in ev.text:
+        return ev.failure(FailureKind.TEST_CONFIG, hint="fix the fixtures' scopes or dependencies (a fixture may only "
+                          "use fixtures of the same or a wider scope)")
     return None
 
 
@@ -106,7 +154,7 @@ def _syntax(ev: Evidence) -> Optional[Failure]:
     else:
         return ev.failure(FailureKind.SYNTAX, hint="fix the syntax error named in the message")
     if not is_project_path(path):
-        package = _package_of(path)
+        package = package_of(path)
         return ev.failure(FailureKind.DEPENDENCY, location=f"{path}:{line}",
                           hint=f"the installed package {package} does not parse under this Python: "
                           "install a version that supports it")
@@ -115,17 +163,10 @@ def _syntax(ev: Evidence) -> Optional[Failure]:
                       hint=f"fix the syntax at {path}:{line}" + (f": {source}" if source else ""))
 
 
-def _imports(ev: Evidence) -> Optional[Failure]:
-    if ev.exc_type in ("ModuleNotFoundError", "ImportError", None):
-        missing = _NO_MODULE.search(ev.message)
-        if missing:
-            return _missing_module(ev, missing.group(1))
-        name = _CANNOT_IMPORT.search(ev.message)
-        if name:
-            return _missing_name(ev, name.group(2), name.group(1))
-    attr = _NO_ATTRIBUTE.search(ev.message)
-    if attr and ev.exc_type == "AttributeError":
-        return _missing_name(ev, attr.group(1), attr.group(2))
+def _conftest(ev: Evidence) -> Optional[Failure]:
+    # After the import rules: a conftest that imports a missing package is a dependency.
+    if "while loading conftest" in ev.text:
+        return ev.failure(FailureKind.TEST_CONFIG, hint="fix the conftest.py named in the message")
     return None
 
 
@@ -133,65 +174,13 @@ def _logic(ev: Evidence) -> Optional[Failure]:
     return ev.failure(FailureKind.LOGIC)
 
 
-RULES: Tuple[Rule, ...] = (_environment, _timeout, _test_config, _syntax, _imports, _logic)
-
-
-def _tops(modules: FrozenSet[str]) -> FrozenSet[str]:
-    return frozenset(m.split(".")[0] for m in modules)
-
-
-def _missing_module(ev: Evidence, module: str) -> Failure:
-    """``No module named 'module'``: a project module (logic, test_config) or a dependency."""
-    modules, top = ev.modules(), module.split(".")[0]
-    if module in _tops(modules):
-        # The project's own top-level package is not importable: its source root is
-        # not on the path. No code change fixes that.
-        return ev.failure(FailureKind.TEST_CONFIG, f"the project's own module '{module}' is not importable",
-                          hint=f"install the project (pip install -e .) or put the directory that holds "
-                          f"'{module}' (e.g. src) on the test command's PYTHONPATH")
-    close = difflib.get_close_matches(module, sorted(modules), n=1, cutoff=0.8)
-    if top in _tops(modules):
-        # A submodule of a project package: a misspelling or a missing file, which code fixes.
-        return ev.failure(FailureKind.LOGIC,
-                          hint=f"did you mean {close[0]}?" if close else f"the project has no module {module}")
-    dist = distribution_for(module)
-    note = f"provided by the PyPI distribution {dist}" if dist != top else "not installed"
-    # A missing top-level name stays a dependency even when it resembles a project
-    # module ("requests" and a local request.py): the hint says so, no loop starts on a guess.
-    hint = f"pip install {dist}" + (f" (or did you mean the project's module {close[0]}?)" if close else "")
-    return ev.failure(FailureKind.DEPENDENCY, f"No module named '{module}' ({note})", hint)
-
-
-def _missing_name(ev: Evidence, owner: str, name: str) -> Failure:
-    """``cannot import name`` / ``has no attribute`` on a project module (logic) or a package (dependency)."""
-    modules = ev.modules()
-    if owner.split(".")[0] in _tops(modules):
-        close = difflib.get_close_matches(f"{owner}.{name}", sorted(modules), n=1, cutoff=0.8)
-        return ev.failure(FailureKind.LOGIC, hint=f"did you mean {close[0]}?" if close else "")
-    info = probe_module(owner.split(".")[0], ev.python)
-    if not info.found:
-        return ev.failure(FailureKind.LOGIC)
-    dist = info.dist or distribution_for(owner)
-    installed = f"{dist} {info.version}" if info.version else dist
-    return ev.failure(
-        FailureKind.DEPENDENCY, f"{ev.message} (the installed {installed} has no '{name}' in {owner})",
-        hint=f"install the version of {dist} the code was written for (pip install '{dist}==<version>'), "
-        f"or update the code to the API of {installed}",
-    )
-
-
-def _package_of(path: str) -> str:
-    parts = Path(path).parts
-    for marker in ("site-packages", "dist-packages"):
-        if marker in parts and parts.index(marker) + 1 < len(parts):
-            return parts[parts.index(marker) + 1].replace(".py", "")
-    return path
+RULES: Tuple[Rule, ...] = (_environment, _timeout, _test_config, _syntax, imports_rule, _conftest, _logic)
 
 
 def classify_result(result: TestResult, project: Path, python: Optional[str],
-                    modules: Callable[[], FrozenSet[str]]) -> Failure:
-    """The first rule of ``RULES`` that recognises ``result`` decides its kind."""
-    ev = make_evidence(result, project, python, modules)
+                    modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> Failure:
+    """The first rule of ``RULES`` that recognises ``result`` decides its kind; ``facts`` are the run's."""
+    ev = make_evidence(result, project, python, modules, facts)
     for rule in RULES:
         failure = rule(ev)
         if failure is not None:

@@ -89,6 +89,9 @@ def _result(record: Dict[str, Any], roots: Tuple[str, ...]) -> Optional[TestResu
         frames=_frames(record.get("frames"), roots),
         output=clean_text(record.get("output", "")),
         longrepr=clean_text(record.get("longrepr", "")),
+        exc_module=clean_text(record.get("exc_module", "")),
+        causes=tuple(clean_text(c) for c in record.get("causes") or () if c),
+        endpoint=clean_text(record.get("endpoint", "")),
     )
 
 
@@ -119,11 +122,15 @@ def _load(path: Path) -> List[Dict[str, Any]]:
 
 
 def _in_progress(records: List[Dict[str, Any]]) -> Optional[str]:
-    """The last started test if nothing says it got past its call phase."""
+    """The last started test if nothing says it got past its call phase (or, with ``finish``
+    records, that it finished: a hang in teardown)."""
     starts = [r.get("nodeid") for r in records if r.get("kind") == "start"]
     if not starts:
         return None
     last = starts[-1]
+    if any(r.get("kind") == "session_start" for r in records):  # a plugin that writes "finish" records
+        finished = any(r.get("kind") == "finish" and r.get("nodeid") == last for r in records)
+        return None if finished else str(last)
     for record in records:
         if record.get("kind") == "test" and record.get("nodeid") == last:
             if record.get("when") != "setup" or record.get("outcome") != "passed":

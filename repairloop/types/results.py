@@ -37,6 +37,9 @@ class TestResult:
     frames: Tuple[Frame, ...] = ()
     output: str = ""
     longrepr: str = ""
+    exc_module: str = ""  # the exception class's module ("redis.exceptions"; "builtins")
+    causes: Tuple[str, ...] = ()  # "module.Type: message" of what it was raised from, outermost first
+    endpoint: str = ""  # "host:port" a failed connection tried, when the frames held it
 
     @property
     def failed(self) -> bool:

@@ -15,11 +15,14 @@ kill (TECH-NOTES 5.4-5.5). Records, by ``kind``:
   message, frames, longrepr.
 * ``collected``: number of test items after collection.
 * ``start``: a test began (nodeid): names the test a kill interrupted.
+* ``finish``: a test's phases (teardown included) are all done (nodeid).
 * ``test``: one phase report (the call phase, and any phase that did not
   pass): nodeid, when, outcome (passed, failed, error, skipped, xfailed,
   xpassed; a setup/teardown failure is ``error``), duration (seconds),
-  exc_type, message, frames ``[path, line, function]`` outermost first with
-  absolute paths, output (tail of captured output), longrepr (tail).
+  exc_type, exc_module, message, frames ``[path, line, function]`` outermost
+  first with absolute paths, causes (``module.Type: message`` of the
+  exceptions it was raised from, outermost first), endpoint (``host:port`` a
+  failed connection tried), output (tail of captured output), longrepr (tail).
 * ``coverage``: whether per-test coverage was recorded, and its data file.
 * ``session``: exitstatus and the number of tests collected.
 
@@ -119,8 +122,52 @@ def _text(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _chain(exc: BaseException) -> List[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, outermost first (at most 8)."""
+    chain: List[BaseException] = []
+    current: Any = exc
+    while current is not None and len(chain) < 8 and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return chain
+
+
+def _endpoint(chain: List[BaseException]) -> str:
+    """``host:port`` a failed connection tried, from the locals of the frames that tried it ("" if unknown).
+
+    Only for a chain with an OSError (refused, reset, name resolution,
+    unreachable): the message of ``socket.connect`` names no address.
+    """
+    if not any(isinstance(e, OSError) for e in chain):
+        return ""
+    for exc in reversed(chain):  # the innermost exception is nearest the socket
+        frames = [frame for frame, _ in traceback.walk_tb(exc.__traceback__)]
+        for frame in reversed(frames):
+            found = _address_in(frame.f_locals)
+            if found:
+                return found
+    return ""
+
+
+def _address_in(names: Dict[str, Any]) -> str:
+    for key in ("address", "sa", "socket_address", "addr", "sockaddr"):
+        value = names.get(key)
+        if isinstance(value, tuple) and len(value) >= 2 and isinstance(value[0], str) and isinstance(value[1], int):
+            return f"{value[0]}:{value[1]}"
+    host = names.get("host") or names.get("hostname")
+    port = names.get("port")
+    if isinstance(host, str) and host and isinstance(port, int):
+        return f"{host}:{port}"
+    return ""
+
+
 def _describe(exc: BaseException) -> Dict[str, Any]:
-    """exc_type, message and frames of one exception (the cause, for collection errors)."""
+    """exc_type, message and frames of one exception (the cause, for collection errors).
+
+    ``causes`` names the exceptions it was raised from (``__cause__``, else
+    ``__context__``), outermost first; ``endpoint`` is the address a failed
+    connection tried, when the frames hold it.
+    """
     cause = exc.__cause__
     if type(exc).__name__ == "CollectError" and cause is not None:
         exc = cause  # pytest wraps import and syntax errors of test modules
@@ -128,11 +175,19 @@ def _describe(exc: BaseException) -> Dict[str, Any]:
     if isinstance(exc, SyntaxError) and exc.filename:
         # The broken file never appears as a frame: it failed to compile.
         frames.append([os.path.abspath(exc.filename), exc.lineno or 0, ""])
-    return {
+    chain = _chain(exc)
+    summary: Dict[str, Any] = {
         "exc_type": type(exc).__name__,
+        "exc_module": type(exc).__module__,
         "message": _text(exc, MESSAGE_LIMIT),
         "frames": frames,
+        "causes": [f"{type(e).__module__}.{type(e).__name__}: {_text(e, 300)}" for e in chain[1:]],
     }
+    try:
+        summary["endpoint"] = _endpoint(chain)
+    except Exception:  # locals of odd frames must not break the recording
+        pass
+    return summary
 
 
 def _from_longrepr(report: Any) -> Dict[str, Any]:
@@ -295,6 +350,10 @@ class _Recorder:
         if self._cov is not None:
             self._cov.switch_context(nodeid)
         self.emit({"kind": "start", "nodeid": nodeid})
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        # With "start", names a test whose teardown never ended when the run is killed.
+        self.emit({"kind": "finish", "nodeid": nodeid})
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         if report.when != "call" and report.passed:

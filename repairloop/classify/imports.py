@@ -1,0 +1,180 @@
+"""Import failures: a missing or incompatible dependency, the project's own modules, unbuilt extensions.
+
+``No module named 'x'`` is a dependency when ``x`` is nobody's in the project,
+``test_config`` when it is the project's own top-level package (its source
+root is not importable: the project is not installed), and ``logic`` for a
+misspelt or missing project submodule. ``cannot import name`` and
+``has no attribute`` are ``logic`` on the project's modules and
+``dependency`` on an installed package whose API changed. A compiled
+extension of the project that was never built is ``environment``, with the
+project's build command (``build.py``). Where the import happened (a test
+module, ``conftest.py``, the project's code) does not change the kind.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from pathlib import Path
+from typing import FrozenSet, Optional
+
+from repairloop.classify.build import build_command, extension_for
+from repairloop.classify.evidence import Evidence, relative
+from repairloop.classify.packages import distribution_for, probe_module
+from repairloop.types import Failure, FailureKind, is_project_path
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+# "cannot import name 'x' from 'pkg' (...)" and, when pkg's __init__ is still running (from . import x
+# of a submodule that is not there), "... from partially initialized module 'pkg' (most likely due to a
+# circular import)".
+_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from (?:partially initialized module )?'([\w.]+)'")
+_NO_ATTRIBUTE = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
+# A compiled module that exists but does not load: built for another Python or platform, or a
+# shared library it links against is missing.
+_BROKEN_BINARY = re.compile(r"undefined symbol|wrong ELF class|invalid ELF header|dynamic module does not define|"
+                            r"DLL load failed|incompatible architecture|mach-o file|cannot open shared object file")
+_BINARY_PATH = re.compile(r"(\S+\.(?:so|pyd|dylib))\b")
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def imports_rule(ev: Evidence) -> Optional[Failure]:
+    """A missing module or name (dependency, test_config or logic by whose it is), else None."""
+    if ev.exc_type in ("ModuleNotFoundError", "ImportError", None):
+        missing = _NO_MODULE.search(ev.message)
+        if missing:
+            return _missing_module(ev, missing.group(1))
+        name = _CANNOT_IMPORT.search(ev.message)
+        if name:
+            return _missing_name(ev, name.group(2), name.group(1))
+    attr = _NO_ATTRIBUTE.search(ev.message)
+    if attr and ev.exc_type == "AttributeError":
+        return _missing_name(ev, attr.group(1), attr.group(2))
+    return _refused_by_package(ev)
+
+
+def _refused_by_package(ev: Evidence) -> Optional[Failure]:
+    """An ImportError of a package's own (pydantic's PydanticImportError: "`BaseSettings` has been moved")."""
+    name = (ev.exc_type or "").rsplit(".", 1)[-1]
+    inner = ev.frames[-1] if ev.frames else None
+    if not name.endswith("ImportError") or inner is None or is_project_path(inner.path):
+        return None
+    if "site-packages" not in inner.path and "dist-packages" not in inner.path:
+        return None
+    package = package_of(inner.path)
+    return ev.failure(FailureKind.DEPENDENCY, location=f"{inner.path}:{inner.line}",
+                      hint=f"the installed {package} no longer provides what the code imports: install the version "
+                      f"the code was written for, or follow {package}'s migration notes")
+
+
+def extension_rule(ev: Evidence) -> Optional[Failure]:
+    """An extension module of the project that was never built here, or a binary that does not load."""
+    if ev.exc_type not in ("ModuleNotFoundError", "ImportError", None):
+        return None
+    wanted = None
+    missing = _NO_MODULE.search(ev.message)
+    name = _CANNOT_IMPORT.search(ev.message)
+    if missing:
+        wanted = missing.group(1)
+    elif name:
+        wanted = f"{name.group(2)}.{name.group(1)}"
+    if wanted and wanted not in ev.modules():
+        found = extension_for(wanted, ev.project)
+        if found is not None:
+            command = build_command(ev.project)
+            return ev.failure(FailureKind.ENVIRONMENT,
+                              f"{ev.message} (the project's compiled extension {found[0]}, from {found[1]}, "
+                              "is not built here)",
+                              hint=f"build the project's extensions first: {command}")
+    if _BROKEN_BINARY.search(ev.message):
+        return _broken_binary(ev)
+    return None
+
+
+def _broken_binary(ev: Evidence) -> Failure:
+    where = _BINARY_PATH.search(ev.message)
+    path = relative(where.group(1), ev.project) if where else ""
+    if path and is_project_path(path):
+        return ev.failure(FailureKind.ENVIRONMENT, location=path,
+                          hint=f"the project's compiled module {path} does not load under this Python (built for "
+                          f"another one, or stale): rebuild it: {build_command(ev.project)}")
+    if "cannot open shared object file" in ev.message:
+        return ev.failure(FailureKind.ENVIRONMENT,
+                          hint="a shared library a compiled module needs is not installed on this system: install it "
+                          "with the system's package manager")
+    package = package_of(path) if path else "the package"
+    return ev.failure(FailureKind.DEPENDENCY,
+                      hint=f"the installed {package} was built for another Python or platform: reinstall it "
+                      f"(pip install --force-reinstall {package})")
+
+
+def _tops(modules: FrozenSet[str]) -> FrozenSet[str]:
+    return frozenset(m.split(".")[0] for m in modules)
+
+
+def _missing_module(ev: Evidence, module: str) -> Failure:
+    """``No module named 'module'``: a project module (logic, test_config) or a dependency."""
+    modules, top = ev.modules(), module.split(".")[0]
+    if module in _tops(modules):
+        # The project's own top-level package is not importable: its source root is
+        # not on the path. No code change fixes that.
+        return ev.failure(FailureKind.TEST_CONFIG, f"the project's own module '{module}' is not importable",
+                          hint=f"install the project (pip install -e .) or put the directory that holds "
+                          f"'{module}' (e.g. src) on the test command's PYTHONPATH")
+    close = difflib.get_close_matches(module, sorted(modules), n=1, cutoff=0.8)
+    if top in _tops(modules):
+        # A submodule of a project package: a misspelling or a missing file, which code fixes.
+        return ev.failure(FailureKind.LOGIC,
+                          hint=f"did you mean {close[0]}?" if close else f"the project has no module {module}")
+    dist = distribution_for(module)
+    note = f"provided by the PyPI distribution {dist}" if dist != top else "not installed"
+    # A missing top-level name stays a dependency even when it resembles a project
+    # module ("requests" and a local request.py): the hint says so, no loop starts on a guess.
+    hint = f"pip install {dist}" + (f" (or did you mean the project's module {close[0]}?)" if close else "")
+    return ev.failure(FailureKind.DEPENDENCY, f"No module named '{module}' ({note})", hint)
+
+
+def _missing_name(ev: Evidence, owner: str, name: str) -> Failure:
+    """``cannot import name`` / ``has no attribute`` on a project module (logic) or a package (dependency)."""
+    modules = ev.modules()
+    if owner.split(".")[0] in _tops(modules):
+        close = difflib.get_close_matches(f"{owner}.{name}", sorted(modules), n=1, cutoff=0.8)
+        return ev.failure(FailureKind.LOGIC, hint=f"did you mean {close[0]}?" if close else "")
+    top = owner.split(".")[0]
+    if top in _STDLIB and top != "__future__":
+        return _missing_stdlib_name(ev, owner, name)
+    info = probe_module(top, ev.python)
+    if not info.found:
+        return ev.failure(FailureKind.LOGIC)
+    dist = info.dist or distribution_for(owner)
+    installed = f"{dist} {info.version}" if info.version else dist
+    return ev.failure(
+        FailureKind.DEPENDENCY, f"{ev.message} (the installed {installed} has no '{name}' in {owner})",
+        hint=f"install the version of {dist} the code was written for (pip install '{dist}==<version>'), "
+        f"or update the code to the API of {installed}",
+    )
+
+
+def package_of(path: str) -> str:
+    """The installed package a site-packages path belongs to (the path itself otherwise)."""
+    parts = Path(path).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].replace(".py", "")
+    return path
+
+
+def _missing_stdlib_name(ev: Evidence, owner: str, name: str) -> Failure:
+    """A name this Python's standard library no longer has (``collections.Mapping``, ``asyncio.coroutine``).
+
+    The code that uses it must change: the project's own code is a logic
+    fault; an installed package's is a dependency to upgrade.
+    """
+    inner = next((f for f in reversed(ev.frames) if not f.path.startswith("<")), None)
+    if inner is not None and not is_project_path(inner.path) and "site-packages" in inner.path:
+        package = package_of(inner.path)
+        return ev.failure(FailureKind.DEPENDENCY, location=f"{inner.path}:{inner.line}",
+                          hint=f"the installed {package} uses {owner}.{name}, which this Python's standard library "
+                          f"no longer has: upgrade {package}")
+    return ev.failure(FailureKind.LOGIC, hint=f"{owner}.{name} is gone from this Python's standard library: "
+                      "use its replacement")
