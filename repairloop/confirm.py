@@ -199,7 +199,7 @@ def fidelity_failures(suite: TestSuite, root: Path, baseline: TestReport) -> Tup
     if again.timed_out:
         return ()
     if per_test:
-        passing = [t for t in ids if t in again.passed_ids]
+        passing = [t for t in ids if _passed(t, again)]
     else:
         passing = (ids or ["the test suite"]) if again.green else []
     if not passing:
@@ -211,6 +211,15 @@ def fidelity_failures(suite: TestSuite, root: Path, baseline: TestReport) -> Tup
     hint = ("a file the copy lacks is probably git-ignored (a built extension, a generated _version.py, data files): "
             "commit it, or make the tests build it; repairloop stops rather than repair a different world")
     return (Failure(SESSION_ID, FailureKind.ENVIRONMENT, False, message, hint=hint),)
+
+
+def _passed(test_id: str, report: TestReport) -> bool:
+    """``test_id`` passed in ``report``; a module's id (a collection error) when its tests all passed."""
+    if "::" in test_id:
+        return test_id in report.passed_ids
+    inside = test_id + "::"
+    return (test_id not in report.failing_ids and not any(t.startswith(inside) for t in report.failing_ids)
+            and any(t.startswith(inside) for t in report.passed_ids))
 
 
 def with_flaky(failures: Sequence[Failure], found: Confirmation) -> Tuple[Failure, ...]:

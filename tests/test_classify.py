@@ -346,3 +346,131 @@ def test_real_unknown_option_is_test_config(tmp_path: Path) -> None:
     root = _write(tmp_path / "p", {"tests/test_x.py": "def test_x():\n    pass\n"})
     failure = one(run_tests(root, default_test_command(root) + ("--no-such-option",)), root)
     assert failure.kind is FailureKind.TEST_CONFIG and "--no-such-option" in failure.message
+
+
+# ---------------------------------------------------------------- services, workers, builds, time limits
+
+
+@pytest.mark.parametrize("exc_type, message, causes, address", [
+    ("ConnectionError", "Error 111 connecting to localhost:6379. Connection refused.", (), "localhost:6379"),
+    ("OperationalError", 'connection to server at "localhost" (127.0.0.1), port 5432 failed: Connection refused\n'
+     "\tIs the server running on that host and accepting TCP/IP connections?", (), "localhost:5432"),
+    ("OperationalError", 'could not connect to server: Connection refused\n\tIs the server running on host '
+     '"localhost" (127.0.0.1) and accepting\n\tTCP/IP connections on port 5432?', (), "localhost:5432"),
+    ("ConnectionError", "HTTPConnectionPool(host='localhost', port=8712): Max retries exceeded with url: /x (Caused "
+     "by NewConnectionError('<urllib3.connection.HTTPConnection object>: Failed to establish a new connection: "
+     "[Errno 111] Connection refused'))", (), "localhost:8712"),
+    ("ServerSelectionTimeoutError", "localhost:27017: [Errno 111] Connection refused, Timeout: 30s", (),
+     "localhost:27017"),
+    ("ClientConnectorError", "Cannot connect to host localhost:8088 ssl:None [Connect call failed ('127.0.0.1', "
+     "8088)]", (), "localhost:8088"),
+    ("EndpointConnectionError", 'Could not connect to the endpoint URL: "http://localhost:4566/bucket"', (),
+     "http://localhost:4566"),
+    ("OperationalError", "(2003, \"Can't connect to MySQL server on 'db' ([Errno 111] Connection refused)\")",
+     ("builtins.ConnectionRefusedError: [Errno 111] Connection refused",), "db"),
+    ("gaierror", "[Errno -2] Name or service not known", (), ""),
+    ("NoBrokersAvailable", "NoBrokersAvailable", (), ""),
+], ids=["redis", "psycopg2", "psycopg2-old", "requests", "pymongo", "aiohttp", "botocore", "pymysql", "dns", "kafka"])
+def test_an_unreachable_service_is_environment_with_the_address_tried(project: Path, exc_type: str, message: str,
+                                                                     causes: Tuple[str, ...], address: str) -> None:
+    res = TestResult("tests/test_a.py::test_a", TestOutcome.ERROR, phase="setup", exc_type=exc_type, message=message,
+                     causes=causes)
+    failure = one(report(res), project)
+    assert failure.kind is FailureKind.ENVIRONMENT and not failure.retryable
+    assert address in failure.hint and address in failure.message
+
+
+def test_the_address_the_plugin_found_in_the_frames_wins(project: Path) -> None:
+    res = TestResult("tests/test_a.py::test_a", TestOutcome.FAILED, exc_type="ConnectError",
+                     message="[Errno 111] Connection refused", endpoint="127.0.0.1:6390")
+    assert "127.0.0.1:6390" in one(report(res), project).hint
+
+
+@pytest.mark.parametrize("exc_type, message, causes", [
+    ("AssertionError", "assert 'Connection refused' not in response.text", ()),  # the test's own check
+    ("OperationalError", "no such table: employees", ()),  # sqlite: a schema the code never made
+    ("ConnectionError", "the retry budget is exhausted", ()),  # the project's own ConnectionError, no socket involved
+    ("ValueError", "port must be 0-65535", ("builtins.OSError: [Errno 22] Invalid argument",)),
+], ids=["assertion", "sqlite", "project-connection-error", "value-error"])
+def test_connection_words_alone_are_not_an_outage(project: Path, exc_type: str, message: str,
+                                                  causes: Tuple[str, ...]) -> None:
+    res = TestResult("tests/test_a.py::test_a", TestOutcome.FAILED, exc_type=exc_type, message=message, causes=causes)
+    assert one(report(res), project).kind is FailureKind.LOGIC
+
+
+def test_a_crashed_xdist_worker_and_a_broken_process_pool_are_environment(project: Path) -> None:
+    crash = result(exc_type=None, message="worker 'gw1' crashed while running 'tests/test_a.py::test_a'",
+                   longrepr="worker 'gw1' crashed while running 'tests/test_a.py::test_a'", phase="???",
+                   outcome=TestOutcome.ERROR)
+    assert "xdist worker" in one(report(crash), project).hint
+    pool = result(exc_type="BrokenProcessPool", message="A process in the process pool was terminated abruptly")
+    assert one(report(pool), project).kind is FailureKind.ENVIRONMENT
+
+
+@pytest.mark.parametrize("command, extra, output", [
+    (("timeout", "60", "pytest"), {"exit_code": 124}, ""),
+    (("pytest",), {"exit_code": 1}, "+++++++++++++++++++++++ Timeout +++++++++++++++++++++++\n~~~ Stack of MainThread ~~~"),
+], ids=["timeout-program", "pytest-timeout-thread"])
+def test_a_run_stopped_by_its_own_time_limit_is_timeout_naming_the_running_test(project: Path, command, extra,
+                                                                                output: str) -> None:
+    running = result(exc_type="Crash", message="the test process ended while this test ran", outcome=TestOutcome.ERROR)
+    rep = TestReport(command, results=(running,), output=output, source="plugin", **extra)
+    failure = classify_report(rep, project)[0]
+    assert failure.kind is FailureKind.TIMEOUT and "tests/test_a.py::test_a" in failure.message
+    assert one(report(running), project).kind is FailureKind.ENVIRONMENT  # the same record, no time limit: a crash
+
+
+def test_a_timeout_kill_of_the_whole_run_under_timeout_is_timeout_not_a_signal(project: Path) -> None:
+    rep = TestReport(("timeout", "-s", "KILL", "60", "pytest"), 137, output="", source="exit_code")
+    assert one(rep, project).kind is FailureKind.TIMEOUT
+
+
+def test_a_per_test_timeout_while_the_code_waits_in_a_blocking_call_is_timeout(project: Path) -> None:
+    (project / "pkg" / "client.py").write_text("def call(sock):\n    return sock.recv(4096)\n")
+    frames = (Frame("tests/test_a.py", 3, "test_a"), Frame("pkg/client.py", 2, "call"), PLUGIN_FRAME)
+    failure = one(report(result(exc_type="Timeout", message=PER_TEST, frames=frames)), project)
+    assert failure.kind is FailureKind.TIMEOUT
+
+
+def test_an_extension_module_never_built_is_environment_with_the_projects_build_command(project: Path) -> None:
+    (project / "pkg" / "_speedups.pyx").write_text("def f():\n    return 1\n")
+    (project / "Makefile").write_text("build:\n\tpython setup.py build_ext --inplace\n")
+    message = "cannot import name '_speedups' from partially initialized module 'pkg' (most likely due to a circular " \
+              f"import) ({project}/pkg/__init__.py)"
+    failure = one(report(result(exc_type="ImportError", message=message)), project)
+    assert failure.kind is FailureKind.ENVIRONMENT and failure.hint.endswith("make build")
+    circular = "cannot import name 'pricing' from partially initialized module 'pkg' (most likely due to a circular " \
+               "import)"
+    assert one(report(result(exc_type="ImportError", message=circular)), project).kind is FailureKind.LOGIC
+
+
+def test_a_compiled_module_that_does_not_load_is_environment_in_the_project_dependency_when_installed(
+        project: Path) -> None:
+    ours = f"{project}/pkg/_core.cpython-311-x86_64-linux-gnu.so: undefined symbol: PyFoo"
+    assert one(report(result(exc_type="ImportError", message=ours)), project).kind is FailureKind.ENVIRONMENT
+    theirs = "/venv/lib/python3.11/site-packages/lxml/etree.cpython-311-x86_64-linux-gnu.so: undefined symbol: x"
+    failure = one(report(result(exc_type="ImportError", message=theirs)), project)
+    assert failure.kind is FailureKind.DEPENDENCY and "lxml" in failure.hint
+
+
+def test_a_conftest_that_imports_a_missing_package_is_a_dependency_in_a_collected_directory(project: Path) -> None:
+    longrepr = "ImportError while loading conftest '/p/tests/sub/conftest.py'.\ntests/sub/conftest.py:1: in <module>\n" \
+               "    import responses\nE   ModuleNotFoundError: No module named 'responses'"
+    failure = one(report(result("tests/sub", longrepr=longrepr, outcome=TestOutcome.ERROR, phase="collect")), project)
+    assert failure.kind is FailureKind.DEPENDENCY and failure.hint == "pip install responses"
+
+
+def test_an_unknown_option_names_the_plugin_that_provides_it(project: Path) -> None:
+    output = "ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --reruns 2\n  inifile: pytest.ini"
+    failure = one(report(exit_code=4, output=output), project)
+    assert failure.kind is FailureKind.TEST_CONFIG and "pip install pytest-rerunfailures" in failure.hint
+
+
+def test_a_removed_stdlib_name_is_logic_in_the_project_and_a_dependency_in_an_installed_package(project: Path) -> None:
+    message = "module 'collections' has no attribute 'Mapping'"
+    ours = result(exc_type="AttributeError", message=message, frames=(Frame("pkg/pricing.py", 1, "<module>"),))
+    assert one(report(ours), project).kind is FailureKind.LOGIC
+    theirs = result(exc_type="AttributeError", message=message,
+                    frames=(Frame("/venv/lib/python3.11/site-packages/oldlib/tree.py", 3, "<module>"),))
+    failure = one(report(theirs), project)
+    assert failure.kind is FailureKind.DEPENDENCY and "upgrade oldlib" in failure.hint
