@@ -67,11 +67,12 @@ def _revision() -> str:
 
 def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: float) -> Dict[int, Figure]:
     import answer_figures
+    import classify_figure
     import loop_figures
     import sandbox_figure
     import speed_figures
 
-    want = set(only or range(1, 11))
+    want = set(only or range(1, 12))
     figures: Dict[int, Figure] = {}
     steps = [(5, lambda: speed_figures.figure_startup()),
              (4, lambda: speed_figures.figure_targeted_tests(work / "f4")),
@@ -79,7 +80,8 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
              (7, lambda: loop_figures.figure_early_stop(work / "f7")),
              (8, lambda: sandbox_figure.figure_sandbox(work / "f8")),
              (9, lambda: answer_figures.figure_corpus(work / "f9")),
-             (10, lambda: answer_figures.figure_calls_per_fix(work / "f10"))]
+             (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
+             (11, lambda: classify_figure.figure_classification(work / "f11"))]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
             figures[1], figures[2] = loop_figures.figure_overhead_and_tokens(work / "f12")
