@@ -474,3 +474,58 @@ def test_a_removed_stdlib_name_is_logic_in_the_project_and_a_dependency_in_an_in
                     frames=(Frame("/venv/lib/python3.11/site-packages/oldlib/tree.py", 3, "<module>"),))
     failure = one(report(theirs), project)
     assert failure.kind is FailureKind.DEPENDENCY and "upgrade oldlib" in failure.hint
+
+
+@pytest.mark.parametrize("res, words", [
+    (result(exc_type="FileNotFoundError", message="[Errno 2] No such file or directory: 'ffmpeg'",
+            frames=(Frame("pkg/pricing.py", 2, "f"), Frame("/usr/lib/python3.11/subprocess.py", 1901, "_execute_child"))),
+     "ffmpeg is not installed"),
+    (result(exc_type="KeyError", message="'SECRET_KEY'",
+            frames=(Frame("pkg/pricing.py", 2, "f"), Frame("<frozen os>", 679, "__getitem__"))), "SECRET_KEY"),
+    (result(exc_type="TclError", message="no display name and no $DISPLAY environment variable"), "xvfb-run"),
+    (result(exc_type="AssertionError", message="Torch not compiled with CUDA enabled",
+            frames=(Frame("/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", 239, "_lazy_init"),)), "GPU"),
+    (result(exc_type="PermissionError", message="[Errno 13] Permission denied: '/var/log/app.log'"), "/var/log/app.log"),
+    (result(exc_type="OSError", message="[Errno 28] No space left on device"), "disk is full"),
+], ids=["program", "env-var", "display", "gpu", "permission", "disk"])
+def test_what_the_machine_lacks_is_environment(project: Path, res: TestResult, words: str) -> None:
+    failure = one(report(res), project)
+    assert failure.kind is FailureKind.ENVIRONMENT and words in failure.hint
+
+
+def test_a_missing_key_of_a_plain_dict_and_a_missing_project_file_stay_logic(project: Path) -> None:
+    key = result(exc_type="KeyError", message="'SECRET_KEY'", frames=(Frame("pkg/pricing.py", 2, "f"),))
+    assert one(report(key), project).kind is FailureKind.LOGIC
+    missing = result(exc_type="FileNotFoundError", message="[Errno 2] No such file or directory: 'data.csv'",
+                     frames=(Frame("pkg/pricing.py", 2, "f"),))
+    assert one(report(missing), project).kind is FailureKind.LOGIC
+
+
+@pytest.mark.parametrize("text, words", [
+    ("import file mismatch:\nimported module 'test_x' has this __file__ attribute:", "unique names"),
+    ("Failed: async def functions are not natively supported.", "pytest-asyncio"),
+    ("Defining 'pytest_plugins' in a non-top-level conftest is no longer supported", "rootdir"),
+], ids=["module-clash", "async", "pytest-plugins"])
+def test_pytests_own_refusals_are_test_config(project: Path, text: str, words: str) -> None:
+    failure = one(report(result(longrepr=text, message=text.splitlines()[0], outcome=TestOutcome.ERROR)), project)
+    assert failure.kind is FailureKind.TEST_CONFIG and words in failure.hint
+
+
+def test_removed_stdlib_modules_and_missing_metadata(project: Path) -> None:
+    distutils = result(exc_type="ModuleNotFoundError", message="No module named 'distutils'")
+    failure = one(report(distutils), project)
+    assert failure.kind is FailureKind.DEPENDENCY and "pip install setuptools" in failure.hint
+    imp_here = result(exc_type="ModuleNotFoundError", message="No module named 'imp'",
+                      frames=(Frame("pkg/pricing.py", 1, "<module>"),))
+    assert one(report(imp_here), project).kind is FailureKind.LOGIC
+    imp_there = result(exc_type="ModuleNotFoundError", message="No module named 'imp'",
+                       frames=(Frame("/venv/lib/python3.12/site-packages/oldlib/__init__.py", 1, "<module>"),))
+    assert "upgrade oldlib" in one(report(imp_there), project).hint
+    (project / "pyproject.toml").write_text('[project]\nname = "price-kit"\n')
+    own = result(exc_type="PackageNotFoundError", message="No package metadata was found for price_kit")
+    assert one(report(own), project).kind is FailureKind.TEST_CONFIG
+    other = result(exc_type="PackageNotFoundError", message="No package metadata was found for requests")
+    failure = one(report(other), project)
+    assert failure.kind is FailureKind.DEPENDENCY and failure.hint == "pip install requests"
+    assert one(report(result(exc_type="ZoneInfoNotFoundError", message="'No time zone found with key X'")),
+               project).hint.endswith("pip install tzdata")

@@ -36,6 +36,23 @@ _BROKEN_BINARY = re.compile(r"undefined symbol|wrong ELF class|invalid ELF heade
                             r"DLL load failed|incompatible architecture|mach-o file|cannot open shared object file")
 _BINARY_PATH = re.compile(r"(\S+\.(?:so|pyd|dylib))\b")
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+# Standard-library modules that newer Pythons removed (PEP 594, PEP 632): the release, and what replaces them.
+_REMOVED = {
+    "distutils": ("3.12", "setuptools"), "imp": ("3.12", "importlib"), "asynchat": ("3.12", "asyncio"),
+    "asyncore": ("3.12", "asyncio"), "smtpd": ("3.12", "aiosmtpd"), "cgi": ("3.13", "email.message"),
+    "cgitb": ("3.13", "traceback"), "crypt": ("3.13", "hashlib or passlib"), "imghdr": ("3.13", "filetype"),
+    "mailcap": ("3.13", "mimetypes"), "nntplib": ("3.13", "a PyPI client"), "pipes": ("3.13", "shlex"),
+    "sndhdr": ("3.13", "filetype"), "spwd": ("3.13", "python-pam"), "sunau": ("3.13", "soundfile"),
+    "telnetlib": ("3.13", "telnetlib3"), "uu": ("3.13", "base64"), "xdrlib": ("3.13", "a PyPI package"),
+    "audioop": ("3.13", "audioop-lts"), "aifc": ("3.13", "soundfile"), "chunk": ("3.13", "a PyPI package"),
+    "lib2to3": ("3.13", "a PyPI package"),
+}
+_DISTRIBUTION = re.compile(r"(?:No package metadata was found for|The '|distribution was not found: )\s*'?([\w.-]+)")
+_PROJECT_NAME = (
+    ("pyproject.toml", re.compile(r"^\s*name\s*=\s*[\"']([\w.-]+)[\"']", re.M)),
+    ("setup.cfg", re.compile(r"^\s*name\s*=\s*([\w.-]+)", re.M)),
+    ("setup.py", re.compile(r"name\s*=\s*[\"']([\w.-]+)[\"']")),
+)
 
 
 def imports_rule(ev: Evidence) -> Optional[Failure]:
@@ -50,7 +67,38 @@ def imports_rule(ev: Evidence) -> Optional[Failure]:
     attr = _NO_ATTRIBUTE.search(ev.message)
     if attr and ev.exc_type == "AttributeError":
         return _missing_name(ev, attr.group(1), attr.group(2))
-    return _refused_by_package(ev)
+    return _missing_distribution(ev) or _refused_by_package(ev)
+
+
+def _missing_distribution(ev: Evidence) -> Optional[Failure]:
+    """Package metadata asked for and absent (``importlib.metadata.version``, pkg_resources), or time zone data."""
+    if ev.exc_type == "ZoneInfoNotFoundError":
+        return ev.failure(FailureKind.DEPENDENCY, hint="this system has no time zone database: pip install tzdata")
+    if ev.exc_type not in ("PackageNotFoundError", "DistributionNotFound"):
+        return None
+    found = _DISTRIBUTION.search(ev.message)
+    bare = ev.message.split(":", 1)[-1].strip().strip("'\"")  # older Pythons: the message is only the name
+    name = found.group(1) if found else (bare if re.fullmatch(r"[\w.-]+", bare) else "")
+    if name and _normal(name) == _normal(project_name(ev.project)):
+        return ev.failure(FailureKind.TEST_CONFIG, hint=f"the project reads its own package metadata ({name}), which "
+                          "exists only once it is installed: pip install -e .")
+    return ev.failure(FailureKind.DEPENDENCY, hint=f"pip install {name}" if name else "install the missing distribution")
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def project_name(project: Path) -> str:
+    """The distribution name pyproject.toml, setup.cfg or setup.py declares; "" when none does."""
+    for file, pattern in _PROJECT_NAME:
+        try:
+            found = pattern.search((project / file).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if found:
+            return found.group(1)
+    return ""
 
 
 def _refused_by_package(ev: Evidence) -> Optional[Failure]:
@@ -126,6 +174,8 @@ def _missing_module(ev: Evidence, module: str) -> Failure:
         # A submodule of a project package: a misspelling or a missing file, which code fixes.
         return ev.failure(FailureKind.LOGIC,
                           hint=f"did you mean {close[0]}?" if close else f"the project has no module {module}")
+    if top in _REMOVED:
+        return _removed_module(ev, top)
     dist = distribution_for(module)
     note = f"provided by the PyPI distribution {dist}" if dist != top else "not installed"
     # A missing top-level name stays a dependency even when it resembles a project
@@ -162,6 +212,20 @@ def package_of(path: str) -> str:
         if marker in parts and parts.index(marker) + 1 < len(parts):
             return parts[parts.index(marker) + 1].replace(".py", "")
     return path
+
+
+def _removed_module(ev: Evidence, module: str) -> Failure:
+    """A standard-library module this Python no longer has: who imports it decides the kind."""
+    release, replacement = _REMOVED[module]
+    if module == "distutils":  # setuptools installs a distutils shim: no code change needed
+        return ev.failure(FailureKind.DEPENDENCY, hint=f"distutils was removed in Python {release}: pip install "
+                          "setuptools, which provides it")
+    inner = next((f for f in reversed(ev.frames) if not f.path.startswith("<")), None)
+    if inner is not None and ("site-packages" in inner.path or "dist-packages" in inner.path):
+        package = package_of(inner.path)
+        return ev.failure(FailureKind.DEPENDENCY, location=f"{inner.path}:{inner.line}",
+                          hint=f"the installed {package} imports {module}, removed in Python {release}: upgrade {package}")
+    return ev.failure(FailureKind.LOGIC, hint=f"{module} was removed in Python {release}: use {replacement}")
 
 
 def _missing_stdlib_name(ev: Evidence, owner: str, name: str) -> Failure:

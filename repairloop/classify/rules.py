@@ -25,6 +25,7 @@ from repairloop.classify.evidence import (
     relative,
     source_line,
 )
+from repairloop.classify.host import host_rule
 from repairloop.classify.imports import extension_rule, imports_rule, package_of
 from repairloop.types import Failure, FailureKind, TestResult, is_project_path
 
@@ -40,10 +41,20 @@ _AVAILABLE = re.compile(r"available fixtures: (.*)")
 _MARKER = re.compile(r"'\w+' not found in `markers` configuration option")
 # pytest-xdist's record of the test a dead worker was running ("[gw1] node down: Not properly terminated").
 _WORKER_CRASH = re.compile(r"worker '?[\w-]+'? crashed while running|\bnode down: ")
+_OLD_TIMEOUT = re.compile(r"^(?:Failed: )?Timeout >[\d.]+s")  # pytest-timeout before 2.0
 _BLOCKING_CALL = re.compile(r"\.(?:recv\w*|accept|connect|sleep|wait|wait_for|join|acquire|read\w*|select|poll|"
                             r"communicate|get|urlopen|getresponse|result)\(|\b(?:sleep|input|urlopen)\(")
 # Fixture errors of pytest's own making: a scope a fixture cannot have, or fixtures that need each other.
 _FIXTURE_SETUP = frozenset({"ScopeMismatch", "FixtureLookupError"})
+# pytest's own refusals of a test layout or setup, with what to do (its messages, pytest 7-9).
+_PYTEST_SETUP = (
+    ("import file mismatch", "two test files share a module name (or a stale __pycache__ remains): give them "
+     "unique names, add __init__.py files, or use --import-mode=importlib"),
+    ("async def functions are not natively supported", "async tests need a plugin that runs them: pip install "
+     "pytest-asyncio (or anyio) and mark or configure them"),
+    ("Defining 'pytest_plugins' in a non-top-level conftest", "move pytest_plugins to the rootdir's conftest.py"),
+    ("Plugin already registered", "a conftest or plugin is registered twice: remove the duplicate"),
+)
 _POOL_BROKEN = frozenset({"BrokenProcessPool", "TerminatedWorkerError", "BrokenExecutor"})
 # Fixtures that plugins provide: a missing one usually means the plugin is not installed.
 _PLUGIN_FIXTURES = {
@@ -76,7 +87,7 @@ def _environment(ev: Evidence) -> Optional[Failure]:
         what = "does not resolve" if lookup else "is not reachable"
         message = f"{ev.message} (a service the test needs {what}{': ' + address if address else ''})"
         return ev.failure(FailureKind.ENVIRONMENT, message, hint=services.unreachable_hint(address, lookup))
-    return extension_rule(ev)
+    return host_rule(ev) or extension_rule(ev)
 
 
 def _timeout(ev: Evidence) -> Optional[Failure]:
@@ -87,7 +98,7 @@ def _timeout(ev: Evidence) -> Optional[Failure]:
                           f"stopped the run while {ev.result.test_id} ran",
                           hint=f"find why {ev.result.test_id} hangs (it was running when the time ran out), "
                           "or raise the command's time limit")
-    if ev.exc_type != "Timeout" and "Timeout (>" not in ev.message:
+    if ev.exc_type != "Timeout" and "Timeout (>" not in ev.message and not _OLD_TIMEOUT.search(ev.message):
         return None
     looping = _looping_in_code_under_test(ev)
     if looping is not None:
@@ -138,6 +149,9 @@ def _test_config(ev: Evidence) -> Optional[Failure]:
     if ev.exc_type in _FIXTURE_SETUP or "ScopeMismatch: " in ev.text or "recursive dependency involving fixture" in ev.text:
         return ev.failure(FailureKind.TEST_CONFIG, hint="fix the fixtures' scopes or dependencies (a fixture may only "
                           "use fixtures of the same or a wider scope)")
+    for pattern, hint in _PYTEST_SETUP:
+        if pattern in ev.text:
+            return ev.failure(FailureKind.TEST_CONFIG, hint=hint)
     return None
 
 

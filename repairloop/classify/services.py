@@ -27,13 +27,15 @@ CONNECTION_TYPES = frozenset({
 # Generic types that mean "could not connect" only when the message says so.
 _GENERIC = frozenset({"OperationalError", "ConnectionError", "InterfaceError", "OSError", "URLError",
                       "DockerException", "_InactiveRpcError", "RpcError", "MaxRetryError", "Exception",
-                      "RuntimeError", "TimeoutError", "DatabaseError", "ClientError"})
+                      "RuntimeError", "TimeoutError", "DatabaseError", "ClientError", "WebDriverException",
+                      "ServiceUnavailable", "TransportError"})
 _UNREACHABLE_TEXT = re.compile(
     r"Connection refused|Connection reset by peer|ECONNREFUSED|Connect call failed|could not connect to server|"
     r"connection to server at .{0,80} failed|Can't connect to (?:local )?MySQL server|Failed to establish a new "
     r"connection|Cannot connect to host|Error \d+ connecting to|Could not connect to the endpoint URL|failed to "
     r"connect to all addresses|No route to host|Network is unreachable|Connection timed out|Error while fetching "
-    r"server API version|NoBrokersAvailable|No servers found yet|Is the server running|" + r"|".join((
+    r"server API version|NoBrokersAvailable|No servers found yet|Is the server running|Cannot assign requested "
+    r"address|ERR_CONNECTION_REFUSED|ERR_NAME_NOT_RESOLVED|[Cc]ould(?: not|n't) connect to|" + r"|".join((
         "Name or service not known", "Temporary failure in name resolution", "nodename nor servname provided",
         "getaddrinfo failed", "No address associated with hostname", "could not translate host name",
         "Failed to resolve", "Name does not resolve"))
@@ -51,6 +53,7 @@ _ADDRESSES = (
     re.compile(r"connecting to ([\w.-]+):(\d+)"),  # redis-py: Error 111 connecting to localhost:6379.
     re.compile(r"MySQL server on '([\w.-]+)(?::(\d+))?'"),  # PyMySQL / mysqlclient
     re.compile(r"([\w.-]+):(\d+): \[Errno"),  # pymongo: localhost:27017: [Errno 111] Connection refused
+    re.compile(r"ipv[46]:(\[[^\]]+\]|[\d.]+):(\d+)"),  # grpc: ipv4:127.0.0.1:50051: Failed to connect
     re.compile(r"could not translate host name \"([^\"]+)\"()"),  # libpq, name lookup
     re.compile(r"endpoint URL: \"(\w+://[^\"/]+)"),  # botocore
     re.compile(r"\b(?:https?|postgres(?:ql)?|mysql|redis|rediss|amqp|mongodb|kafka)://(?:[^@\s/'\"]*@)?([^\s/'\"]+)()"),

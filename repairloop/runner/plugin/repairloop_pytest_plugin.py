@@ -101,8 +101,8 @@ def _frames(tb: Any) -> List[List[Any]]:
     frames: List[List[Any]] = []
     for frame, lineno in traceback.walk_tb(tb):
         path = frame.f_code.co_filename
-        if path.startswith("<frozen"):
-            continue
+        if path.startswith("<frozen importlib"):
+            continue  # import machinery; a frozen stdlib module such as "<frozen os>" is kept
         if not path.startswith("<"):
             path = os.path.abspath(path)
             if any(path.startswith(prefix) for prefix in internal):
