@@ -97,8 +97,16 @@ class TestSuite:
                    deadline, sandbox_for(settings, project), imports)
 
     def plain(self) -> "TestSuite":
-        """The same suite without the import redirection: the user's own world (imports from their tree)."""
-        return replace(self, imports=ImportRedirect())
+        """The same suite without the import redirection: the user's own world (imports from their tree).
+
+        Its sandbox shows the user's tree (read-only) instead of hiding it, since that is where
+        the user's environment imports from; it runs only before any candidate exists.
+        """
+        sandbox = self.sandbox
+        if sandbox is not None and sandbox.policy.hidden:
+            policy = replace(sandbox.policy, hidden=())
+            sandbox = Sandbox(sandbox.status, policy, sandbox.bwrap, sized_tmp=sandbox.sized_tmp, overlay=sandbox.overlay)
+        return replace(self, imports=ImportRedirect(), sandbox=sandbox)
 
     @property
     def sandbox_status(self) -> SandboxStatus:

@@ -11,7 +11,7 @@ classification, the fidelity check and the flaky re-runs, exactly what
 ``expected_kind`` (``classify --json``'s ``kind``), ``expected_hint``
 (substrings that some failure's message or hint holds), optional
 ``test_cmd`` (``{python}`` is the interpreter), ``test_timeout``,
-``per_test_timeout``, ``confirm_runs``, ``env`` (extra variables). A case's
+``per_test_timeout``, ``confirm_runs``, ``sandbox``, ``env`` (extra variables). A case's
 ``fixture-site/`` holds stand-ins for libraries it needs that are not
 installed (a database client that connects for real and fails as the real
 one does): they are copied outside the project and put on PYTHONPATH, like
@@ -117,7 +117,7 @@ def run_case(case: Case, workdir: Path, environ: Optional[Mapping[str, str]] = N
     project, site = prepare(case, workdir)
     spec = case.spec
     flags: Dict[str, Any] = {"test_timeout": spec.get("test_timeout", 120)}
-    for key in ("per_test_timeout", "confirm_runs"):
+    for key in ("per_test_timeout", "confirm_runs", "sandbox"):
         if key in spec:
             flags[key] = spec[key]
     if "test_cmd" in spec:

@@ -27,7 +27,7 @@ def test_there_are_forty_cases_covering_every_kind_each_with_its_public_report()
     for case in CASES:
         assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", case.spec["source"]), case.name
         assert case.spec.get("summary") and case.spec.get("expected_hint"), case.name
-        assert list((case.path / "tests").glob("*.py")), case.name
+        assert list((case.path / "tests").rglob("*.py")), case.name
     assert sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir()) == [c.name for c in CASES]
 
 

@@ -25,7 +25,8 @@ def project(root: Path, files: Dict[str, str]) -> Path:
 
 
 def suite_for(root: Path, command: str = "") -> suite_module.TestSuite:
-    settings = Settings(test_cmd=command or f"{sys.executable} -m pytest -q", per_test_timeout=0)
+    # unconfined: the flaky tests here keep state in files outside the tree, which the sandbox forbids
+    settings = Settings(test_cmd=command or f"{sys.executable} -m pytest -q", per_test_timeout=0, sandbox="none")
     return suite_module.TestSuite.for_project(settings, root, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": "/usr/bin:/bin"},
                                               lambda: 120.0)
 
