@@ -529,3 +529,11 @@ def test_removed_stdlib_modules_and_missing_metadata(project: Path) -> None:
     assert failure.kind is FailureKind.DEPENDENCY and failure.hint == "pip install requests"
     assert one(report(result(exc_type="ZoneInfoNotFoundError", message="'No time zone found with key X'")),
                project).hint.endswith("pip install tzdata")
+
+
+def test_a_project_directory_imported_as_a_package_is_test_config(project: Path) -> None:
+    (project / "tests" / "helpers.py").write_text("X = 1\n")
+    failure = one(report(result(exc_type="ModuleNotFoundError", message="No module named 'tests'")), project)
+    assert failure.kind is FailureKind.TEST_CONFIG and "tests/__init__.py" in failure.hint
+    relative_import = result(exc_type="ImportError", message="attempted relative import with no known parent package")
+    assert one(report(relative_import), project).kind is FailureKind.TEST_CONFIG

@@ -58,6 +58,9 @@ _PROJECT_NAME = (
 def imports_rule(ev: Evidence) -> Optional[Failure]:
     """A missing module or name (dependency, test_config or logic by whose it is), else None."""
     if ev.exc_type in ("ModuleNotFoundError", "ImportError", None):
+        if "attempted relative import" in ev.message:
+            return ev.failure(FailureKind.TEST_CONFIG, hint="a relative import in a module pytest imports as top-level: "
+                              "add __init__.py to its directory, or use an absolute import")
         missing = _NO_MODULE.search(ev.message)
         if missing:
             return _missing_module(ev, missing.group(1))
@@ -169,6 +172,11 @@ def _missing_module(ev: Evidence, module: str) -> Failure:
         return ev.failure(FailureKind.TEST_CONFIG, f"the project's own module '{module}' is not importable",
                           hint=f"install the project (pip install -e .) or put the directory that holds "
                           f"'{module}' (e.g. src) on the test command's PYTHONPATH")
+    if top not in _tops(modules) and _project_directory(ev.project, top):
+        # A directory of the project (often tests/) imported as a package it is not on the path as.
+        return ev.failure(FailureKind.TEST_CONFIG, f"the project's directory '{top}' is not importable as a package",
+                          hint=f"add {top}/__init__.py (and run the tests from the project root), or run "
+                          f"`python -m pytest`, or set pythonpath in the pytest configuration")
     close = difflib.get_close_matches(module, sorted(modules), n=1, cutoff=0.8)
     if top in _tops(modules):
         # A submodule of a project package: a misspelling or a missing file, which code fixes.
@@ -212,6 +220,15 @@ def package_of(path: str) -> str:
         if marker in parts and parts.index(marker) + 1 < len(parts):
             return parts[parts.index(marker) + 1].replace(".py", "")
     return path
+
+
+def _project_directory(project: Path, name: str) -> bool:
+    """True when ``name`` is a directory of Python files in the project's root or ``src/``."""
+    for base in (project, project / "src"):
+        folder = base / name
+        if folder.is_dir() and any(folder.glob("*.py")):
+            return True
+    return False
 
 
 def _removed_module(ev: Evidence, module: str) -> Failure:
