@@ -92,6 +92,21 @@ def test_network_is_off_unless_the_setting_opens_it(tmp_path: Path) -> None:
     assert unconfined_warning(open_sandbox(SandboxPolicy(mode="bwrap")).status) is None
 
 
+def test_unix_sockets_under_run_are_out_of_reach(tmp_path: Path) -> None:
+    """A read-only mount does not stop connect() on a Unix socket (docker.sock, D-Bus): /run is hidden."""
+    path = Path("/run") / f"repairloop-test-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    try:
+        root = project_with(tmp_path, f"def test_sock():\n    c = socket.socket(socket.AF_UNIX)\n    c.connect({str(path)!r})\n")
+        assert run_suite(root, dict(os.environ), sandbox="bwrap")["test_sock"].startswith("failed")
+        assert run_suite(root, dict(os.environ), sandbox="none")["test_sock"].startswith("passed")  # the check has teeth
+    finally:
+        server.close()
+        path.unlink()
+
+
 def test_no_usable_bwrap_is_unconfined_with_auto_and_an_error_with_bwrap(tmp_path: Path) -> None:
     broken = tmp_path / "bwrap"
     broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")

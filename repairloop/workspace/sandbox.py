@@ -10,6 +10,7 @@ test run, the final proof and the offline engine's scratch copies run as::
     bwrap --ro-bind / /            the whole file system read-only (the project's venv included)
           --dev /dev --proc /proc  private devices; a /proc of the new PID namespace only
           --tmpfs /tmp             a private, size-limited temporary directory
+          --tmpfs /run             the host's Unix sockets (docker, D-Bus...) out of reach
           --tmpfs <hidden>         credential stores and the user's project tree made empty
           --ro-bind <needed>       the interpreter's venv and PYTHONPATH entries, if hidden above
           --overlay-src <tree> --tmp-overlay <tree>
@@ -57,7 +58,8 @@ HIDDEN_IN_HOME = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".do
 # Runs the command with memory (KiB of address space) and file-size (512-byte blocks,
 # POSIX sh) limits; `exec` keeps the command's exit status and signals as they are.
 _LIMITS = 'ulimit -v {mem} && ulimit -f {fsize} && exec "$@"'
-_PROBE_TIMEOUT = 20.0  # seconds for the one-off probe of a bwrap binary
+_PROBE_TIMEOUT = 20.0
+RESOLVER_DIR = "/run/systemd/resolve"  # systemd-resolved's resolv.conf (Ubuntu's /etc/resolv.conf target)  # seconds for the one-off probe of a bwrap binary
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,12 @@ class Sandbox:
         if self.sized_tmp and self.policy.disk_mb:
             args += ["--size", str(self.policy.disk_mb * 1024 * 1024)]
         args += ["--tmpfs", "/tmp"]
+        # /run holds the host's Unix sockets (docker, D-Bus, systemd, databases, ssh agents in
+        # /run/user): a read-only mount does not stop connect(), hiding the directory does.
+        for run in _run_dirs():
+            args += ["--tmpfs", run]
+        if self.policy.network and os.path.isdir(RESOLVER_DIR):  # /etc/resolv.conf may point there
+            args += ["--ro-bind", RESOLVER_DIR, RESOLVER_DIR]
         hidden = hidden_paths(env, self.policy.hidden)
         for path in hidden:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
@@ -149,6 +157,11 @@ class Sandbox:
             return list(argv)
         script = _LIMITS.format(mem=mem * 1024 if mem else "unlimited", fsize=disk * 2048 if disk else "unlimited")
         return ["/bin/sh", "-c", script, "sh", *argv]
+
+
+def _run_dirs() -> List[str]:
+    """``/run``, and ``/var/run`` when it is a directory of its own rather than a link to it."""
+    return [d for d in ("/run", "/var/run") if os.path.isdir(d) and not os.path.islink(d)]
 
 
 def named_paths(argv: Sequence[str]) -> List[str]:

@@ -29,7 +29,7 @@ def _wall(args: List[str]) -> float:
     return time.perf_counter() - began
 
 
-def figure_sandbox(work: Path, repeat: int = 9) -> Figure:
+def figure_sandbox(work: Path, repeat: int = 15) -> Figure:
     """Figure 8: pytest on off_by_one and a bare `true`, each with and without the sandbox."""
     began = time.perf_counter()
     root = projects.fixture_copy("off_by_one", work)
