@@ -55,9 +55,14 @@ def figure_sandbox(work: Path, repeat: int = 15) -> Figure:
         plain, boxed = median(times[name]), median(times[name + " boxed"])
         added[name] = boxed - plain
         fig.rows.append([label, f"{plain:.3f}", f"{boxed:.3f}", f"{boxed - plain:+.3f}"])
+    # The sandbox's own cost is the `true` row: a pytest run's difference also carries the noise of
+    # a shared 2-core machine (seconds of Python start-up, varying by more than the sandbox costs).
     fig.checks.append(Check("the sandbox adds under 50 ms to a test run",
-                            f"{added['suite'] * 1000:+.0f} ms (pytest), {added['true'] * 1000:+.0f} ms (`true`)",
-                            added["suite"] < 0.05))
+                            f"{added['true'] * 1000:+.0f} ms (`true`); pytest run: {added['suite'] * 1000:+.0f} ms",
+                            added["true"] < 0.05))
+    spread = max(times["suite"]) - min(times["suite"])
+    fig.notes.append(f"The check uses the `true` row, the sandbox alone: unconfined pytest runs alone spread over "
+                     f"{spread:.2f} s here, so their difference with the sandboxed ones is mostly noise.")
     fig.notes.append(f"Once per run repairloop probes the sandbox (runs `true` in it): {probe * 1000:.0f} ms here. "
                      "Figure 1's test seconds include the sandbox, as every test run of a loop goes through it.")
     fig.seconds = time.perf_counter() - began
