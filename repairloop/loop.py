@@ -113,8 +113,7 @@ def drive(
             secrets.append(environ[settings.api_key_env])
         journal = Journal(run_dir_for(project, run_id), redact=Redactor(secrets))
         if recorded is None:
-            journal.record(StartEvent(run_id=run_id, project=str(project), chain=tuple(chain),
-                                      settings=settings.model_dump()))
+            journal.record(StartEvent(run_id=run_id, project=str(project), chain=tuple(chain), settings=settings.model_dump()))
         else:
             journal.record(ResumedEvent(answers=len(recorded.answers), chain=tuple(chain)))
         base, start = (recorded.base, recorded.start) if recorded else (None, None)

@@ -30,12 +30,12 @@ ALLOWED: Dict[str, Set[str]] = {
     "settings": BOTTOM | {"errors"},
     **{w: BOTTOM | {"errors"} for w in WORKERS},
     **{m: BOTTOM | {"settings", "errors"} | WORKERS | LOOP_LAYER for m in LOOP_LAYER},
-    "report": BOTTOM | {"errors", "journal"},
+    # reports: every output format of a run (the console's too) and reading runs back from journals.
     "reports": BOTTOM | {"errors", "journal"},
     # integrations journal their side effects (push, pull request) as intents: the journal's writing side.
-    "integrations": BOTTOM | {"loop", "report", "settings", "errors", "journal"} | LOOP_LAYER,
+    "integrations": BOTTOM | {"loop", "reports", "settings", "errors", "journal"} | LOOP_LAYER,
     # cli reads ``repairloop.__version__`` from the package root when it is not installed.
-    "cli": BOTTOM | {"loop", "report", "reports", "integrations", "settings", "errors", "__init__"} | LOOP_LAYER,
+    "cli": BOTTOM | {"loop", "reports", "integrations", "settings", "errors", "__init__"} | LOOP_LAYER,
 }
 
 # Edges between parts of one top-level package that the table cannot express: (importer, imported).
@@ -46,7 +46,7 @@ FORBIDDEN_INSIDE = {
 # Third-party libraries and the modules that may import them (STYLE.md).
 ROOMS: Dict[str, Set[str]] = {
     "typer": {"cli"},
-    "rich": {"cli", "report"},
+    "rich": {"cli", "reports"},
     "git": {"workspace"},
     "unidiff": {"patch"},
     "rapidfuzz": {"patch", "stop"},

@@ -24,6 +24,7 @@ from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
 
 from repairloop.cli import main
 from repairloop.errors import ConfigError, ProjectError
+from repairloop.integrations.summary import fingerprint, markdown_summary
 from repairloop.journal import (
     BaselineEvent,
     ClassifiedEvent,
@@ -40,7 +41,18 @@ from repairloop.journal import (
     run_dir_for,
 )
 from repairloop.loop import repair
-from repairloop.reports import compute_stats, find_run, load_run, load_runs, parse_since, render
+from repairloop.reports import (
+    FORMATS,
+    RunReport,
+    RunStatus,
+    compute_stats,
+    find_run,
+    format_names,
+    load_run,
+    load_runs,
+    parse_since,
+    render,
+)
 from repairloop.reports.chart import ChartPoint, chart_svg
 from repairloop.reports.stats import repaired_code
 from repairloop.settings import load_settings
@@ -161,6 +173,37 @@ def test_runs_and_stats_over_the_real_run(real_run, capsys) -> None:
     assert doc["unpriced_runs"] == 1  # "openai/scripted" has no price: cost is unknown, not 0
 
 
+@pytest.mark.slow
+def test_the_journal_gives_back_the_live_result(real_run) -> None:
+    """One model: the RunResult read back from the journal is the one the loop returned."""
+    _project, result = real_run
+    read = load_run(Path(result.run_dir))
+    assert read.status is RunStatus.STOPPED and read.result.failures == result.failures
+    assert read.result.to_json() == result.to_json()
+    assert read.result.to_json() == json.loads((Path(result.run_dir) / "summary.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", format_names())
+def test_every_format_renders_a_live_result_and_a_journal_read_one_the_same_way(real_run, fmt) -> None:
+    _project, result = real_run
+    read = load_run(Path(result.run_dir))
+    live = render(RunReport.of(result), fmt)
+    assert live == render(RunReport.of(read.result), fmt)
+    assert result.run_id in live and (result.patch or "").splitlines()[-1] in live
+    if fmt == "console":  # the panel `run` ended with, drawn again from the journal alone
+        assert render(read, fmt) == live
+
+
+@pytest.mark.slow
+def test_the_ci_summary_renders_the_journal_read_result_as_the_live_one(real_run) -> None:
+    _project, result = real_run
+    read = load_run(Path(result.run_dir)).result
+    live = markdown_summary(result, fingerprint_text=fingerprint(result.failures), actions=["pushed"])
+    assert live == markdown_summary(read, fingerprint_text=fingerprint(read.failures), actions=["pushed"])
+    assert "### What was tried" in live and "| 3 | llm | openai/scripted | kept | 0 |" in live
+
+
 # -- journals written by hand ----------------------------------------------------
 
 PATCH = """\
@@ -211,9 +254,9 @@ def test_report_model_reads_a_journal(tmp_path) -> None:
     run_dir = write_run(tmp_path, "20240502-100000-aaaa", iterations=2)
     report = load_run(run_dir)
     assert report.outcome == "fixed" and report.stop_reason == "success" and report.seconds == 30.0
-    assert [it.decision for it in report.iterations] == ["reverted", "kept"]
-    assert report.iterations[0].notes == ("openai/gpt-4o-mini: retried after rate_limit (attempt 1, waited 1.0 s)",)
-    assert report.failure_kinds == {"logic": 2} and report.patch == PATCH
+    assert [it.record.decision.value for it in report.iterations] == ["reverted", "kept"]
+    assert report.iterations[0].detail.notes == ("openai/gpt-4o-mini: retried after rate_limit (attempt 1, waited 1.0 s)",)
+    assert report.result.failure_kinds == {"logic": 2} and report.result.patch == PATCH
     assert report.totals["prompt_tokens"] == 603 and report.totals["cost_usd"] == pytest.approx(0.002)
 
 
@@ -224,7 +267,7 @@ def test_interrupted_and_torn_journals_still_report(tmp_path) -> None:
         fh.write('{"event": "iteration", "ts": "2024')  # killed while writing
     report = load_run(run_dir)
     assert report.outcome == "interrupted" and report.stop_reason == "interrupted"
-    assert len(report.iterations) == 1 and report.patch is None
+    assert len(report.iterations) == 1 and report.result.patch is None
     assert any("torn last line" in w for w in report.warnings)
     text = render(report, "text")
     assert "outcome: interrupted" in text and "final patch: none" in text and "warning:" in text
@@ -232,7 +275,9 @@ def test_interrupted_and_torn_journals_still_report(tmp_path) -> None:
 
 def test_a_run_without_a_stopped_event_is_incomplete(tmp_path) -> None:
     report = load_run(write_run(tmp_path, "20240502-100000-cccc", outcome=None, patch=None))
-    assert report.outcome == "incomplete" and report.stop_reason == ""
+    assert report.outcome == "incomplete" and report.stop_reason == "" and report.status is RunStatus.INCOMPLETE
+    panel = render(report, "console")
+    assert "outcome: incomplete" in panel and "iterations: 1," in panel and "plausible" not in panel
 
 
 def test_untrusted_journal_text_is_escaped_in_html(tmp_path) -> None:
@@ -247,11 +292,19 @@ def test_unknown_format_and_missing_runs_are_usage_errors(tmp_path, capsys) -> N
     with pytest.raises(ConfigError, match="unknown report format"):
         render(load_run(find_run(tmp_path, None)), "pdf")
     code, _, err = cli(["report", "-C", str(tmp_path), "-f", "pdf"], capsys)
-    assert code == 2 and "text, md, json, html" in err
+    assert code == 2 and "text, md, json, html, console" in err
     code, _, err = cli(["report", "nosuchrun", "-C", str(tmp_path)], capsys)
     assert code == 2 and "no run 'nosuchrun'" in err
     with pytest.raises(ProjectError, match="no repairloop runs"):
         find_run(tmp_path / "elsewhere", None)
+
+
+def test_report_help_lists_every_registered_format(capsys) -> None:
+    code, out, _ = cli(["report", "--help"], capsys)
+    flat = " ".join(out.replace("│", " ").split())
+    assert code == 0
+    for fmt in FORMATS:
+        assert f"{fmt.name} ({fmt.help})" in flat
 
 
 def test_a_run_directory_path_is_accepted(tmp_path) -> None:
@@ -415,6 +468,6 @@ def test_a_resumed_run_reports_the_resumed_iterations(tmp_path) -> None:
         journal.record(IterationEvent(it))
     journal.record(StoppedEvent(Outcome.FIXED, StopReason.SUCCESS, "done"))
     report = load_run(run_dir)
-    assert report.outcome == "fixed" and [it.reason for it in report.iterations] == ["again 1", "again 2"]
-    assert report.iterations[0].notes == ()  # journalled answers are not notes
+    assert report.outcome == "fixed" and [it.record.reason for it in report.iterations] == ["again 1", "again 2"]
+    assert report.iterations[0].detail.notes == ()  # journalled answers are not notes
     assert any(n.startswith("interrupted") for n in report.notes) and any("resumed" in n for n in report.notes)

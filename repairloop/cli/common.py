@@ -43,7 +43,7 @@ def exit_code_of(result: RunResult) -> ExitCode:
 
 def err_console() -> Any:
     """A rich Console on stderr (``report.make_console``): progress, errors, panels."""
-    from repairloop.report import make_console
+    from repairloop.reports.console import make_console
 
     return make_console()
 

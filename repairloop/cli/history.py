@@ -14,13 +14,14 @@ from typing import Optional
 import typer
 
 from repairloop.cli.common import guarded, not_a_directory
+from repairloop.reports.formats import formats_help
 from repairloop.types import ExitCode
 
 
 def report(
     run_id: Optional[str] = typer.Argument(None, metavar="[RUN_ID|latest]", help="Run id, unique prefix or run directory (default: latest)."),
     path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
-    fmt: str = typer.Option("text", "--format", "-f", help="text, md, json or html (one self-contained file)."),
+    fmt: str = typer.Option("text", "--format", "-f", help=f"One of: {formats_help()}."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
 ) -> None:
     """Explain a run from its journal: per iteration the failure shown, model, tokens, cost, diff, tests, decision."""

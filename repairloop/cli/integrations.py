@@ -74,7 +74,7 @@ def hook(
 
 def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[str]]) -> int:
     from repairloop.integrations.hook import hook_settings, run_hook
-    from repairloop.report import ConsoleRenderer
+    from repairloop.reports.console import ConsoleRenderer
 
     check_usage(model=model)
     if not path.is_dir():
@@ -125,7 +125,7 @@ def ci(
 def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optional[List[str]]) -> int:
     from repairloop.integrations.ci import CIOptions, run_ci
     from repairloop.integrations.ci_env import GITHUB, detect_system
-    from repairloop.report import ConsoleRenderer, render_result
+    from repairloop.reports.console import ConsoleRenderer, render_result
 
     check_usage(model=model)
     settings = project_settings(path, flags)

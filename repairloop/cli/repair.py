@@ -91,7 +91,7 @@ def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = No
 
     The panel leaves the diff out when the --apply question has shown it already.
     """
-    from repairloop.report import ConsoleRenderer, render_result
+    from repairloop.reports.console import ConsoleRenderer, render_result
 
     renderer = ConsoleRenderer(console)
     result = None
@@ -182,7 +182,7 @@ def classify(
 
 def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
     from repairloop.loop import classify_project
-    from repairloop.report import render_classification, summary_counts
+    from repairloop.reports.console import render_classification, summary_counts
 
     settings = project_settings(path, flags)
     report, failures, kind = classify_project(settings, path)
@@ -195,7 +195,7 @@ def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
         }
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        from repairloop.report import make_console
+        from repairloop.reports.console import make_console
 
         render_classification(make_console(sys.stdout), report, failures, kind)
     if kind == "none":

@@ -53,36 +53,37 @@ def _table(report: RunReport) -> List[str]:
     rows = ["<table><tr><th>#</th><th>model</th><th>decision</th><th>failing</th><th>prompt tok</th>"
             "<th>compl. tok</th><th>cost</th><th>model s</th><th>tests s</th><th>sim. max</th></tr>"]
     for it in report.iterations:
-        cost = usd(it.cost_usd)
-        sim = "-" if it.similarity_max is None else f"{it.similarity_max:.2f}"
-        failing = "-" if it.tests_failed is None else str(it.tests_failed)
-        rows.append(f'<tr><td class="num">{it.number}</td><td>{escape(it.model)}</td>'
-                    f'<td class="{escape(it.decision)}">{escape(it.decision)}</td><td class="num">{failing}</td>'
-                    f'<td class="num">{it.prompt_tokens:,}</td><td class="num">{it.completion_tokens:,}</td>'
-                    f'<td class="num">{cost}</td><td class="num">{it.seconds_model:.2f}</td>'
-                    f'<td class="num">{it.seconds_tests:.2f}</td><td class="num">{sim}</td></tr>')
+        r, decision = it.record, escape(it.record.decision.value)
+        sim = "-" if r.similarity_max is None else f"{r.similarity_max:.2f}"
+        failing = "-" if r.tests_failed is None else str(r.tests_failed)
+        rows.append(f'<tr><td class="num">{r.number}</td><td>{escape(r.model)}</td>'
+                    f'<td class="{decision}">{decision}</td><td class="num">{failing}</td>'
+                    f'<td class="num">{r.usage.prompt_tokens:,}</td><td class="num">{r.usage.completion_tokens:,}</td>'
+                    f'<td class="num">{usd(r.usage.cost_usd)}</td><td class="num">{r.seconds_model:.2f}</td>'
+                    f'<td class="num">{r.seconds_tests:.2f}</td><td class="num">{sim}</td></tr>')
     rows.append("</table>")
     return rows
 
 
 def _iteration(it: IterationReport) -> List[str]:
-    out = [f'<h2 id="iteration-{it.number}">Iteration {it.number}: '
-           f'<span class="{escape(it.decision)}">{escape(it.decision)}</span></h2>', '<ul class="facts">']
-    facts = [f"model: {it.model} ({it.engine}), {it.attempts} attempt(s)", "cost: " + cost_line(it),
-             f"similarity to earlier candidates: {similarity(it)}", f"tests: {tests_said(it)}",
-             f"decision: {it.decision}: {it.reason}"]
+    r, decision = it.record, escape(it.record.decision.value)
+    out = [f'<h2 id="iteration-{r.number}">Iteration {r.number}: '
+           f'<span class="{decision}">{decision}</span></h2>', '<ul class="facts">']
+    facts = [f"model: {r.model} ({r.engine}), {r.attempts} attempt(s)", "cost: " + cost_line(r),
+             f"similarity to earlier candidates: {similarity(r)}", f"tests: {tests_said(it)}",
+             f"decision: {r.decision.value}: {r.reason}"]
     out += [f"<li>{escape(fact)}</li>" for fact in facts]
-    out += [f'<li class="flag">flag: {escape(flag)}</li>' for flag in it.flags]
-    out += [f'<li class="note">note: {escape(note)}</li>' for note in it.notes]
+    out += [f'<li class="flag">flag: {escape(str(flag))}</li>' for flag in r.flags]
+    out += [f'<li class="note">note: {escape(note)}</li>' for note in it.detail.notes]
     out.append("</ul>")
-    shown = it.shown
+    shown = it.detail.shown
     if shown is not None and (shown.message.strip() or shown.traceback.strip()):
         text = "\n".join(trim_lines(p) for p in (shown.message, shown.traceback) if p.strip())
         out.append(f"<p>Shown to the model ({shown.tokens:,} tokens of context"
                    + (f"; trimmed: {escape(', '.join(shown.trimmed))}" if shown.trimmed else "") + "):</p>")
         out.append(f"<pre>{escape(text)}</pre>")
-    if it.diff:
-        out += ["<p>Candidate:</p>", _diff_html(it.diff)]
+    if r.diff:
+        out += ["<p>Candidate:</p>", _diff_html(r.diff)]
     return out
 
 
@@ -95,8 +96,8 @@ def render_html(report: RunReport) -> str:
     facts = header_facts(report) + ["totals: " + totals_line(report)]
     out.append('<ul class="facts">' + "".join(f"<li>{escape(f)}</li>" for f in facts) + "</ul>")
     out.append(f'<p>Outcome: <span class="{escape(report.outcome)}">{escape(report.outcome)}</span></p>')
-    points = [ChartPoint(it.number, it.tests_failed, it.prompt_tokens) for it in report.iterations]
-    baseline = len((report.baseline or {}).get("failing") or []) or None
+    points = [ChartPoint(r.number, r.tests_failed, r.usage.prompt_tokens) for r in report.result.iterations]
+    baseline = len(report.baseline.failing) if report.baseline is not None and report.baseline.failing else None
     svg = chart_svg(points, baseline)
     if svg:
         out += ["<h2>Failing tests and prompt tokens per iteration</h2>", svg] + _table(report)
@@ -108,6 +109,7 @@ def render_html(report: RunReport) -> str:
     if notes:
         out.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     out.append("<h2>Final patch</h2>")
-    out.append(_diff_html(report.patch) if report.patch else "<p>No patch.</p>")
+    patch = report.result.patch
+    out.append(_diff_html(patch) if patch else "<p>No patch.</p>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"

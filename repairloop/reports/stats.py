@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from repairloop.errors import ConfigError
 from repairloop.journal import list_runs
-from repairloop.reports.model import RunReport, load_run
+from repairloop.reports.model import RunReport
+from repairloop.reports.read import load_run
 from repairloop.textutil import usd
 
 RECURRING_SHARE = 0.10  # more than this share of runs repairing the same code: fix it upstream
@@ -194,7 +195,7 @@ def compute_stats(reports: Sequence[RunReport]) -> Stats:
     cost = sum((c for c in costs if c is not None), 0.0)
     kinds: Dict[str, int] = {}
     for report in reports:
-        for kind, n in report.failure_kinds.items():
+        for kind, n in report.result.failure_kinds.items():
             kinds[kind] = kinds.get(kind, 0) + n
     recurring, upstream = _recurring(reports)
     return Stats(
@@ -217,8 +218,8 @@ def compute_stats(reports: Sequence[RunReport]) -> Stats:
 
 def _recurring(reports: Sequence[RunReport]) -> Tuple[List[Dict[str, Any]], List[str]]:
     """Code repaired by more than RECURRING_SHARE of the runs (and by at least two)."""
-    repaired = [r for r in reports if r.patch and r.outcome in ("fixed", "partially_fixed")]
-    places = _count([place for r in repaired for place in repaired_code(r.patch or "")])
+    repaired = [r for r in reports if r.result.patch and r.outcome in ("fixed", "partially_fixed")]
+    places = _count([place for r in repaired for place in repaired_code(r.result.patch or "")])
     recurring, upstream = [], []
     for place, n in places.items():
         share = n / len(reports)

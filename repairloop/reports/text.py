@@ -9,10 +9,11 @@ the output goes to files and CI logs as often as to a terminal.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import List
 
 from repairloop.reports.model import IterationReport, RunReport
 from repairloop.textutil import fence, usd
+from repairloop.types import Decision, Iteration
 
 SHOWN_LINES = 8  # lines of the failure message and of the traceback kept in text reports
 
@@ -25,7 +26,7 @@ def trim_lines(text: str, limit: int = SHOWN_LINES) -> str:
     return "\n".join(lines[:limit] + [f"... ({len(lines) - limit} more lines in the journal)"])
 
 
-def similarity(it: IterationReport) -> str:
+def similarity(it: Iteration) -> str:
     """``previous 0.66, max 0.97`` or ``first candidate``."""
     if it.similarity_to_previous is None and it.similarity_max is None:
         return "first candidate" if it.diff else "no candidate"
@@ -36,23 +37,23 @@ def similarity(it: IterationReport) -> str:
 
 def tests_said(it: IterationReport) -> str:
     """What the test runs of this candidate said, in one line."""
-    tests = it.tests
-    if not tests:
-        return "not run (the candidate was never tested)" if it.decision != "kept" else "not recorded"
-    failing = tests.get("failing") or []
-    text = f"{tests.get('passed', 0)} passed, {len(failing)} failing (exit {tests.get('exit_code')}, {tests.get('seconds', 0)} s)"
-    if tests.get("timed_out"):
+    tests, record = it.detail.tests, it.record
+    if tests is None:
+        return "not run (the candidate was never tested)" if record.decision is not Decision.KEPT else "not recorded"
+    text = f"{tests.passed} passed, {len(tests.failing)} failing (exit {tests.exit_code}, {tests.seconds} s)"
+    if tests.timed_out:
         text += ", timed out"
-    if it.fixed:
-        text += "; fixed " + ", ".join(it.fixed)
-    if it.broke:
-        text += "; broke " + ", ".join(it.broke)
+    if record.fixed:
+        text += "; fixed " + ", ".join(record.fixed)
+    if record.broke:
+        text += "; broke " + ", ".join(record.broke)
     return text
 
 
-def cost_line(it: IterationReport) -> str:
-    return (f"{it.prompt_tokens:,} prompt + {it.completion_tokens:,} completion tokens, {usd(it.cost_usd)}; "
-            f"seconds: model {it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, total {it.seconds_total:.2f}")
+def cost_line(it: Iteration) -> str:
+    return (f"{it.usage.prompt_tokens:,} prompt + {it.usage.completion_tokens:,} completion tokens, "
+            f"{usd(it.usage.cost_usd)}; seconds: model {it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, "
+            f"total {it.seconds_total:.2f}")
 
 
 def totals_line(report: RunReport) -> str:
@@ -65,16 +66,16 @@ def totals_line(report: RunReport) -> str:
 
 def baseline_line(report: RunReport) -> str:
     base = report.baseline
-    if not base:
+    if base is None:
         return "no baseline recorded"
-    failing = base.get("failing") or []
-    text = f"{base.get('passed', 0)} passed, {len(failing)} failing (exit {base.get('exit_code')}, {base.get('seconds', 0)} s)"
-    return text + (": " + ", ".join(failing[:10]) if failing else "")
+    text = f"{base.passed} passed, {len(base.failing)} failing (exit {base.exit_code}, {base.seconds} s)"
+    return text + (": " + ", ".join(base.failing[:10]) if base.failing else "")
 
 
 def header_facts(report: RunReport) -> List[str]:
     """The lines shared by every format's header."""
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.failure_kinds.items())) or "none"
+    result = report.result
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(result.failure_kinds.items())) or "none"
     facts = [
         f"project: {report.project}",
         f"started: {report.started}",
@@ -84,8 +85,8 @@ def header_facts(report: RunReport) -> List[str]:
         f"baseline: {baseline_line(report)}",
         f"failure kinds: {kinds}",
     ]
-    if report.flaky:
-        facts.append("flaky (left alone): " + ", ".join(report.flaky))
+    if result.flaky_tests:
+        facts.append("flaky (left alone): " + ", ".join(result.flaky_tests))
     return facts
 
 
@@ -97,34 +98,35 @@ def render_text(report: RunReport) -> str:
     """The report as plain text."""
     out = [f"repairloop run {report.run_id}"] + header_facts(report)
     for it in report.iterations:
+        record = it.record
         out.append("")
-        out.append(f"iteration {it.number}: {it.model} ({it.engine}) -> {it.decision}")
+        out.append(f"iteration {record.number}: {record.model} ({record.engine}) -> {record.decision.value}")
         out.extend(_text_iteration(it))
     out += ["", "totals: " + totals_line(report)]
     out += [f"note: {n}" for n in report.notes] + [f"warning: {w}" for w in report.warnings]
-    out += ["", "final patch:" if report.patch else "final patch: none"]
-    if report.patch:
-        out.append(_indent(report.patch.rstrip("\n")))
+    patch = report.result.patch
+    out += ["", "final patch:" if patch else "final patch: none"]
+    if patch:
+        out.append(_indent(patch.rstrip("\n")))
     return "\n".join(out) + "\n"
 
 
 def _text_iteration(it: IterationReport) -> List[str]:
-    lines = []
-    if it.shown is not None:
-        shown = it.shown
+    lines, record, shown = [], it.record, it.detail.shown
+    if shown is not None:
         lines.append(f"  shown: {len(shown.failing_tests)} failing test(s), {shown.tokens:,} tokens of context"
                      + (f", trimmed: {', '.join(shown.trimmed)}" if shown.trimmed else ""))
         for part in (shown.message, shown.traceback):
             if part.strip():
                 lines.append(_indent(trim_lines(part), "    | "))
-    lines.append("  cost: " + cost_line(it))
-    lines.append(f"  similarity to earlier candidates: {similarity(it)}")
+    lines.append("  cost: " + cost_line(record))
+    lines.append(f"  similarity to earlier candidates: {similarity(record)}")
     lines.append(f"  tests: {tests_said(it)}")
-    lines.append(f"  decision: {it.decision}: {it.reason}")
-    lines += [f"  flag: {f}" for f in it.flags] + [f"  note: {n}" for n in it.notes]
-    if it.diff:
+    lines.append(f"  decision: {record.decision.value}: {record.reason}")
+    lines += [f"  flag: {f}" for f in record.flags] + [f"  note: {n}" for n in it.detail.notes]
+    if record.diff:
         lines.append("  candidate:")
-        lines.append(_indent(it.diff.rstrip("\n")))
+        lines.append(_indent(record.diff.rstrip("\n")))
     return lines
 
 
@@ -136,37 +138,35 @@ def render_markdown(report: RunReport) -> str:
         out += ["| # | model | decision | failing | prompt tok | compl. tok | cost | model s | tests s | sim. max |",
                 "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for it in report.iterations:
-            sim = "-" if it.similarity_max is None else f"{it.similarity_max:.2f}"
-            failing = "-" if it.tests_failed is None else str(it.tests_failed)
-            out.append(f"| {it.number} | {it.model} | {it.decision} | {failing} | {it.prompt_tokens:,} | "
-                       f"{it.completion_tokens:,} | {usd(it.cost_usd)} | {it.seconds_model:.2f} | "
-                       f"{it.seconds_tests:.2f} | {sim} |")
+            r = it.record
+            sim = "-" if r.similarity_max is None else f"{r.similarity_max:.2f}"
+            failing = "-" if r.tests_failed is None else str(r.tests_failed)
+            out.append(f"| {r.number} | {r.model} | {r.decision.value} | {failing} | {r.usage.prompt_tokens:,} | "
+                       f"{r.usage.completion_tokens:,} | {usd(r.usage.cost_usd)} | {r.seconds_model:.2f} | "
+                       f"{r.seconds_tests:.2f} | {sim} |")
         out.append("")
     for it in report.iterations:
         out += _md_iteration(it)
     out += [f"> note: {n}" for n in report.notes] + [f"> warning: {w}" for w in report.warnings]
     out += ["", "## Final patch", ""]
-    out.append(fence(report.patch.rstrip(), "diff") if report.patch else "No patch.")
+    patch = report.result.patch
+    out.append(fence(patch.rstrip(), "diff") if patch else "No patch.")
     return "\n".join(out) + "\n"
 
 
 def _md_iteration(it: IterationReport) -> List[str]:
-    out = [f"## Iteration {it.number}: {it.decision}", ""]
-    out.append(f"- model: {it.model} ({it.engine}), {it.attempts} attempt(s)")
-    out.append("- cost: " + cost_line(it))
-    out.append(f"- similarity to earlier candidates: {similarity(it)}")
+    record, shown = it.record, it.detail.shown
+    out = [f"## Iteration {record.number}: {record.decision.value}", ""]
+    out.append(f"- model: {record.model} ({record.engine}), {record.attempts} attempt(s)")
+    out.append("- cost: " + cost_line(record))
+    out.append(f"- similarity to earlier candidates: {similarity(record)}")
     out.append(f"- tests: {tests_said(it)}")
-    out.append(f"- decision: **{it.decision}**: {it.reason}")
-    out += [f"- flag: {f}" for f in it.flags] + [f"- note: {n}" for n in it.notes]
-    if it.shown is not None and (it.shown.message.strip() or it.shown.traceback.strip()):
-        shown = "\n".join(trim_lines(p) for p in (it.shown.message, it.shown.traceback) if p.strip())
-        out += ["", f"Shown to the model ({it.shown.tokens:,} tokens of context):", "", fence(shown.rstrip())]
-    if it.diff:
-        out += ["", "Candidate:", "", fence(it.diff.rstrip(), "diff")]
+    out.append(f"- decision: **{record.decision.value}**: {record.reason}")
+    out += [f"- flag: {f}" for f in record.flags] + [f"- note: {n}" for n in it.detail.notes]
+    if shown is not None and (shown.message.strip() or shown.traceback.strip()):
+        text = "\n".join(trim_lines(p) for p in (shown.message, shown.traceback) if p.strip())
+        out += ["", f"Shown to the model ({shown.tokens:,} tokens of context):", "", fence(text.rstrip())]
+    if record.diff:
+        out += ["", "Candidate:", "", fence(record.diff.rstrip(), "diff")]
     out.append("")
     return out
-
-
-def report_dict(report: RunReport) -> Dict[str, Any]:
-    """The JSON document of ``report --format json``."""
-    return report.to_json()

@@ -67,7 +67,7 @@ def _overhead_row(name: str, runs: Sequence[scripted.LoopRun]) -> Tuple[List[str
     over = median([r.overhead for r in runs])
     per_it = median([r.overhead / max(len(r.report.iterations), 1) for r in runs])
     share = median([r.overhead / r.wall for r in runs])
-    inside = [[i.seconds_total - i.seconds_model - i.seconds_tests for i in r.report.iterations] for r in runs]
+    inside = [[i.seconds_total - i.seconds_model - i.seconds_tests for i in r.report.result.iterations] for r in runs]
     first = median([values[0] for values in inside])
     later = median([median(values[1:]) for values in inside])
     row = [name, str(len(runs)), str(its), f"{wall:.2f}", f"{tests:.2f}", f"{model:.2f}", f"{over:.2f}",
@@ -120,9 +120,9 @@ def full_history(report: RunReport) -> List[int]:
     """Prompt tokens a chat that keeps its whole history would send at each iteration:
     every earlier prompt and answer, plus this iteration's prompt (computed from the journal)."""
     sent, carried = [], 0
-    for it in report.iterations:
-        sent.append(carried + it.prompt_tokens)
-        carried += it.prompt_tokens + it.completion_tokens
+    for it in report.result.iterations:
+        sent.append(carried + it.usage.prompt_tokens)
+        carried += it.usage.tokens
     return sent
 
 
@@ -134,10 +134,10 @@ def figure_tokens(small: RunReport, big: RunReport) -> Figure:
                      "big_module: full-history chat"])
     s_hist, b_hist = full_history(small), full_history(big)
     for n in range(8):
-        fig.rows.append([str(n + 1), f"{small.iterations[n].prompt_tokens:,}", f"{s_hist[n]:,}",
-                         f"{big.iterations[n].prompt_tokens:,}", f"{b_hist[n]:,}"])
+        fig.rows.append([str(n + 1), f"{small.result.iterations[n].usage.prompt_tokens:,}", f"{s_hist[n]:,}",
+                         f"{big.result.iterations[n].usage.prompt_tokens:,}", f"{b_hist[n]:,}"])
     for name, report in (("off_by_one", small), ("big_module", big)):
-        tokens = [it.prompt_tokens for it in report.iterations]
+        tokens = [it.usage.prompt_tokens for it in report.result.iterations]
         later = tokens[1:]
         spread = (max(later) - min(later)) / min(later)
         fig.checks.append(Check(f"{name}: iterations 2-8 flat (within 10% of each other)", f"{pct(spread)} spread",
@@ -166,13 +166,13 @@ def figure_module_size(work: Path, sizes: Sequence[int] = (100, 1000, 5000)) -> 
         answer = scripted.search_replace(str(made["path"]), str(made["bug_line"]), str(made["right_line"]))
         run = scripted.scripted_run(made["root"], [answer], max_iterations=1)  # type: ignore[arg-type]
         it = run.report.iterations[0]
-        tokens.append(it.prompt_tokens)
-        fig.rows.append(["generated", f"{made['lines']:,}", f"{it.prompt_tokens:,}",
-                         f"{it.shown.tokens if it.shown else 0:,}", run.report.outcome])
+        tokens.append(it.record.usage.prompt_tokens)
+        fig.rows.append(["generated", f"{made['lines']:,}", f"{it.record.usage.prompt_tokens:,}",
+                         f"{it.detail.shown.tokens if it.detail.shown else 0:,}", run.report.outcome])
     right = scripted.ounce_patch("value * POUND_IN_KILOGRAM / OUNCE_IN_KILOGRAM")
     big = scripted.scripted_run(projects.fixture_copy("big_module", work), [right], max_iterations=1)
-    big_tokens = big.report.iterations[0].prompt_tokens
-    shown = big.report.iterations[0].shown
+    big_tokens = big.report.result.iterations[0].usage.prompt_tokens
+    shown = big.report.iterations[0].detail.shown
     fig.rows.append(["fixtures/projects/big_module", "2,964", f"{big_tokens:,}",
                      f"{shown.tokens if shown else 0:,}", big.report.outcome])
     spread = (max(tokens) - min(tokens)) / min(tokens)

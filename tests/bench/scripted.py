@@ -53,12 +53,12 @@ class LoopRun:
     @property
     def test_seconds(self) -> float:
         """Seconds inside test processes: the baseline run plus every candidate's test runs."""
-        baseline = float((self.report.baseline or {}).get("seconds") or 0.0)
-        return baseline + sum(it.seconds_tests for it in self.report.iterations)
+        baseline = self.report.baseline.seconds if self.report.baseline is not None else 0.0
+        return baseline + sum(it.seconds_tests for it in self.report.result.iterations)
 
     @property
     def model_seconds(self) -> float:
-        return sum(it.seconds_model for it in self.report.iterations)
+        return sum(it.seconds_model for it in self.report.result.iterations)
 
     @property
     def overhead(self) -> float:

@@ -27,12 +27,13 @@ def figure_targeted_tests(work: Path) -> Figure:
     wrong = [scripted.search_replace("shop/price.py", "    return price * percent / 100", f"    return {e}")
              for e in ("price * percent / 10", "price - percent", "price * (100 + percent) / 100")]
     run = scripted.scripted_run(root, wrong, max_iterations=3, patience=3, similarity_threshold=1.0)
-    candidate = [it.seconds_tests for it in run.report.iterations]
-    full = [float((run.report.baseline or {}).get("seconds") or 0.0)]
+    candidate = [it.seconds_tests for it in run.report.result.iterations]
+    baseline = run.report.baseline
+    full = [baseline.seconds if baseline is not None else 0.0]
     command = default_test_command(root)
     for _ in range(2):  # two more full-suite runs, by the same runner, for a median of three
         full.append(run_tests(root, command, timeout=600, pythonpath=[root]).seconds)
-    passed = int((run.report.baseline or {}).get("passed") or 0)
+    passed = baseline.passed if baseline is not None else 0
     fig = Figure(4, "Test time per rejected candidate", "seconds of test processes for one rejected "
                  "candidate (only the previously failing test is run; the full suite runs only after that "
                  "passes) against one run of the full suite, on a generated project with "

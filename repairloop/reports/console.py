@@ -1,22 +1,25 @@
-"""Rendering results for people: the console (rich, on stderr) and Markdown.
+"""The console (rich, on stderr): loop events as they come, the final panel, ``classify``'s list.
 
-Only this module and ``cli/`` touch rich. Colour is off when stderr is not a
-terminal or ``NO_COLOR`` is set; the text is then plain.
+Only this module and ``cli/`` touch rich. Colour is off when the stream is not
+a terminal or ``NO_COLOR`` is set; the text is then plain. The final panel is
+also the ``console`` report format (``render_console``): the panel a run ended
+with, drawn again from its journal.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
-from rich.console import Console
-from rich.panel import Panel
-from rich.syntax import Syntax
-from rich.text import Text
-
+from repairloop.reports.model import RunReport, RunStatus
 from repairloop.textutil import usd
 from repairloop.types import Decision, EventKind, Failure, LoopEvent, Outcome, RunResult, TestReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
+# rich itself is imported where it draws: ``repairloop --help`` lists the report formats without it.
 
 _DECISION_STYLE = {
     Decision.KEPT: "green",
@@ -38,6 +41,8 @@ _OUTCOME_STYLE = {
 
 def make_console(stream: Any = None) -> Console:
     """A console on stderr; plain text when not a terminal or NO_COLOR is set."""
+    from rich.console import Console
+
     stream = stream or sys.stderr
     plain = bool(os.environ.get("NO_COLOR")) or not getattr(stream, "isatty", lambda: False)()
     piped = not getattr(stream, "isatty", lambda: False)()
@@ -62,6 +67,8 @@ class ConsoleRenderer:
         if event.kind is EventKind.NOTE:
             self.console.print(f"  {event.message}")
         elif event.kind is EventKind.ITERATION and event.iteration is not None:
+            from rich.text import Text
+
             it = event.iteration
             style = _DECISION_STYLE.get(it.decision, "")
             sim = "" if it.similarity_max is None else f" sim={it.similarity_max:.2f}"
@@ -91,19 +98,36 @@ class ConsoleRenderer:
 
 
 def render_result(console: Console, result: RunResult, *, show_patch: bool = True) -> None:
-    """The final panel: outcome, stop reason, totals, where the run is kept, and the diff.
+    """The final panel of a live run: outcome, stop reason, totals, where the run is kept, and the diff.
 
     ``show_patch`` False leaves the diff out when the user has already been shown it
     (the --apply question, the CI summary), so a patch is printed once.
     """
-    totals = result.totals
+    print_panel(console, RunReport.of(result), show_patch=show_patch)
+
+
+def render_console(report: RunReport) -> str:
+    """The ``console`` report format: the final panel as plain text (no colour, 160 columns)."""
+    buffer = io.StringIO()
+    print_panel(make_console(buffer), report)
+    return buffer.getvalue()
+
+
+def print_panel(console: Console, report: RunReport, *, show_patch: bool = True) -> None:
+    """The final panel of ``report``, live or read from a journal (see ``render_result``)."""
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    result = report.result
+    totals = result.totals  # the run's own figures (a journal's last line may come later: an --apply)
     cost = totals["cost_usd"]
     # Guard warnings (test edits allowed, suspected overfitting) come right under the outcome.
     warnings = [n for n in result.notes if n.startswith("WARNING")]
     lines = [
-        f"outcome: {result.outcome.value}",
+        f"outcome: {report.outcome}",
         *warnings,
-        f"stopped: {result.stop_reason.value} ({result.stop_detail})",
+        f"stopped: {report.stop_reason} ({report.stop_detail})",
         f"iterations: {totals['iterations']}, tokens: {totals['prompt_tokens'] + totals['completion_tokens']:,}, "
         f"cost: {usd(cost)}, time: {totals['seconds']['total']:.1f}s",
     ]
@@ -116,11 +140,12 @@ def render_result(console: Console, result: RunResult, *, show_patch: bool = Tru
     for note in result.notes:
         if not note.startswith("WARNING"):
             lines.append(note)
-    if result.patch and result.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
+    stopped = report.status is RunStatus.STOPPED
+    if result.patch and stopped and result.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
         lines.append("The patch passes the tests: plausible, not proven correct. Review it.")
         lines.append(f"patch: {result.run_dir}/fix.patch" + (" (applied)" if result.applied else ""))
     lines.append(f"run: {result.run_dir}")
-    style = "yellow" if warnings else _OUTCOME_STYLE.get(result.outcome, "")
+    style = "yellow" if warnings else _OUTCOME_STYLE.get(result.outcome, "") if stopped else "red"
     body = Text()
     for index, line in enumerate(lines):
         body.append(("\n" if index else "") + line, style="bold yellow" if line in warnings else "")
