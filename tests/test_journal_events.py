@@ -184,8 +184,11 @@ def test_a_journal_of_the_previous_version_still_reports_and_resumes(tmp_path: P
     project = old_project(tmp_path)
     report = load_run(run_dir_for(project, OLD_RUN.name))
     assert report.outcome == "fixed" and report.stop_reason == "success"
+    shown = [it.detail.shown for it in report.iterations]
+    assert all(s is not None and s.failing_tests == ("tests/test_lists.py::test_last_n",) for s in shown)
+    assert all(it.detail.tests is not None for it in report.iterations if it.record.decision is not Decision.REJECTED)
     text = render(report, "text")
-    assert "assert [2, 3, 4] == [3, 4]" in text  # what the model was shown
+    assert "shown: 1 failing test(s)" in text and "assert [2, 3, 4] == [3, 4]" in text  # what the model was shown
     assert "retried after rate_limit" in text and "answer rejected before testing: no patch found" in text
     assert "iteration 3: openai/scripted (llm) -> kept" in text and "totals: 3 iterations, 5 model calls" in text
     assert main(["report", "-C", str(project), "-f", "json"]) == 0
