@@ -28,7 +28,7 @@ from repairloop.journal import (
 )
 from repairloop.patch import AppliedPatch, apply_answer, change_signature, check_guards, check_syntax
 from repairloop.patch.guards import Screened
-from repairloop.patch.overfit import assertion_literals, overfitting_flags
+from repairloop.patch.overfit import assertion_literals, check_hardcoded, overfitting_flags
 from repairloop.propose.prompts import render_context
 from repairloop.redact import redact_context, redact_feedback
 from repairloop.stop import Refusal
@@ -109,6 +109,7 @@ class AttemptOutcome:
 
     iteration: Iteration
     checked: Optional[Checked] = None
+    applied: Optional[AppliedPatch] = None  # the candidate as the guards approved it, when it was tested
     last_attempt: Optional[LastAttempt] = None
     signature: Optional[str] = None
     move: ChainMove = ChainMove.STAY
@@ -166,7 +167,7 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
                  broke=checked.broke, seconds_tests=checked.seconds, seconds_total=clock() - began)
     _record(setup, it, context, proposed.proposal, checked.report)
     last = LastAttempt(diff=diff, decision=checked.decision, reason=checked.reason, fixed=checked.fixed, broke=checked.broke)
-    return AttemptOutcome(it, checked=checked, last_attempt=last, signature=signature)
+    return AttemptOutcome(it, checked=checked, applied=proposed.applied, last_attempt=last, signature=signature)
 
 
 def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
@@ -217,6 +218,7 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
             applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold, shown=context.slices)
             screened = check_guards(applied, root, setup.validation.policy)
             check_syntax(screened.applied)  # scratch files dropped
+            check_hardcoded(screened.applied, literals, setup.validation.test_files)
         except PatchError as err:
             error = err.message + (f" ({err.hint})" if err.hint else "")
             journal.record(CandidateRejectedEvent(iteration=given.number, model=given.model, answer=proposal.answer,

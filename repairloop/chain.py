@@ -15,6 +15,7 @@ from repairloop import errors
 from repairloop.errors import ProposerError
 from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.settings import Settings, edit_format_for
+from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles
 
 BUILTIN = "builtin"
@@ -154,6 +155,8 @@ class ReplayProposer:
         record = self._recorded.get((request.iteration, 1 if request.feedback else 0))
         if record is None or record.model != self.name:
             return self.real.propose(request)
+        if isinstance(record, ProposalEvent) and REDACTION_MARKER in record.answer:
+            return self.real.propose(request)  # masked text is never content: ask again
         if isinstance(record, ProposalErrorEvent):
             raise _recorded_error(record)
         notes = dict(record.notes, replayed=True)

@@ -16,13 +16,15 @@ from typing import List, Optional, Sequence, Tuple
 from repairloop.errors import ProjectError
 from repairloop.journal import DoneEvent, IntentEvent, Journal, StoppedEvent
 from repairloop.stop import Ending
-from repairloop.types import Decision, Failure, FlagKind, Iteration, RunResult, failure_kinds
+from repairloop.textutil import REDACTION_MARKER
+from repairloop.types import Decision, Evidence, Failure, FlagKind, Iteration, RunResult, failure_kinds
 from repairloop.workspace import StartState, apply_to_user_tree
 
 
 def build_result(ending: Ending, *, run_id: str, run_dir: Path, patch: Optional[str], failures: Sequence[Failure],
                  history: Tuple[Iteration, ...], baseline_failing: Sequence[str], failing: Tuple[str, ...],
-                 flaky: Tuple[str, ...], dropped: Sequence[str], allow_test_edits: bool, seconds: float) -> RunResult:
+                 flaky: Tuple[str, ...], dropped: Sequence[str], allow_test_edits: bool, seconds: float,
+                 evidence: Evidence) -> RunResult:
     """The run's RunResult (DESIGN.md's ``run --json``); ``seconds`` is its wall-clock time."""
     fixed = tuple(t for t in baseline_failing if t not in failing and t not in flaky)
     notes = guard_notes(allow_test_edits, history) + tuple(f"dropped {d}" for d in dropped)
@@ -30,6 +32,7 @@ def build_result(ending: Ending, *, run_id: str, run_dir: Path, patch: Optional[
         run_id=run_id, outcome=ending.outcome, stop_reason=ending.reason, stop_detail=ending.detail,
         failure_kinds=failure_kinds(failures, flaky), failures=tuple(failures), iterations=history, patch=patch,
         run_dir=str(run_dir), fixed_tests=fixed, still_failing=failing, flaky_tests=flaky, notes=notes, seconds=seconds,
+        evidence=evidence,
     )
 
 
@@ -44,7 +47,8 @@ def record_result(journal: Journal, result: RunResult) -> None:
     journal.write_json("summary.json", result.to_json())
     journal.record(StoppedEvent(outcome=result.outcome, stop_reason=result.stop_reason, detail=result.stop_detail,
                                 seconds=result.seconds, fixed_tests=result.fixed_tests,
-                                still_failing=result.still_failing, flaky_tests=result.flaky_tests, notes=result.notes))
+                                still_failing=result.still_failing, flaky_tests=result.flaky_tests, notes=result.notes,
+                                evidence=result.evidence))
 
 
 def apply_fix(project: Path, start: StartState, journal: Journal, result: RunResult, patch: str) -> Tuple[RunResult, List[str]]:
@@ -53,6 +57,11 @@ def apply_fix(project: Path, start: StartState, journal: Journal, result: RunRes
     Raises ProjectError, naming the run and where its patch is kept, when a
     file the patch touches changed since the run started (nothing is written).
     """
+    masked = [line for line in patch.splitlines() if line.startswith("+") and REDACTION_MARKER in line]
+    if masked:
+        raise ProjectError(f"not applied: the patch of run {result.run_id} writes a redaction placeholder "
+                           f"({masked[0][:80]!r}); masked text is never content",
+                           hint="ask for a new run; the model saw a masked value and copied the mask")
     key = f"{result.run_id}:apply"
     journal.record(IntentEvent(action="apply", key=key, files=tuple(patch_files(patch))))
     try:

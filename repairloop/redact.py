@@ -4,15 +4,17 @@ credential formats are replaced by a marker before text goes to a model or a jou
 Two sources, both applied by ``redact``:
 
 1. The values of environment variables whose names look secret (``*KEY*``,
-   ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``,
-   ``*_PAT``, ``*DSN*``) and of the providers' key variables, found by
-   ``secret_values(environ)``. A test that prints its environment, or an
+   ``*TOKEN*``, ``*SECRET*``, ``*PASS*``, ``*PWD*`` but not the shell's
+   ``PWD``, ``*CREDENTIAL*``, ``*_PAT``, ``*DSN*``) and of the providers' key
+   variables, found by ``secret_values(environ)``, in every form text may carry
+   them (``encodings``: escaped, JSON, percent, hex, base64), and their
+   fragments where an output cap cut them. A test that prints its environment, or an
    assertion that shows a configured value, then leaks nothing: the exact
    value is known. Values shorter than MIN_SECRET_CHARS are left alone (a
    ``TOKENIZERS_PARALLELISM=false`` must not blank every "false").
 2. Well-known formats (``FORMATS``): cloud access keys, forge and registry
    tokens, model-provider keys, JWTs, bearer and basic authorization values,
-   passwords in URLs, private key blocks. Patterns follow the prefixes the
+   passwords in URLs of any scheme (``redis://:pw@host`` too), private key blocks. Patterns follow the prefixes the
    issuers document and the rules of Yelp's detect-secrets plugins and of
    gitleaks' default configuration.
 
@@ -30,9 +32,12 @@ for a format. Stdlib only; nothing happens at import time but compiling regexes.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
+import json
 import re
+import urllib.parse
 from dataclasses import replace
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
@@ -40,7 +45,12 @@ from repairloop.types import CodeSlice, Feedback, RepairContext
 
 MARKER = "[REDACTED]"
 MIN_SECRET_CHARS = 8
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_PAT$|DSN", re.I)
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|_PAT$|DSN", re.I)
+# Names that look secret by the rule above but are not: the shell's working directories.
+NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+# Text that marks where an output, message or capture was cut: a secret split there leaves a fragment.
+CUT_MARKS = re.compile(r"\n?\[\.\.\. repairloop: \d+ bytes of output dropped \.\.\.\]\n?|\.\.\.|…")
+MIN_FRAGMENT_CHARS = 6
 # Provider key variables (litellm's provider docs); most match SECRET_NAME, listed so none is missed.
 PROVIDER_VARIABLES: Tuple[str, ...] = (
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_AD_TOKEN",
@@ -79,7 +89,7 @@ FORMATS: Tuple[Tuple[str, str, int], ...] = (
     ("bearer-token", r"(?i)(?:\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token|basic)\s+|\bbearer\s+)"
                      r"([A-Za-z0-9\-._~+/]{12,}=*)", 1),
     # scheme://user:password@host (detect-secrets BasicAuthDetector).
-    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@\"']+:([^/\s@\"']+)@", 1),
+    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", 1),
 )
 
 _COMPILED: List[Tuple[str, Pattern[str], int]] = [(k, re.compile(p), g) for k, p, g in FORMATS]
@@ -87,7 +97,8 @@ _COMPILED: List[Tuple[str, Pattern[str], int]] = [(k, re.compile(p), g) for k, p
 
 def is_secret_name(name: str) -> bool:
     """True for an environment variable whose value should never leave the machine."""
-    return name.upper() in PROVIDER_VARIABLES or bool(SECRET_NAME.search(name))
+    upper = name.upper()
+    return upper in PROVIDER_VARIABLES or (upper not in NOT_SECRET_NAMES and bool(SECRET_NAME.search(name)))
 
 
 def secret_values(environ: Mapping[str, str]) -> List[str]:
@@ -111,25 +122,65 @@ def _replace_group(kind: str, group: int) -> Callable[["re.Match[str]"], str]:
     return sub
 
 
+def encodings(value: str) -> List[str]:
+    """The forms of a secret value that text may carry: itself, escaped (``repr``, JSON, ``unicode_escape``),
+    percent-encoded, hex (both cases), and base64 (standard and URL-safe, at each of the three byte offsets
+    it can have inside a longer encoded text). Forms shorter than MIN_SECRET_CHARS are left out."""
+    raw = value.encode("utf-8")
+    forms = {value, repr(value)[1:-1], json.dumps(value)[1:-1], value.encode("unicode_escape").decode("ascii"),
+             urllib.parse.quote(value, safe=""), raw.hex(), raw.hex().upper()}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for offset in range(3):
+            text = encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+            core = text[4 if offset else 0:]  # the first group mixes in the bytes before the value
+            if len(raw) + offset > 3:
+                core = core[: len(core) - (len(core) % 4 or 4)] if (len(raw) + offset) % 3 else core
+            forms.add(core)
+    return sorted((f for f in forms if len(f) >= MIN_SECRET_CHARS), key=lambda f: (-len(f), f))
+
+
 class Redactor:
     """``text -> text`` with every known secret value and well-known format replaced.
 
     ``Redactor(secret_values(os.environ))`` is the run's redactor; calling it
-    on text without secrets returns the text unchanged.
+    on text without secrets returns the text unchanged. Each value is masked in
+    all its ``encodings``, and a fragment of it (at least MIN_FRAGMENT_CHARS
+    and half of it) is masked where text starts or ends or was cut
+    (``CUT_MARKS``): output caps keep a head and a tail, and a value split there
+    would leave a piece of itself on each side.
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        values = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=lambda v: (-len(v), v))
+        self._secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=lambda v: (-len(v), v))
+        forms = sorted({f for s in self._secrets for f in encodings(s)}, key=lambda v: (-len(v), v))
         self._values: Optional[Pattern[str]] = (
-            re.compile("|".join(re.escape(v) for v in values)) if values else None)
+            re.compile("|".join(re.escape(v) for v in forms)) if forms else None)
 
     def __call__(self, text: str) -> str:
         if not text:
             return text
         if self._values is not None:
             text = self._values.sub(MARKER, text)
+            text = self._fragments(text)
         for kind, pattern, group in _COMPILED:
             text = pattern.sub(_replace_group(kind, group), text)
+        return text
+
+    def _fragments(self, text: str) -> str:
+        """Mask a secret's tail at the start of ``text`` or after a cut, and its head at the end or before one."""
+        cuts = [(m.start(), m.end()) for m in CUT_MARKS.finditer(text)]
+        ends = [0] + [end for _, end in cuts]  # where a secret's tail could begin
+        starts = [len(text)] + [start for start, _ in cuts]  # where a secret's head could end
+        spans: List[Tuple[int, int]] = []
+        for secret in self._secrets:
+            shortest = max(MIN_FRAGMENT_CHARS, len(secret) // 2)
+            for size in range(len(secret) - 1, shortest - 1, -1):
+                tail, head = secret[-size:], secret[:size]
+                spans += [(at, at + size) for at in ends if text.startswith(tail, at)]
+                spans += [(at - size, at) for at in starts if at >= size and text.endswith(head, 0, at)]
+        for begin, end in sorted(set(spans), reverse=True):
+            if MARKER not in text[max(begin - len(MARKER), 0):end + len(MARKER)]:
+                text = text[:begin] + MARKER + text[end:]
         return text
 
 

@@ -7,15 +7,16 @@ applies to the run's state; every ending is decided by ``stop``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Dict, Generator, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Generator, Iterator, Mapping, Optional, Sequence, Tuple
 
 from repairloop import stop
 from repairloop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
 from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.confirm import confirm_failures, fidelity_failures
+from repairloop.describe import blocking_detail, describe_run, report_summary
 from repairloop.ending import apply_fix, build_result, record_result
 from repairloop.journal import (
     BaselineEvent,
@@ -25,11 +26,12 @@ from repairloop.journal import (
     InterruptedEvent,
     Journal,
     ModelDroppedEvent,
+    ProofEvent,
     SandboxEvent,
     TestFilesEvent,
-    TestsSummary,
 )
-from repairloop.patch import GuardPolicy
+from repairloop.patch import FileChange, GuardPolicy
+from repairloop.proof import prove, union
 from repairloop.runner import is_pytest_command, project_python
 from repairloop.settings import Settings
 from repairloop.stop import Ending, Handover, Refusal
@@ -39,13 +41,14 @@ from repairloop.types import (
     ChainMove,
     Decision,
     EventKind,
+    Evidence,
     Failure,
-    FailureKind,
     Iteration,
     LastAttempt,
     LoopEvent,
     Outcome,
     Proposer,
+    ResultSource,
     RunResult,
     StopReason,
     TestFiles,
@@ -64,6 +67,7 @@ class RunState:
     """The growing state of one run (iterations are frozen records). Only ``Session`` writes it."""
 
     baseline_failing: Tuple[str, ...] = ()
+    baseline_ids: FrozenSet[str] = frozenset()  # every test the baseline's run collected
     failing: Tuple[str, ...] = ()
     results: Dict[str, TestResult] = field(default_factory=dict)
     failures: Tuple[Failure, ...] = ()  # at the baseline
@@ -72,6 +76,7 @@ class RunState:
     history: Tuple[Iteration, ...] = ()
     signatures: Tuple[str, ...] = ()  # change signatures of every candidate so far
     last_attempt: Optional[LastAttempt] = None
+    kept_changes: Tuple[FileChange, ...] = ()  # every kept candidate's edits, as the guards approved them
     refused: Optional[Refusal] = None
     interrupted: bool = False
 
@@ -100,6 +105,8 @@ class Session:
         self.given: Mapping[str, Proposer] = given or {}
         self.proposers: Dict[str, Proposer] = {}
         self.result: Optional[RunResult] = None
+        self.setup: Optional[AttemptSetup] = None  # built when the loop starts
+        self.evidence = Evidence()
         self.raw_patch: Optional[str] = None  # the final patch as the workspace made it, for --apply
 
     def seconds_left(self) -> float:
@@ -113,6 +120,7 @@ class Session:
             ending = yield from self._prepare()
             if ending is None:
                 ending = yield from self._loop()
+            ending = yield from self._prove(ending)
         except KeyboardInterrupt:
             self.state.interrupted = True
             self.journal.record(InterruptedEvent(seconds=self.clock() - self.started))
@@ -131,8 +139,8 @@ class Session:
             yield LoopEvent(EventKind.NOTE, warning, {"sandbox": sandbox.to_json()})
         yield LoopEvent(EventKind.PHASE, "running the test suite (baseline)", {"command": str(self.suite.command)})
         baseline = self.suite.run(self.ws.root)
-        self.journal.record(BaselineEvent(report=_report_summary(baseline)))
-        yield LoopEvent(EventKind.NOTE, _describe(baseline), {"failing": len(baseline.failing_ids)})
+        self.journal.record(BaselineEvent(report=report_summary(baseline)))
+        yield LoopEvent(EventKind.NOTE, describe_run(baseline), {"failing": len(baseline.failing_ids)})
         time_gone = baseline.timed_out and self.seconds_left() <= 1.0  # the run's --timeout, not the suite's
         if time_gone or baseline.green:
             return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
@@ -142,7 +150,7 @@ class Session:
         self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
         if blocking is not None:
-            detail = _blocking_detail(blocking, failures)
+            detail = blocking_detail(blocking, failures)
             return stop.baseline_ending(green=False, time_gone=False, blocking=detail, all_flaky=None)
         self._set_baseline(baseline)
         if self.settings.confirm_runs:
@@ -156,6 +164,8 @@ class Session:
         if not failing:  # only an exit code is known (no plugin, no JUnit XML): the suite is the unit
             failing = tuple(f.test_id for f in self.state.failures) or (SESSION_ID,)
         self.state.baseline_failing = self.state.failing = failing
+        if baseline.source is not ResultSource.EXIT_CODE:
+            self.state.baseline_ids = frozenset(r.test_id for r in baseline.results)
         self.state.results = {r.test_id: r for r in baseline.failing}
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
         self.test_files = self.test_files.with_collected(baseline)
@@ -175,7 +185,7 @@ class Session:
             yield LoopEvent(EventKind.NOTE, f"flaky, left alone: {f.test_id} ({f.reason}; see: {f.command})")
 
     def _loop(self) -> Generator[LoopEvent, None, Ending]:
-        setup = self._attempt_setup()
+        setup = self.setup = self._attempt_setup()
         while True:
             verdict = stop.check(self._facts(), self.limits)
             if isinstance(verdict, Ending):
@@ -194,6 +204,27 @@ class Session:
             outcome = run_attempt(setup, self._attempt_input(number), self.clock)
             self._apply(outcome)
             yield LoopEvent(EventKind.ITERATION, outcome.iteration.reason, iteration=outcome.iteration)
+
+    def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
+        """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last word."""
+        st = self.state
+        patch = union(st.kept_changes)
+        flags = tuple(str(f) for it in st.history if it.decision is Decision.KEPT for f in it.flags)
+        plausible = bool(patch.changes) and ending.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED)
+        self.evidence = Evidence(plausible=plausible, flags=flags)
+        self.raw_patch = self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
+        if not plausible or self.setup is None:
+            return ending
+        runs = self.settings.final_runs
+        yield LoopEvent(EventKind.PHASE, f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))")
+        claimed = [t for t in st.baseline_failing if t not in st.failing and t not in st.flaky]
+        proof = prove(self.setup.validation, patch, claimed, st.baseline_failing)
+        self.journal.record(ProofEvent(passed=proof.passed, held=proof.held, required=proof.required,
+                                       guards=proof.guards, detail=proof.detail, seconds=round(proof.seconds, 3)))
+        self.evidence = replace(self.evidence, proof=proof.passed, runs_held=proof.held, runs_required=proof.required,
+                                guards=proof.guards, detail=proof.detail)
+        yield LoopEvent(EventKind.NOTE, "proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
+        return stop.proven(ending, proof.passed, proof.detail)
 
     # -- state --------------------------------------------------------------
 
@@ -217,6 +248,8 @@ class Session:
         checked = outcome.checked
         if checked is not None and checked.decision is Decision.KEPT:
             st.failing = checked.failing
+            if outcome.applied is not None:
+                st.kept_changes += outcome.applied.changes
             if checked.report is not None:
                 st.results.update({r.test_id: r for r in checked.report.failing})
                 st.current_failures = checked.failures
@@ -239,7 +272,8 @@ class Session:
                              max_files=settings.max_files, max_changed_lines=settings.max_changed_lines)
         validation = ValidationSetup(workspace=self.ws, suite=self.suite, journal=self.journal, policy=policy,
                                      test_files=self.test_files, final_runs=settings.final_runs,
-                                     targeted=is_pytest_command(self.suite.command), python=self.python)
+                                     targeted=is_pytest_command(self.suite.command), python=self.python,
+                                     guarded=policy.guards_verdict, baseline_ids=self.state.baseline_ids)
         return AttemptSetup(validation=validation, fuzzy_threshold=settings.fuzzy_threshold,
                             similarity_threshold=settings.similarity_threshold, context_tokens=settings.context_tokens,
                             count_tokens=self.count_tokens, redact=self.journal.redact)
@@ -269,11 +303,13 @@ class Session:
 
     def _finish(self, ending: Ending) -> LoopEvent:
         st = self.state
-        self.raw_patch = self.ws.diff() or None  # what leaves the run is redacted once, by loop.drive
+        # The reported patch is the kept candidates' union (_prove), never the workspace's diff; what
+        # leaves the run is redacted once, by loop.drive.
         result = build_result(ending, run_id=self.run_id, run_dir=self.journal.run_dir, patch=self.raw_patch,
                               failures=st.failures, history=st.history, baseline_failing=st.baseline_failing,
                               failing=st.failing, flaky=st.flaky, dropped=self.chain.dropped,
-                              allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started)
+                              allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started,
+                              evidence=self.evidence)
         result = with_sandbox(result, self.suite.sandbox_status)
         record_result(self.journal, result)
         self.result = result
@@ -288,22 +324,3 @@ class Session:
             return
         applied, written = apply_fix(self.project, self.ws.start, self.journal, result, self.raw_patch or result.patch)
         yield LoopEvent(EventKind.STOPPED, f"applied to {', '.join(written)}", result=applied)
-
-
-def _report_summary(report: TestReport) -> TestsSummary:
-    return TestsSummary(exit_code=report.exit_code, failing=report.failing_ids, passed=len(report.passed_ids),
-                        seconds=round(report.seconds, 3), timed_out=report.timed_out, source=report.source,
-                        output_tail=report.output[-2000:])
-
-
-def _describe(report: TestReport) -> str:
-    if report.timed_out:
-        return f"the test run was killed after {report.seconds:.0f} s"
-    return f"{len(report.passed_ids)} passed, {len(report.failing_ids)} failing (exit {report.exit_code})"
-
-
-def _blocking_detail(kind: FailureKind, failures: Sequence[Failure]) -> str:
-    first = next(f for f in failures if f.kind is kind)
-    where = f" at {first.location}" if first.location else ""
-    hint = f"; {first.hint}" if first.hint else ""
-    return f"{kind.value} failure{where}: {first.message}{hint}"

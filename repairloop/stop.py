@@ -212,6 +212,18 @@ def baseline_ending(*, green: bool, time_gone: bool, blocking: Optional[str], al
     return None
 
 
+def proven(ending: Ending, held: bool, detail: str) -> Ending:
+    """The ending once the proof run (``proof.prove``) has judged the reported patch.
+
+    A fix or partial fix the proof run did not confirm ends PROOF_FAILED,
+    NOT_FIXED: only what a run it could not forge showed counts.
+    """
+    if held or ending.outcome not in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
+        return ending
+    return Ending(StopReason.PROOF_FAILED, f"the patch did not hold up on a fresh copy of the start state: {detail}",
+                  Outcome.NOT_FIXED)
+
+
 def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
     """Decide after the latest step: an Ending, a Handover to the next link, or None to go on.
 

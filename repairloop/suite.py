@@ -71,6 +71,8 @@ def with_sandbox(result: RunResult, status: SandboxStatus) -> RunResult:
 class TestSuite:
     """How to run the project's tests in any copy of it (the workspace or an engine's scratch copy)."""
 
+    __test__ = False  # keep pytest from collecting this class
+
     command: Tuple[str, ...] | str
     timeout: float
     junit_xml: Optional[str]
@@ -105,7 +107,7 @@ class TestSuite:
         sandbox = self.sandbox
         if sandbox is not None and sandbox.policy.hidden:
             policy = replace(sandbox.policy, hidden=())
-            sandbox = Sandbox(sandbox.status, policy, sandbox.bwrap, sized_tmp=sandbox.sized_tmp, overlay=sandbox.overlay)
+            sandbox = Sandbox(sandbox.status, policy, sandbox.bwrap, sized_tmp=sandbox.sized_tmp)
         return replace(self, imports=ImportRedirect(), sandbox=sandbox)
 
     @property
@@ -115,8 +117,14 @@ class TestSuite:
             return SandboxStatus(False, "none", "no sandbox was set up for this suite", network=True)
         return self.sandbox.status
 
-    def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None) -> TestReport:
-        limit = min(timeout or self.timeout, max(self.deadline(), 1.0))
+    def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None,
+            past_deadline: bool = False, protect: Sequence[str] = ()) -> TestReport:
+        """One run of the test command in ``root``, bounded by ``timeout`` (default: the suite's) and by the
+        seconds left in the run, unless ``past_deadline`` (the proof run of a found fix is never cut short).
+        ``protect`` are project-relative files the run may not change (read-only in the sandbox)."""
+        limit = timeout or self.timeout
+        if not past_deadline:
+            limit = min(limit, max(self.deadline(), 1.0))
         return run_tests(
             root,
             self.command,
@@ -127,4 +135,5 @@ class TestSuite:
             junit_xml=self.junit_xml,
             coverage_source=[str(root)] if coverage else None,
             wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
+            readonly=tuple(root / rel for rel in protect),
         )

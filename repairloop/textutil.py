@@ -14,6 +14,15 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
+# What redaction puts where a secret was (``redact.py``): "[REDACTED]" or "[REDACTED:<kind>]". Masked
+# text is never content: a candidate or a patch that adds it is refused (``patch.guards``, ``--apply``).
+REDACTION_MARKER = "[REDACTED"
+
+
+def adds_marker(old: Optional[str], new: Optional[str]) -> bool:
+    """True when ``new`` holds more redaction markers than ``old`` (None: no text)."""
+    return (new or "").count(REDACTION_MARKER) > (old or "").count(REDACTION_MARKER)
+
 
 def fence(text: str, language: str = "") -> str:
     """``text`` in a Markdown code fence that nothing inside it can close.

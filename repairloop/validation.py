@@ -2,16 +2,22 @@
 
 The candidate's files are written into the workspace; the previously failing
 tests run first (with pytest), then the full suite; a candidate that fixes at
-least one failing test and breaks none is kept (and, when nothing is left
-failing, must hold up over ``final_runs`` full-suite runs), anything else is
-reverted to the checkpoint taken before it was written. Verdicts come from
-the runner's structured results and exit codes, never from what tests print.
+least one failing test and breaks none is kept (the proof run, ``proof.py``,
+later repeats the full suite ``final_runs`` times on a fresh copy), anything
+else is reverted to the checkpoint taken before it was written. Verdicts come from
+the runner's structured results and exit codes, never from what tests print,
+and a run counts only when it could not have been forged (DESIGN.md "The
+verdict"): it reached its normal end, its two witnesses agree
+(``runner.crosscheck``), the test and protected files are as they were before
+it, and it collected every test the baseline collected. A test is fixed only
+when it is reported ``passed``: skipped, xfailed, deselected or missing is not.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Callable, FrozenSet, Optional, Sequence, Tuple
 
 from repairloop.classify import classify_report
 from repairloop.journal import Journal
@@ -19,6 +25,7 @@ from repairloop.patch import AppliedPatch, GuardPolicy
 from repairloop.suite import TestSuite
 from repairloop.types import Decision, Failure, ResultSource, TestFiles, TestReport
 from repairloop.workspace import Workspace
+from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,9 @@ class ValidationSetup:
     """What validating candidates needs, built once per run.
 
     ``targeted`` is True when the test command takes test ids (pytest), so the
-    failing tests can run alone first; ``python`` is the project's interpreter.
+    failing tests can run alone first; ``python`` is the project's interpreter;
+    ``guarded`` tells the files no run may change (tests, protected files);
+    ``baseline_ids`` are the tests the baseline's full run collected.
     """
 
     workspace: Workspace
@@ -37,6 +46,8 @@ class ValidationSetup:
     final_runs: int
     targeted: bool
     python: Optional[str]
+    guarded: Callable[[str], bool] = lambda path: False
+    baseline_ids: FrozenSet[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,8 @@ def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, 
     token = ws.checkpoint()
     try:
         ws.write_files({c.path: c.new_text for c in applied.changes})
-        checked = _judge(setup, failing, flaky)
+        oracle = fingerprint(ws.root, setup.guarded)  # the candidate's own (allowed) edits included
+        checked = _judge(setup, failing, flaky, oracle)
     except BaseException:  # Ctrl-C or a crash mid-validation: an untested candidate never stays
         ws.revert_to(token)
         raise
@@ -81,32 +93,27 @@ def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, 
                    checked.report, checked.seconds, failures)
 
 
-def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str]) -> Checked:
+def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str], oracle: Fingerprint) -> Checked:
     suite, root = setup.suite, setup.workspace.root
     seconds = 0.0
-    if setup.targeted:
-        first = suite.run(root, failing)
+    if setup.targeted and not any(t.startswith("<") for t in failing):  # <session>: the suite is the unit
+        first = suite.run(root, failing, protect=tuple(oracle))
         seconds += first.seconds
-        if first.timed_out:
-            return Checked(Decision.REVERTED, "the failing tests timed out with this candidate", failing=failing,
-                           seconds=seconds)
-        if not _fixed_any(failing, first):
+        untrusted = untrusted_run(setup, first, root, oracle, full=False)
+        if untrusted:
+            return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
+        if not _fixed(failing, first):
             return Checked(Decision.REVERTED, f"fixed none of the {len(failing)} failing test(s): " + _first_message(first),
                            failing=failing, report=first, seconds=seconds)
-    full = suite.run(root)
+    full = suite.run(root, protect=tuple(oracle))
     seconds += full.seconds
-    if full.timed_out:
-        return Checked(Decision.REVERTED, "the test suite timed out with this candidate", failing=failing, seconds=seconds)
+    untrusted = untrusted_run(setup, full, root, oracle, full=True)
+    if untrusted:
+        return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
     now_failing = _failing_after(failing, full, flaky)
     fixed = tuple(t for t in failing if t not in now_failing)
     broke = tuple(t for t in now_failing if t not in failing)
-    if fixed and not broke:
-        if not now_failing:  # a fix: the full suite must hold up `final_runs` times
-            flaky_run, extra = _repeat_full_suite(setup)
-            seconds += extra
-            if flaky_run:
-                return Checked(Decision.REVERTED, f"passed once, then failed on full-suite run {flaky_run} "
-                               f"of {setup.final_runs} (a flaky fix)", failing=failing, seconds=seconds)
+    if fixed and not broke:  # the proof run (proof.py) repeats the full suite `final_runs` times
         reason = f"fixed {len(fixed)} test(s), broke none; {len(now_failing)} still failing"
         return Checked(Decision.KEPT, reason, fixed, broke, now_failing, full, seconds)
     if broke:
@@ -116,29 +123,52 @@ def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str
     return Checked(Decision.REVERTED, reason, fixed, broke, now_failing, full, seconds)
 
 
-def _repeat_full_suite(setup: ValidationSetup) -> Tuple[int, float]:
-    """Run the full suite ``final_runs - 1`` more times: (first failing run number or 0, seconds)."""
-    seconds = 0.0
-    for number in range(2, setup.final_runs + 1):
-        again = setup.suite.run(setup.workspace.root)
-        seconds += again.seconds
-        if not again.green:
-            return number, seconds
-    return 0, seconds
+def untrusted_run(setup: ValidationSetup, report: TestReport, root: Path, oracle: Fingerprint, *, full: bool) -> str:
+    """Why this run cannot judge the candidate, or "": timed out, stopped early, witnesses disagree,
+    a test or protected file changed while it ran, or (a full run) tests the baseline had went missing."""
+    if report.timed_out:
+        return f"the {'test suite' if full else 'failing tests'} timed out with this candidate"
+    if not report.complete:
+        return "the test run ended before pytest finished (a crash or an early exit), so nothing it reported counts"
+    if report.distrust:
+        return f"the test results cannot be trusted: {report.distrust}"
+    changed = changed_files(oracle, fingerprint(root, setup.guarded))
+    if changed:
+        return ("while the tests ran, the candidate's code changed test or protected file(s): "
+                + ", ".join(changed[:5]) + "; tests are the oracle and may not be rewritten")
+    if full and report.source is not ResultSource.EXIT_CODE and setup.baseline_ids:
+        seen = {r.test_id for r in report.results}
+        missing = sorted(t for t in setup.baseline_ids if "::" in t and t not in seen)
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            return (f"{len(missing)} test(s) the baseline ran were not run with this candidate: "
+                    + ", ".join(missing[:3]) + more)
+    return ""
 
 
-def _fixed_any(failing: Sequence[str], report: TestReport) -> bool:
+def _fixed(failing: Sequence[str], report: TestReport) -> bool:
+    """True when at least one of ``failing`` is reported passed (an exit-code-only suite: when it is green)."""
     if report.source is ResultSource.EXIT_CODE:
         return report.green
-    if report.exit_code not in (0, 1):
+    return any(passes(t, report) for t in failing)
+
+
+def passes(test_id: str, report: TestReport) -> bool:
+    """Reported ``passed``; a module that failed to collect passes when its tests now run and all pass."""
+    if test_id in report.passed_only:
+        return True
+    if "::" in test_id:
         return False
-    return any(t not in report.failing_ids for t in failing)
+    inside = [r for r in report.results if r.test_id.startswith(test_id + "::")]
+    return bool(inside) and all(r.test_id in report.passed_only for r in inside)
 
 
 def _failing_after(failing: Sequence[str], report: TestReport, flaky: Sequence[str]) -> Tuple[str, ...]:
+    """The tests failing after a candidate: new failures, and every earlier one not reported passed."""
     if report.source is ResultSource.EXIT_CODE:
         return () if report.green else tuple(failing)
-    return tuple(t for t in report.failing_ids if t not in flaky)
+    still = {t for t in failing if not passes(t, report)}
+    return tuple(sorted((set(report.failing_ids) | still) - set(flaky)))
 
 
 def _first_message(report: TestReport) -> str:

@@ -29,16 +29,16 @@ FAKE_SUMMARY_CONFTEST = """\
 +print("========== 3 passed in 0.01s ==========")
 """
 
-# The same lie, spelled so that no literal looks like a summary: it gets past the content
-# rules (with test edits allowed) and shows that verdicts never come from what tests print.
-SNEAKY_CONFTEST = """\
---- /dev/null
-+++ b/conftest.py
-@@ -0,0 +1,3 @@
-+import sys
-+WORD = "pas" + "sed"
-+sys.stdout.write("=" * 10 + " 3 " + WORD + " in 0.01s " + "=" * 10 + "\\n")
-"""
+# The same lie, spelled so that no literal looks like a summary, printed by the code under test:
+# it gets past the content rules and shows that verdicts never come from what tests print.
+SNEAKY_SUMMARY = (
+    "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -1,3 +1,6 @@\n"
+    ' """List helpers."""\n'
+    "+import sys\n"
+    '+WORD = "pas" + "sed"\n'
+    '+sys.stdout.write("=" * 10 + " 3 " + WORD + " in 0.01s " + "=" * 10 + "\\n")\n'
+    " \n \n"
+)
 
 SKIPS_TEST = """\
 --- a/tests/test_lists.py
@@ -93,18 +93,18 @@ def test_conftest_printing_a_fake_summary_is_rejected_and_changes_no_verdict(mak
         code, out, _ = run_cli(one_iteration(project, srv), capsys)
     doc = json.loads(out)
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["still_failing"] == ["tests/test_lists.py::test_last_n"]
-    assert doc["iterations"][0]["decision"] == "rejected" and "conftest.py, a test file" in doc["iterations"][0]["reason"]
-    with ScriptedServer([("ok", FAKE_SUMMARY_CONFTEST)]) as srv:  # test edits allowed: the content rule refuses it
+    assert doc["iterations"][0]["decision"] == "rejected" and "conftest.py, a protected file" in doc["iterations"][0]["reason"]
+    with ScriptedServer([("ok", FAKE_SUMMARY_CONFTEST)]) as srv:  # test edits allowed: still protected
         code, out, _ = run_cli(one_iteration(project, srv, "--allow-test-edits"), capsys)
     doc = json.loads(out)
     assert code == 1 and doc["iterations"][0]["decision"] == "rejected"
-    assert "tampers with the test runner" in doc["iterations"][0]["reason"]
+    assert "conftest.py, a protected file" in doc["iterations"][0]["reason"]
 
 
 def test_a_fake_summary_that_slips_through_changes_no_verdict(make_project, capsys) -> None:
     project = make_project("off_by_one")
-    with ScriptedServer([("ok", SNEAKY_CONFTEST)]) as srv:
-        code, out, _ = run_cli(one_iteration(project, srv, "--allow-test-edits"), capsys)
+    with ScriptedServer([("ok", SNEAKY_SUMMARY)]) as srv:
+        code, out, _ = run_cli(one_iteration(project, srv), capsys)
     doc = json.loads(out)
     it = doc["iterations"][0]
     assert it["decision"] == "reverted" and "fixed none" in it["reason"]  # tested: the plugin's results decide

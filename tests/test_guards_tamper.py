@@ -84,7 +84,7 @@ def test_test_found_by_content_outside_the_test_globs(tmp_path: Path) -> None:
 
 def test_code_next_to_a_test_function_is_not_a_test_edit(tmp_path: Path) -> None:
     old = "def helper():\n    return 1\n\n\ndef test_helper():\n    assert helper() == 1\n"
-    new = edit(old, "return 1", "return 1  # the one")
+    new = edit(old, "return 1", "return 2 - 1")
     check_guards(change("checks/verify_helper.py", old, new), tmp_path, GuardPolicy())
 
 
@@ -131,10 +131,14 @@ def test_tampering_content_is_rejected_in_source_code(added: str, rule: str, tmp
     "print('== 1 failed, 3 passed in 0.10s ==')\n",
 ])
 def test_a_new_conftest_that_tampers_is_rejected_even_when_tests_may_change(text: str, tmp_path: Path) -> None:
-    with pytest.raises(GuardError, match=r"conftest.py, a test file"):
-        check_guards(change("conftest.py", None, text), tmp_path, GuardPolicy())
+    for policy in (GuardPolicy(), ALLOW):  # conftest.py is protected: allowing test edits does not lift it
+        with pytest.raises(GuardError, match=r"conftest.py, a protected file"):
+            check_guards(change("conftest.py", None, text), tmp_path, policy)
+        with pytest.raises(GuardError, match=r"conftest.py, a protected file"):
+            check_guards(change("pkg/sub/conftest.py", None, text), tmp_path, policy)
+    # The content rules stand behind the protection: the same text in a test helper, with test edits allowed.
     with pytest.raises(GuardError, match=r"tampers with the test runner|looks like a test summary"):
-        check_guards(change("conftest.py", None, text), tmp_path, ALLOW)
+        check_guards(change("tests/helpers.py", None, text), tmp_path, ALLOW)
 
 
 def test_code_that_already_exits_may_be_edited(tmp_path: Path) -> None:

@@ -303,9 +303,15 @@ TEST_PATHS = [
     ("pkg/test_calc.py", "**/test_*.py"),
     ("calc_test.py", "*_test.py"),
     ("pkg/sub/calc_test.py", "**/*_test.py"),
-    ("conftest.py", "conftest.py"),
-    ("pkg/conftest.py", "**/conftest.py"),
 ]
+
+
+@pytest.mark.parametrize("path", ["conftest.py", "pkg/conftest.py"])
+def test_conftest_is_a_test_file_and_protected_even_when_tests_may_change(path: str, tmp_path: Path) -> None:
+    assert TestFiles().is_test(path)  # pytest loads it before any test: a candidate may never write it
+    for policy in (GuardPolicy(), GuardPolicy(allow_test_edits=True)):
+        with pytest.raises(GuardError, match=f"edits {path}, a protected file"):
+            check_guards(_one(path), tmp_path, policy)
 
 
 @pytest.mark.parametrize("path, glob", TEST_PATHS)

@@ -128,3 +128,47 @@ def test_redact_record_masks_every_string_and_keeps_the_shape() -> None:
     clean = redact_record(record, Redactor([leak]))
     assert clean == Outer((Inner("got [REDACTED]", Decision.REVERTED, 3),), {"k": ["[REDACTED]", 1.5], "n": None})
     assert clean.items[0].decision is Decision.REVERTED  # a str enum is not text to mask
+
+
+@pytest.mark.parametrize("name", ["DB_PASS", "MYSQL_PWD", "SMTP_PASSPHRASE", "REDIS_PASSWORD"])
+def test_password_variables_by_any_spelling_but_not_the_working_directory(name: str) -> None:
+    assert is_secret_name(name)
+    assert not is_secret_name("PWD") and not is_secret_name("OLDPWD")
+
+
+def _forms(value: str) -> dict:
+    import base64
+    import urllib.parse
+
+    raw = value.encode()
+    return {
+        "repr": repr("x" + value)[1:-1], "json": json.dumps({"k": value}), "percent": urllib.parse.quote(value, safe=""),
+        "hex": raw.hex(), "HEX": raw.hex().upper(), "base64": base64.b64encode(raw).decode(),
+        "base64 in a blob": base64.b64encode(b"header:" + raw + b":trailer").decode(),
+        "urlsafe base64": base64.urlsafe_b64encode(b"!" + raw).decode(),
+    }
+
+
+@pytest.mark.parametrize("form", sorted(_forms("p@ss\"w0rd/with\\odd'chars")))
+def test_each_encoding_of_a_secret_value_is_masked(form: str) -> None:
+    secret = "p@ss\"w0rd/with\\odd'chars"
+    text = _forms(secret)[form]
+    masked = Redactor([secret])(f"value: {text} end")
+    assert MARKER in masked and text not in masked
+
+
+def test_a_secret_cut_by_an_output_cap_leaves_no_fragment() -> None:
+    redactor = Redactor([PLANTED])
+    head = ("log line\n" + PLANTED)[: len("log line\n") + 12]
+    assert PLANTED[:12] not in redactor(head + "...")  # the plugin's message cap
+    assert PLANTED[:12] not in redactor(head + "\n[... repairloop: 4096 bytes of output dropped ...]\nrest")
+    tail = PLANTED[9:] + " and the rest of the captured output"  # text[-N:] starts inside the value
+    assert PLANTED[9:] not in redactor(tail)
+    assert redactor("an ordinary ... ellipsis and text") == "an ordinary ... ellipsis and text"
+
+
+def test_passwords_in_urls_of_any_scheme_even_without_a_user() -> None:
+    for url in ("redis://:hunter2secret@cache:6379/0", "postgresql://app:hunter2secret@db/app",
+                "amqp://guest:hunter2secret@mq//"):
+        masked = redact(url, [])
+        assert "hunter2secret" not in masked and "[REDACTED:url-password]" in masked

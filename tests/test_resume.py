@@ -161,3 +161,26 @@ def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None
     journal("20260101-000001-bbbb", "stagnation")
     assert not load_recorded(tmp_path, "20260101-000000-aaaa").finished
     assert load_recorded(tmp_path, "20260101-000001-bbbb").finished
+
+
+def test_a_recorded_answer_holding_a_masked_value_is_asked_again() -> None:
+    from repairloop.chain import ReplayProposer
+    from repairloop.journal import ProposalEvent
+    from repairloop.types import Proposal, ProposalRequest, RepairContext, Usage
+
+    asked: List[int] = []
+
+    class Live:
+        name, engine = "m", "llm"
+
+        def propose(self, request: ProposalRequest) -> Proposal:
+            asked.append(request.iteration)
+            return Proposal(answer="fresh answer", engine="llm", model="m")
+
+    recorded = {(1, 0): ProposalEvent(iteration=1, round=0, model="m", engine="llm", answer="x = '[REDACTED]'", usage=Usage(), notes={}),
+                (2, 0): ProposalEvent(iteration=2, round=0, model="m", engine="llm", answer="x = 1", usage=Usage(), notes={})}
+    replay = ReplayProposer("m", recorded, Live)
+    context = RepairContext(failing_tests=("t",), message="", traceback="", slices=())
+    assert replay.propose(ProposalRequest(context=context, iteration=1)).answer == "fresh answer"
+    assert replay.propose(ProposalRequest(context=context, iteration=2)).answer == "x = 1"
+    assert asked == [1]

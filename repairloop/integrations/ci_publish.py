@@ -21,6 +21,7 @@ from repairloop.integrations.forge import ensure_pull_request
 from repairloop.integrations.summary import markdown_summary
 from repairloop.journal import DoneEvent, IntentEvent, Journal, PushRefusedEvent
 from repairloop.settings import Settings
+from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import Outcome, RunResult
 
 # Files that steer CI itself: a patch touching them is never pushed (a fix must not change its own judge).
@@ -69,6 +70,9 @@ def publish(plan: Plan, settings: Settings, project: Path, repo: git.Repo, head:
     out = Published()
     if result.outcome is not Outcome.FIXED or not result.patch:
         out.actions.append("not pushed: only a fixed run is pushed (the patch file is kept)")
+        return out
+    if any(line.startswith("+") and REDACTION_MARKER in line for line in result.patch.splitlines()):
+        out.errors.append("the patch writes a redaction placeholder (masked text is never content); not pushed")
         return out
     touched = touches_ci_config(git.changed_paths(repo, result.patch))
     if touched:

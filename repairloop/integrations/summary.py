@@ -108,8 +108,8 @@ def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_pat
     if result.patch:
         fixed = ", ".join(f"`{cell(t)}`" for t in result.fixed_tests) or "none"
         shown = result.patch if len(result.patch) <= PATCH_LIMIT else result.patch[:PATCH_LIMIT] + "\n… (cut)\n"
-        parts.append("### Patch\n\nFixes: " + fixed + ". It passes the test suite: plausible, not proven "
-                     "correct; review it.\n\n" + fence(shown.removesuffix("\n"), "diff") + "\n"
+        parts.append("### Patch\n\nFixes: " + fixed + ". Evidence: " + result.evidence.summary() + ".\n\n"
+                     + fence(shown.removesuffix("\n"), "diff") + "\n"
                      + (f"\nSaved as `{patch_path}`.\n" if patch_path else ""))
     if result.still_failing:
         parts.append("Still failing: " + ", ".join(f"`{cell(t)}`" for t in result.still_failing) + "\n")

@@ -26,7 +26,7 @@ from repairloop.journal.iteration_events import (
     ProposalEvent,
     TestsSummary,
 )
-from repairloop.types import Failure, JournalKind, Outcome, SandboxStatus, StopReason
+from repairloop.types import Evidence, Failure, JournalKind, Outcome, SandboxStatus, StopReason
 from repairloop.types.model_events import MODEL_EVENTS, ModelEvent
 
 # -- the run's frame (loop.py) ------------------------------------------------------------
@@ -190,6 +190,7 @@ class StoppedEvent:
     still_failing: Tuple[str, ...] = ()
     flaky_tests: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
+    evidence: Optional[Evidence] = None  # added with the proof run; older journals have none
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,20 @@ class PushRefusedEvent:
 
 
 @dataclass(frozen=True)
+class ProofEvent:
+    """The proof run of the reported patch on a fresh copy of the start state (``proof.prove``):
+    ``held`` of ``required`` full-suite runs held, ``guards`` passed on the whole patch, ``detail`` why not."""
+
+    kind: ClassVar[JournalKind] = JournalKind.PROOF
+    passed: bool
+    held: int
+    required: int
+    guards: bool = True
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class UnknownEvent:
     """A journal line this version cannot read: a newer kind, or fields of the wrong type. Reports say so."""
 
@@ -260,7 +275,7 @@ _LoopSide = Union[
     StartEvent, ResumedEvent, WorkspaceEvent, InterruptedEvent, ErrorEvent, CrashedEvent, SandboxEvent, BaselineEvent,
     ClassifiedEvent,
     TestFilesEvent, FlakyEvent, EscalateEvent, ModelDroppedEvent, ProposalEvent, ProposalErrorEvent,
-    CandidateRejectedEvent, IterationEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
+    CandidateRejectedEvent, IterationEvent, ProofEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
 ]
 JournalEvent = Union[_LoopSide, ModelEvent]  # what ``Journal.record`` takes
 ReadEvent = Union[JournalEvent, UnknownEvent]  # what reading gives back
@@ -269,6 +284,6 @@ EVENT_CLASSES = (
     StartEvent, ResumedEvent, WorkspaceEvent, InterruptedEvent, ErrorEvent, CrashedEvent, SandboxEvent, BaselineEvent,
     ClassifiedEvent,
     TestFilesEvent, FlakyEvent, EscalateEvent, ModelDroppedEvent, ProposalEvent, ProposalErrorEvent,
-    CandidateRejectedEvent, IterationEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
+    CandidateRejectedEvent, IterationEvent, ProofEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
     *MODEL_EVENTS,
 )

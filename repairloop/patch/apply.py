@@ -8,6 +8,7 @@ that reaches the end of the file says otherwise (``\\ No newline at end of file`
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -150,6 +151,10 @@ def _load(root: Path, path: str) -> _FileState:
     return _FileState(path, text, lines, newline, plain.endswith("\n") or not plain)
 
 
+# A git diff header that makes a path a symbolic link.
+_SYMLINK_MODE = re.compile(r"^(?:new file |new |old |deleted file )?mode 120000\s*$", re.M)
+
+
 def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
                  shown: Optional[Sequence[CodeSlice]] = None) -> AppliedPatch:
     """Parse ``answer`` and compute every touched file's new text under ``root``.
@@ -164,6 +169,9 @@ def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
     GuardError (a PatchError) for a path outside ``root``, in ``.git/`` or
     ``.repairloop/``.
     """
+    if _SYMLINK_MODE.search(answer):
+        raise PatchError("the candidate creates a symbolic link (mode 120000); a link can make one path write another",
+                         hint="edit files by their own paths; a fix needs no links")
     edits = parse_answer(answer, root, shown)
     states: Dict[str, _FileState] = {}
     for edit in edits:

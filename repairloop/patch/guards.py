@@ -11,15 +11,17 @@ candidate comes through here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import List, Tuple
 
 from repairloop.errors import GuardError
+from repairloop.patch.effect import check_effective
 from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.newfiles import check_new_files, split_scratch
 from repairloop.patch.protected import protected_sections
 from repairloop.patch.tamper import check_tamper, edited_tests
+from repairloop.textutil import REDACTION_MARKER, adds_marker
 from repairloop.types import matches_globs, project_relative
 
 _PRIVATE = {".git": "git's own data", ".repairloop": "repairloop's run data"}
@@ -93,15 +95,24 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
     """
     test_edits: List[str] = []
     for change in applied.changes:
-        resolve_inside(root, change.path)
-        _check_protected(change, policy)
-        test_edits += _check_tests(change, policy)
+        real = _real_path(root, change.path)
+        judged_as = [change] if real == normalize_path(change.path) else [change, replace(change, path=real)]
+        for judged in judged_as:  # by its name and by what it resolves to
+            _check_protected(judged, policy)
+            test_edits += _check_tests(judged, policy)
         check_tamper(change)
         _check_text(change)
+    check_effective(applied)
     kept, dropped = split_scratch(applied, root, policy.test_files.is_test)
     check_new_files(kept, root, policy, policy.test_files.is_test)
     _check_sizes(kept, policy)
     return Screened(kept, dropped, tuple(test_edits))
+
+
+def _real_path(root: Path, path: str) -> str:
+    """The project-relative path ``path`` resolves to (symbolic links followed); checks it stays inside."""
+    target = resolve_inside(root, path)
+    return target.relative_to(root.resolve()).as_posix() if target != root.resolve() else normalize_path(path)
 
 
 def _check_protected(change: FileChange, policy: GuardPolicy) -> None:
@@ -145,6 +156,12 @@ _BINARY_SUFFIXES = (".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".b
 
 
 def _check_text(change: FileChange) -> None:
+    if adds_marker(change.old_text, change.new_text):
+        raise GuardError(
+            f"the candidate writes a redaction placeholder ({REDACTION_MARKER}...]) into {change.path}; "
+            "masked text is never content",
+            hint="a value was masked because it looks secret; write code that does not need it",
+        )
     binary = change.path.lower().endswith(_BINARY_SUFFIXES)
     for text in (change.old_text, change.new_text):
         if binary or (text is not None and "\x00" in text):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
 from repairloop.textutil import common_ends
-from repairloop.types import DEFAULT_PROTECTED_GLOBS, TestFiles
+from repairloop.types import DEFAULT_PROTECTED_GLOBS, TestFiles, matches_globs
 
 # How a hunk line is tagged, as in a unified diff.
 CONTEXT, REMOVED, ADDED = " ", "-", "+"
@@ -48,6 +48,16 @@ class GuardPolicy:
     max_files: int = 5
     max_changed_lines: int = 200
     max_file_bytes: int = 1_000_000
+
+    def guards_verdict(self, path: str) -> bool:
+        """True for a file whose content decides a verdict: a test, a protected file, pyproject.toml, setup.cfg.
+
+        No test run may change these (``workspace.fingerprint``), whatever a
+        candidate was allowed to edit before the run.
+        """
+        name = path.rsplit("/", 1)[-1]
+        return name in ("pyproject.toml", "setup.cfg") or self.test_files.is_test(path) \
+            or matches_globs(path, self.protected_globs)
 
 
 @dataclass(frozen=True)

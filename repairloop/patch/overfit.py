@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
+from repairloop.errors import GuardError
 from repairloop.patch.model import AppliedPatch
 from repairloop.patch.statements import statement_delta
 from repairloop.types import Flag, FlagKind, TestFiles
@@ -53,7 +54,35 @@ def _literal_key(node: ast.AST) -> Optional[str]:
 
 
 def _literals_in(node: ast.AST) -> Set[str]:
-    return {key for sub in ast.walk(node) if (key := _literal_key(sub)) is not None}
+    """The literal keys in ``node``, and the values a special case could compute from them (``_derived``)."""
+    keys: Set[str] = set()
+    for sub in ast.walk(node):
+        key = _literal_key(sub)
+        if key is not None:
+            keys.add(key)
+            keys |= _derived(sub)
+    return keys
+
+
+def _derived(node: ast.AST) -> Set[str]:
+    """Keys of values computed from a literal input: the sum, length, smallest and largest of a
+    collection of numbers, the length of a string (an overfit on ``sum(items) == 10`` hides the literal)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return set()
+    found: List[float] = []
+    if isinstance(value, (list, tuple, set, frozenset)) and value \
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        found += [sum(value), len(value), min(value), max(value)]
+    elif isinstance(value, str):
+        found.append(len(value))  # an int is a float for this list
+    keys = set()
+    for item in found:
+        key = _literal_key(ast.Constant(item))
+        if key is not None:
+            keys.add(key)
+    return keys
 
 
 def _is_assertion(node: ast.AST) -> bool:
@@ -170,3 +199,46 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
                 flags.append(Flag(FlagKind.SUSPECTED_OVERFITTING,
                                   f"{change.path}:{line} `{shown}` compares with {literal} from the failing test"))
     return tuple(flags[:MAX_FLAGS])
+
+
+def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files: TestFiles = TestFiles()) -> None:
+    """Refuse a candidate that returns the failing test's own literal when it recognises the test's input.
+
+    ``if items == [1, 2, 3, 4] and n == 2: return [3, 4]`` (or ``sum(items) == 10``)
+    is not a fix but the test's answer written into the code: an added branch
+    whose condition compares with a test literal (or a value computed from
+    one) and whose body returns a test literal is refused with GuardError;
+    a branch that only compares is flagged (``overfitting_flags``).
+    """
+    if not literals:
+        return
+    for change in applied.changes:
+        if not change.path.endswith(".py") or test_files.is_test(change.path):
+            continue
+        delta = statement_delta(change.old_text, change.new_text)
+        if not delta.parses:
+            continue
+        before = {ast.dump(n) for n in _answers(delta.removed, literals)}
+        for node in _answers(delta.added, literals):
+            if ast.dump(node) not in before:
+                shown = " ".join(ast.unparse(node).split())[:120]
+                raise GuardError(
+                    f"the candidate hard-codes the failing test's answer in {change.path} (line {node.lineno}): "
+                    f"`{shown}` recognises the test's input and returns its expected value",
+                    hint="fix the computation for every input; special-casing the test is not a fix",
+                )
+
+
+def _answers(nodes: Sequence[ast.AST], literals: FrozenSet[str]) -> Iterator[ast.stmt]:
+    """Added ``if`` statements (and conditional expressions' statements) that special-case a test literal
+    and return one."""
+    for node in (sub for top in nodes for sub in ast.walk(top)):
+        if isinstance(node, ast.If) and _literals_in(node.test) & literals:
+            returns = [r for stmt in node.body for r in ast.walk(stmt) if isinstance(r, ast.Return)]
+            if any(r.value is not None and _literal_key(r.value) in literals for r in returns):
+                yield node
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.IfExp):
+            test, body = node.value.test, node.value.body
+            if _literals_in(test) & literals and _literal_key(body) in literals:
+                yield node
+

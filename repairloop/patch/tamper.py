@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import AbstractSet, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import GuardError
+from repairloop.patch import forgery
 from repairloop.patch.model import FileChange, line_opcodes
 from repairloop.patch.statements import parse_module, statement_delta
 
@@ -54,6 +55,7 @@ _WHY = {
     "summary": ("prints text that looks like a test summary",
                 "verdicts come from the runner's structured results; fix the code instead"),
     "trivial_assert": ("adds an assertion that always passes", "keep the assertion's real check"),
+    **forgery.WHY,
 }
 
 
@@ -89,6 +91,12 @@ def _module_runner_imports(text: str) -> FrozenSet[str]:
     return frozenset(_runner_imports(tree.body)) if tree is not None else frozenset()
 
 
+def _docstrings(nodes: Sequence[ast.AST]) -> Set[int]:
+    """ids of the string constants that stand alone as a statement (docstrings, inert prose) in ``nodes``."""
+    return {id(node.value) for node in _walk(nodes)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
 def _walk(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
     for top in nodes:
         yield from ast.walk(top)
@@ -105,8 +113,11 @@ class _Scanner:
         self.imported = imported
 
     def findings(self, nodes: Sequence[ast.AST]) -> Iterator[Finding]:
+        docstrings = _docstrings(nodes)
         for node in _walk(nodes):
-            for rule in (self._skip, self._exit, self._runner, self._summary, self._trivial):
+            if id(node) in docstrings:
+                continue  # prose: a docstring may name pytest or print nothing
+            for rule in (self._skip, self._exit, self._runner, self._summary, self._trivial, *forgery.RULES):
                 found = rule(node)
                 if found:
                     key = ast.dump(node)

@@ -141,8 +141,9 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
         if not note.startswith("WARNING"):
             lines.append(note)
     stopped = report.status is RunStatus.STOPPED
-    if result.patch and stopped and result.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
-        lines.append("The patch passes the tests: plausible, not proven correct. Review it.")
+    if stopped and result.evidence.plausible:
+        lines.append("evidence: " + result.evidence.summary())
+    if result.patch:
         lines.append(f"patch: {result.run_dir}/fix.patch" + (" (applied)" if result.applied else ""))
     lines.append(f"run: {result.run_dir}")
     style = "yellow" if warnings else _OUTCOME_STYLE.get(result.outcome, "") if stopped else "red"

@@ -13,6 +13,7 @@ the command writes (``source="junit"``), or from the exit code alone
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import replace
@@ -27,6 +28,7 @@ from repairloop.runner.command import (
     project_python,
     with_arguments,
 )
+from repairloop.runner.crosscheck import JUNIT_NAME, disagreement
 from repairloop.runner.imports import ImportRedirect, probe_imports
 from repairloop.runner.junit import read_junit
 from repairloop.runner.proc import ProcessResult, run_process
@@ -74,15 +76,17 @@ class CommandWrapper(Protocol):
     ``tree`` is the copy under test (the command runs in it and may write there;
     a sandbox may discard those writes when the command ends); ``outputs`` are
     the files and directories whose writes must be kept (the results and
-    coverage files, the JUnit XML); ``env`` is the command's environment.
+    coverage files, the JUnit XML); ``env`` is the command's environment;
+    ``readonly`` are files inside ``tree`` the command may not change (the
+    tests and the files that configure them).
     """
 
     def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
-                 env: Mapping[str, str]) -> List[str]: ...
+                 env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]: ...
 
 
 def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], tree: Path,
-             outputs: Sequence[Path], env: Mapping[str, str]) -> Union[Sequence[str], str]:
+             outputs: Sequence[Path], env: Mapping[str, str], readonly: Sequence[Path] = ()) -> Union[Sequence[str], str]:
     """``command`` as ``wrap`` makes it; a program that is not found stays unwrapped, so the
     run still ends as 127 "command not found" (nothing of it runs, confined or not)."""
     if wrap is None:
@@ -93,7 +97,8 @@ def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper],
     program = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
     if program is None or not os.path.exists(os.path.join(tree, program)):
         return command
-    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], tree=tree, outputs=outputs, env=env)
+    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], tree=tree, outputs=outputs, env=env,
+                readonly=readonly)
 
 
 def build_test_env(
@@ -104,6 +109,7 @@ def build_test_env(
     pythonpath: Sequence[Path] = (),
     coverage: Optional[Tuple[Sequence[str], Path]] = None,
     imports: Optional[ImportRedirect] = None,
+    junit_witness: Optional[Path] = None,
 ) -> Dict[str, str]:
     """The test process's environment: ``base`` plus the plugin, import redirection and quiet settings.
 
@@ -113,6 +119,8 @@ def build_test_env(
     see ``runner.imports``) and makes nothing else importable; ``pythonpath``
     (dirs relative to ``root``) is for callers that want more on the path.
     ``coverage`` is ``(source dirs relative to root, data file)``.
+    ``junit_witness`` is where pytest writes its own JUnit XML of the run
+    (``crosscheck``).
     """
     env = dict(base)
     redirect = imports.environment(root) if imports else {}
@@ -123,6 +131,8 @@ def build_test_env(
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     addopts = [env.get("PYTEST_ADDOPTS", "").strip(), f"-p {PLUGIN_NAME}"]
+    if junit_witness is not None:
+        addopts.append(f"--junitxml={shlex.quote(str(junit_witness))}")
     env["PYTEST_ADDOPTS"] = " ".join(part for part in addopts if part)
     env["REPAIRLOOP_RESULTS"] = str(results_file)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the workspace
@@ -148,6 +158,7 @@ def run_tests(
     output_limit: int = 200_000,
     wrap: Optional[CommandWrapper] = None,
     imports: Optional[ImportRedirect] = None,
+    readonly: Sequence[Path] = (),
 ) -> TestReport:
     """Run the test command once in ``root`` and return its structured TestReport.
 
@@ -162,7 +173,8 @@ def run_tests(
     coverage.py data file in its own temporary directory, which the caller
     owns. ``imports`` redirects the project's imports to ``root`` (see
     ``build_test_env``). ``output_limit`` is in bytes. ``wrap`` (a sandbox) turns
-    the command into the argv that runs it confined. A command that is not found gives
+    the command into the argv that runs it confined, with the ``readonly``
+    files of ``root`` unwritable. A command that is not found gives
     exit code 127. Raises ProjectError when ``root`` is not a directory and
     ConfigError for an empty command.
     """
@@ -183,18 +195,21 @@ def run_tests(
         if coverage_dir is not None:
             coverage = (tuple(coverage_source or ()), coverage_dir / ".coverage")
         base = os.environ if env is None else env
+        witness = scratch / JUNIT_NAME
         run_env = build_test_env(
             base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage,
             imports=imports,
+            junit_witness=witness,
         )
         outputs = [scratch] + ([coverage_dir] if coverage_dir is not None else [])
         if wrap is not None and junit_path is not None and junit_path.parent.is_dir():
             junit_path.touch()  # an (empty) file to keep: the command's JUnit XML lands in it
             outputs.append(junit_path)
-        runnable = _wrapped(final, wrap, root, outputs, run_env)
+        runnable = _wrapped(final, wrap, root, outputs, run_env, readonly)
         done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
         plugin = read_plugin_results(results_file, root)
         report = _report(final, done, plugin, junit_path, root, timeout)
+        report = _witnessed(report, plugin, witness, root, is_pytest_command(command), command)
         if coverage is not None and coverage[1].is_file():
             keep_coverage = True
             report = replace(report, coverage_file=str(coverage[1]))
@@ -203,6 +218,26 @@ def run_tests(
         shutil.rmtree(scratch, ignore_errors=True)
         if coverage_dir is not None and not keep_coverage:
             shutil.rmtree(coverage_dir, ignore_errors=True)
+
+
+def _witnessed(report: TestReport, plugin: PluginResults, witness: Path, root: Path, pytest_like: bool,
+               command: Union[Sequence[str], str]) -> TestReport:
+    """``report`` with ``complete`` and ``distrust`` set from the plugin's end record and pytest's JUnit witness.
+
+    A pytest run that never wrote the plugin's end record stopped early (a
+    crash, ``os._exit``, a kill): it is incomplete whatever its exit code. A
+    command that is not pytest and left no plugin record is judged by its exit
+    code alone (complete as far as anyone can tell).
+    """
+    started = plugin.finished or plugin.records > 0
+    complete = plugin.finished or (not started and not pytest_like)
+    if not plugin.finished:
+        return replace(report, complete=complete)
+    text = " ".join(command) if not isinstance(command, str) else command
+    own_junit = "--junitxml" in text or "--junit-xml" in text
+    junit = read_junit(witness, root) if witness.is_file() else None
+    why = disagreement(plugin.results, junit.results if junit else None, expected=not own_junit)
+    return replace(report, complete=complete, distrust=why)
 
 
 def _checked_root(root: Path, command: Union[Sequence[str], str]) -> Path:

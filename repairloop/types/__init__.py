@@ -51,11 +51,11 @@ from repairloop.types.proposals import (
     Usage,
 )
 from repairloop.types.results import Failure, Frame, TestReport, TestResult, failure_kinds
-from repairloop.types.run import Flag, Iteration, LoopEvent, RunResult, SandboxStatus
+from repairloop.types.run import Evidence, Flag, Iteration, LoopEvent, RunResult, SandboxStatus
 
 __all__ = [
     "DEFAULT_PROTECTED_GLOBS", "DEFAULT_TEST_GLOBS", "NOT_PROJECT_DIRS", "AnswerTruncatedEvent", "Budget", "BudgetLeft",
-    "ChainMove", "CodeSlice", "Decision", "EditFormatSwitchedEvent", "EventKind", "ExitCode", "Failure", "FailureKind",
+    "ChainMove", "CodeSlice", "Decision", "EditFormatSwitchedEvent", "EventKind", "Evidence", "ExitCode", "Failure", "FailureKind",
     "Feedback", "Flag", "FlagKind", "Frame", "Iteration", "JournalKind", "LastAttempt", "LoopEvent", "ModelErrorEvent",
     "ModelEvent", "ModelRetryEvent", "OnModelEvent", "Outcome", "ParamDroppedEvent", "Proposal", "ProposalRequest",
     "Proposer", "RepairContext", "ResultSource", "RunResult", "SandboxStatus", "StopReason", "TestFiles", "TestOutcome", "TestReport",

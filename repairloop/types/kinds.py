@@ -54,6 +54,7 @@ class StopReason(str, enum.Enum):
     STAGNATION = "stagnation"
     NO_PROGRESS = "no_progress"
     INTERRUPTED = "interrupted"
+    PROOF_FAILED = "proof_failed"  # the reported patch did not hold up on a fresh copy of the start state
 
 
 class Budget(str, enum.Enum):
@@ -152,6 +153,8 @@ class JournalKind(str, enum.Enum):
     MODEL_ANSWER_TRUNCATED = "model_answer_truncated"
     EDIT_FORMAT_SWITCHED = "edit_format_switched"
     MODEL_PARAM_DROPPED = "model_param_dropped"
+    # the proof run of the reported patch (session.py, proof.py)
+    PROOF = "proof"
     # the end (ending.py) and effects outside the workspace (ending.py, intents.py, integrations)
     STOPPED = "stopped"
     INTENT = "intent"

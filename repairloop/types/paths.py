@@ -27,6 +27,9 @@ DEFAULT_PROTECTED_GLOBS: Tuple[str, ...] = (
     ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
     "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
     "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
+    # Every other file pytest reads configuration or code from before any test runs (pytest 9 reads
+    # pytest.toml and .pytest.toml), and what the interpreter runs at every start.
+    ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth",
 )
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from functools import cached_property
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple
 
 from repairloop.types.kinds import FailureKind, ResultSource, TestOutcome
 
@@ -56,6 +57,10 @@ class TestReport:
     only the exit code and the output are known). ``output`` is the combined,
     capped output (head and tail kept). ``coverage_file`` is a coverage.py data
     file with one dynamic context per test, when coverage was requested.
+    ``complete`` is False when pytest started but never reached its normal end
+    (a crash, ``os._exit``, a kill); ``distrust`` says why the per-test results
+    cannot be trusted ("" when they can: ``runner.crosscheck``). The ``failing``,
+    ``failing_ids``, ``passed_ids`` and ``passed_only`` views are computed once.
     """
 
     __test__ = False
@@ -70,16 +75,24 @@ class TestReport:
     collected: Optional[int] = None
     coverage_file: Optional[str] = None
     signal: Optional[int] = None
+    complete: bool = True
+    distrust: str = ""
 
-    @property
+    @cached_property
     def failing(self) -> Tuple[TestResult, ...]:
         return tuple(r for r in self.results if r.failed)
 
-    @property
+    @cached_property
     def failing_ids(self) -> Tuple[str, ...]:
         return tuple(sorted({r.test_id for r in self.failing}))
 
-    @property
+    @cached_property
+    def passed_only(self) -> FrozenSet[str]:
+        """Test ids reported ``passed`` (not xpassed, skipped, xfailed) and never failing: what "fixed" needs."""
+        failing = set(self.failing_ids)
+        return frozenset(r.test_id for r in self.results if r.outcome is TestOutcome.PASSED and r.test_id not in failing)
+
+    @cached_property
     def passed_ids(self) -> Tuple[str, ...]:
         failing = set(self.failing_ids)
         return tuple(
@@ -101,7 +114,7 @@ class TestReport:
         found (127), a killed run, or any failing result is never green; what
         the tests print is never read for this verdict.
         """
-        if self.timed_out or self.exit_code != 0 or self.failing:
+        if self.timed_out or self.exit_code != 0 or self.failing or not self.complete or self.distrust:
             return False
         if self.source is ResultSource.EXIT_CODE:
             return True

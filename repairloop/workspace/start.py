@@ -40,9 +40,12 @@ class WorkspaceGit:
         self.git_dir = git_dir
         self.top = top
 
-    def __call__(self, cwd: Path, *args: str, strip: bool = True) -> str:
-        """Run ``git args`` with ``cwd`` (inside the work tree) as the current directory."""
+    def __call__(self, cwd: Path, *args: str, strip: bool = True, index: Optional[Path] = None) -> str:
+        """Run ``git args`` with ``cwd`` (inside the work tree) as the current directory; ``index``
+        is a temporary index file to use instead of the repository's (the work tree stays untouched)."""
         env = {"GIT_CEILING_DIRECTORIES": str(self.top.parent)}
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
         return run_git(cwd, f"--git-dir={self.git_dir}", f"--work-tree={self.top}", *args,
                        env=env, strip=strip, workspace=True)
 

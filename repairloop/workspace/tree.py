@@ -99,6 +99,43 @@ class Workspace:
                          "--no-renames", "--unified=3", "--src-prefix=a/", "--dst-prefix=b/", relative,
                          self._baseline, strip=False)
 
+    def export_start(self, dest: Path) -> Path:
+        """Write the start state's files under ``dest`` (nothing else is touched); return the project root there.
+
+        A temporary index: ``read-tree`` of the start commit, then ``checkout-index``
+        (which, unlike ``git archive``, honours no ``export-ignore``).
+        """
+        with tempfile.TemporaryDirectory(prefix="repairloop-index-") as tmp:
+            index = Path(tmp) / "index"
+            self._git(self.root, "read-tree", self._baseline, index=index)
+            self._git(self.top, "checkout-index", "--all", "--force", f"--prefix={dest}/", index=index)
+        root = dest / self.root.relative_to(self.top) if self._relative else dest
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    def diff_of(self, texts: Mapping[str, Optional[str]]) -> str:
+        """The unified diff (as ``diff`` gives it) from the start state to it with only ``texts`` changed:
+        project-relative path -> new text, None for deleted. The work tree and index stay as they are."""
+        with tempfile.TemporaryDirectory(prefix="repairloop-index-") as tmp:
+            index = Path(tmp) / "index"
+            self._git(self.root, "read-tree", self._baseline, index=index)
+            prefix = self.root.relative_to(self.top).as_posix() + "/" if self._relative else ""
+            for rel, text in texts.items():
+                path = prefix + rel
+                if text is None:
+                    self._git(self.top, "update-index", "--force-remove", "--", path, index=index)
+                    continue
+                blob = Path(tmp) / "blob"
+                blob.write_bytes(text.encode("utf-8"))
+                sha = self._git(self.top, "hash-object", "-w", "--no-filters", str(blob))
+                staged = self._git(self.top, "ls-files", "-s", "--", path, index=index)
+                mode = staged.split(" ", 1)[0] if staged else "100644"  # an executable stays executable
+                self._git(self.top, "update-index", "--add", "--cacheinfo", f"{mode},{sha},{path}", index=index)
+            relative = "--relative" if self._relative else "--no-relative"
+            return self._git(self.root, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+                             "--no-renames", "--unified=3", "--src-prefix=a/", "--dst-prefix=b/", relative,
+                             self._baseline, strip=False, index=index)
+
     def checkpoint(self) -> str:
         """A token (a commit sha in the workspace) for the current state."""
         return self._git.commit_all("repairloop checkpoint")

@@ -1,0 +1,107 @@
+"""The proof run (part of the loop layer): the reported patch, alone, on a fresh copy of the start state.
+
+Before a run says "fixed" (or "partially fixed"), the patch it reports, the
+union of the kept candidates' edits as the guards approved them and never the
+workspace's diff, is applied to a fresh copy of the start state
+(``workspace.fresh.start_copy``), checked by the guards again as a whole, and
+the full suite must hold up ``final_runs`` times there: every test the run
+claims fixed reported ``passed``, nothing that passed at the baseline failing,
+and every run trustworthy (``validation.untrusted_run``). Files the tests
+created in the workspace, or anything else that happened there, play no part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterable, Sequence
+
+from repairloop.errors import PatchError
+from repairloop.patch import AppliedPatch, FileChange, check_guards
+from repairloop.types import ResultSource, TestReport
+from repairloop.validation import ValidationSetup, passes, untrusted_run
+from repairloop.workspace.fingerprint import fingerprint
+from repairloop.workspace.fresh import start_copy
+
+
+@dataclass(frozen=True)
+class Proof:
+    """What the proof run showed: ``held`` of ``required`` full-suite runs held, ``guards`` passed on the
+    whole patch; ``detail`` says why not; ``seconds`` of test time."""
+
+    passed: bool
+    held: int
+    required: int
+    guards: bool = True
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def union(changes: Iterable[FileChange]) -> AppliedPatch:
+    """The kept candidates' edits as one patch: each file from its first old text to its last new text.
+
+    A file a later candidate put back as it was drops out.
+    """
+    merged: Dict[str, FileChange] = {}
+    for change in changes:
+        first = merged.get(change.path)
+        old = first.old_text if first is not None else change.old_text
+        merged[change.path] = FileChange(change.path, old, change.new_text, change.match, change.score)
+    kept = tuple(c for c in merged.values() if c.old_text != c.new_text)
+    return AppliedPatch(kept, "union")
+
+
+def prove(setup: ValidationSetup, patch: AppliedPatch, claimed_fixed: Sequence[str],
+          baseline_failing: Sequence[str]) -> Proof:
+    """Apply ``patch`` to a fresh copy of the start state and run the full suite ``final_runs`` times.
+
+    ``claimed_fixed`` must be reported passed in every run; a failure outside
+    ``baseline_failing`` means the patch broke something. Never raises for a
+    failed proof (the Proof says why); raises WorkspaceError when the copy
+    cannot be made.
+    """
+    required = setup.final_runs
+    seconds = 0.0
+    with start_copy(setup.workspace) as root:
+        try:
+            check_guards(patch, root, setup.policy)
+        except PatchError as err:
+            return Proof(False, 0, required, False, f"the patch as a whole breaks a guard: {err.message}")
+        for change in patch.changes:
+            target = root / change.path
+            if change.new_text is None:
+                target.unlink(missing_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "w", encoding="utf-8", newline="") as fh:
+                fh.write(change.new_text)
+        oracle = fingerprint(root, setup.guarded)
+        for number in range(1, required + 1):
+            report = setup.suite.run(root, past_deadline=True, protect=tuple(oracle))
+            seconds += report.seconds
+            why = untrusted_run(setup, report, root, oracle, full=True)
+            if not why:
+                why = _shortfall(report, claimed_fixed, baseline_failing)
+            if why:
+                return Proof(False, number - 1, required, True, f"full-suite run {number} of {required}: {why}", seconds)
+    return Proof(True, required, required, seconds=seconds)
+
+
+def _shortfall(report: TestReport, claimed_fixed: Sequence[str], baseline_failing: Sequence[str]) -> str:
+    """Why this run does not confirm the claim: a claimed fix not passed, or a new failure; "" when it does.
+
+    A suite known only by its exit code is one unit: it confirms the claim when it is green.
+    """
+    if report.source is ResultSource.EXIT_CODE:
+        return "" if report.green else f"the test command failed (exit {report.exit_code})"
+    not_passed = [t for t in claimed_fixed if not passes(t, report)]
+    if not_passed:
+        return f"{_some(not_passed)} did not pass"
+    broke = [t for t in report.failing_ids if t not in baseline_failing]
+    if broke:
+        return f"{_some(broke)} failed, which passed at the baseline"
+    return ""
+
+
+def _some(names: Sequence[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+

@@ -1,0 +1,47 @@
+"""Fingerprints of the files that decide a verdict (tests, test configuration), taken around every run.
+
+A candidate's code runs while its tests run and can rewrite a test file (an
+assertion turned into ``pass``) or add one (a ``conftest.py``) before pytest
+reads it. Comparing the fingerprint of those files before and after a run
+tells; the loop then refuses the candidate (DESIGN.md "The verdict").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Dict, List
+
+from repairloop.types import NOT_PROJECT_DIRS
+from repairloop.workspace.gitcmd import hash_file
+
+# Directories a fingerprint never walks into: repositories' data, caches, environments.
+_SKIPPED = NOT_PROJECT_DIRS | {".git", ".repairloop", "__pycache__", ".pytest_cache", ".mypy_cache",
+                               "node_modules", ".hypothesis"}
+
+Fingerprint = Dict[str, str]  # project-relative POSIX path -> sha256 of the bytes (or the symlink target)
+
+
+def fingerprint(root: Path, guarded: Callable[[str], bool]) -> Fingerprint:
+    """sha256 of every file under ``root`` whose project-relative path ``guarded`` accepts.
+
+    Symbolic links are fingerprinted by their target text and never followed
+    into directories. Unreadable files hash as "unreadable".
+    """
+    prints: Fingerprint = {}
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIPPED]
+        base = Path(directory)
+        for name in files + [d for d in dirs if (base / d).is_symlink()]:
+            rel = (base / name).relative_to(root).as_posix()
+            if guarded(rel):
+                try:
+                    prints[rel] = hash_file(base / name) or ""
+                except OSError:
+                    prints[rel] = "unreadable"
+    return prints
+
+
+def changed_files(before: Fingerprint, after: Fingerprint) -> List[str]:
+    """Paths created, deleted or changed between two fingerprints, sorted."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
