@@ -212,6 +212,7 @@ def test_the_result_read_from_a_previous_journal_is_its_summary(tmp_path: Path) 
     doc = result.to_json()
     for key in ("totals", "fixed_tests", "run_dir", "sandbox"):
         doc.pop(key), summary.pop(key, None)
+    assert doc.pop("evidence") == Evidence().to_json()  # journalled since the proof run: unknown before it
     assert doc == summary
     assert result.fixed_tests == () and result.seconds == pytest.approx(23.19, abs=0.01)  # from the journal's times
 

@@ -32,6 +32,7 @@ from repairloop.journal import (
     ModelDroppedEvent,
     ModelErrorEvent,
     ModelRetryEvent,
+    ProofEvent,
     ProposalErrorEvent,
     ProposalEvent,
     PushRefusedEvent,
@@ -156,7 +157,8 @@ def _result(fold: _Fold, run_dir: Path, patch: Optional[str], seconds: Optional[
         return result
     return replace(result, outcome=stopped.outcome, stop_reason=stopped.stop_reason, stop_detail=stopped.detail,
                    fixed_tests=stopped.fixed_tests, still_failing=stopped.still_failing, notes=stopped.notes,
-                   seconds=result.seconds if stopped.seconds is None else stopped.seconds)
+                   seconds=result.seconds if stopped.seconds is None else stopped.seconds,
+                   evidence=stopped.evidence if stopped.evidence is not None else result.evidence)
 
 
 def describe_event(event: ReadEvent) -> str:
@@ -173,6 +175,9 @@ def describe_event(event: ReadEvent) -> str:
         return f"left {event.model} for the next model: {event.why}"
     if isinstance(event, ModelDroppedEvent):
         return f"dropped {event.model} for the rest of the run: {event.why}"
+    if isinstance(event, ProofEvent):
+        held = f"{event.held} of {event.required} full-suite run(s) held on a fresh copy"
+        return "proof run: " + (held if event.passed else f"failed ({held}): {event.detail}")
     if isinstance(event, (IntentEvent, DoneEvent)):
         files = ", ".join(event.files)
         return f"{event.action} {'started' if isinstance(event, IntentEvent) else 'done'}" + (f": {files}" if files else "")
