@@ -100,7 +100,7 @@ def warm_up(chain: Sequence[str]) -> None:
         return
 
     def load() -> None:
-        from repairloop.propose.llm import load_litellm
+        from repairloop.propose.litellm_env import load_litellm
 
         try:
             load_litellm()
@@ -122,7 +122,7 @@ def token_counter(chain: Sequence[str]) -> Callable[[str], int]:
     model = models[0]
 
     def count(text: str) -> int:
-        from repairloop.propose.llm import count_tokens
+        from repairloop.propose.litellm_env import count_tokens
 
         return count_tokens(model, text)
 

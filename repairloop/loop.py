@@ -107,11 +107,7 @@ def drive(
         ensure_excluded(project)
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):
             yield LoopEvent(EventKind.NOTE, f"removed a workspace left by an earlier run: {removed}")
-        # Secrets stay home: every journal line and run file is redacted (repairloop.redact).
-        secrets = secret_values(environ)
-        if settings.api_key_env and environ.get(settings.api_key_env):  # a key under a name that looks harmless
-            secrets.append(environ[settings.api_key_env])
-        journal = Journal(run_dir_for(project, run_id), redact=Redactor(secrets))
+        journal = Journal(run_dir_for(project, run_id), redact=run_redactor(settings, environ))
         if recorded is None:
             journal.record(StartEvent(run_id=run_id, project=str(project), chain=tuple(chain), settings=settings.model_dump()))
         else:
@@ -136,6 +132,15 @@ def drive(
         except Exception as err:
             journal.record(CrashedEvent(error=f"{type(err).__name__}: {err}"))
             raise
+
+
+def run_redactor(settings: Settings, environ: Mapping[str, str]) -> Redactor:
+    """Secrets stay home: the redactor every journal line, run file and prompt goes through (``redact``):
+    the secret-looking variables' values, and the key under ``api_key_env`` whatever its name."""
+    secrets = secret_values(environ)
+    if settings.api_key_env and environ.get(settings.api_key_env):  # a key under a name that looks harmless
+        secrets.append(environ[settings.api_key_env])
+    return Redactor(secrets)
 
 
 def clean_workspaces(project: Path) -> List[str]:

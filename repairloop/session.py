@@ -7,9 +7,9 @@ applies to the run's state; every ending is decided by ``stop``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, Generator, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Generator, Iterator, Mapping, Optional, Sequence, Tuple
 
 from repairloop import stop
 from repairloop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
@@ -30,11 +30,12 @@ from repairloop.journal import (
     SandboxEvent,
     TestFilesEvent,
 )
-from repairloop.patch import FileChange, GuardPolicy
+from repairloop.patch import GuardPolicy
 from repairloop.proof import prove, union
 from repairloop.runner import is_pytest_command, project_python
 from repairloop.settings import Settings
-from repairloop.stop import Ending, Handover, Refusal
+from repairloop.state import RunState
+from repairloop.stop import Ending, Handover
 from repairloop.suite import TestSuite, unconfined_warning, with_sandbox
 from repairloop.types import (
     BudgetLeft,
@@ -42,9 +43,6 @@ from repairloop.types import (
     Decision,
     EventKind,
     Evidence,
-    Failure,
-    Iteration,
-    LastAttempt,
     LoopEvent,
     Outcome,
     Proposer,
@@ -53,32 +51,12 @@ from repairloop.types import (
     StopReason,
     TestFiles,
     TestReport,
-    TestResult,
 )
 from repairloop.validation import ValidationSetup
 from repairloop.workspace import Workspace
 
 Confirm = Callable[[str], bool]  # shown the final diff, answers whether to apply it
 Replay = Mapping[Tuple[int, int], RecordedAnswer]  # recorded answers of a resumed run, by (iteration, round)
-
-
-@dataclass
-class RunState:
-    """The growing state of one run (iterations are frozen records). Only ``Session`` writes it."""
-
-    baseline_failing: Tuple[str, ...] = ()
-    baseline_ids: FrozenSet[str] = frozenset()  # every test the baseline's run collected
-    failing: Tuple[str, ...] = ()
-    results: Dict[str, TestResult] = field(default_factory=dict)
-    failures: Tuple[Failure, ...] = ()  # at the baseline
-    current_failures: Tuple[Failure, ...] = ()  # of the tests failing now
-    flaky: Tuple[str, ...] = ()
-    history: Tuple[Iteration, ...] = ()
-    signatures: Tuple[str, ...] = ()  # change signatures of every candidate so far
-    last_attempt: Optional[LastAttempt] = None
-    kept_changes: Tuple[FileChange, ...] = ()  # every kept candidate's edits, as the guards approved them
-    refused: Optional[Refusal] = None
-    interrupted: bool = False
 
 
 class Session:
@@ -229,13 +207,7 @@ class Session:
     # -- state --------------------------------------------------------------
 
     def _facts(self) -> stop.Facts:
-        st = self.state
-        return stop.Facts(
-            history=st.history, baseline_failing=len(st.baseline_failing), remaining_failing=len(st.failing),
-            flaky=len(st.flaky), elapsed=self.clock() - self.started, chain=self.chain.links, link=self.chain.index,
-            link_since=self.chain.since, dropped=tuple(self.chain.dropped), refused=st.refused,
-            interrupted=st.interrupted,
-        )
+        return self.state.facts(self.chain, elapsed=self.clock() - self.started)
 
     def _apply(self, outcome: AttemptOutcome) -> None:
         """The only place an attempt's outcome changes the run's state."""

@@ -19,7 +19,7 @@ from importgraph import Edge, cycles, edges, graph, package_files
 PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
 SKIP = ("plugin",)  # the pytest plugin runs in the project's process: stdlib + pytest only
 WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace", "redact"}
-LOOP_LAYER = {"loop", "session", "suite", "attempt", "validation", "ending", "proof", "describe", "chain", "recorded",
+LOOP_LAYER = {"loop", "session", "suite", "attempt", "validation", "ending", "proof", "describe", "state", "chain", "recorded",
               "intents", "confirm"}
 # The bottom of the graph: records and enums (types), text helpers several layers need (textutil).
 BOTTOM = {"types", "textutil"}

@@ -132,7 +132,7 @@ def test_last_attempt_does_not_repeat_the_failure_shown_above() -> None:
 
 def test_a_one_line_attempt_adds_under_ten_percent_to_a_small_prompt() -> None:
     """Issue 2's flatness target, at the unit level: the last attempt is the only growth after iteration 1."""
-    from repairloop.propose.llm import count_tokens
+    from repairloop.propose.litellm_env import count_tokens
 
     last = LastAttempt(DIFF, Decision.REVERTED, "fixed none of the 2 failing test(s): AssertionError: assert [2] == 2")
     first = "".join(m["content"] for m in render_messages(CONTEXT))

@@ -70,14 +70,15 @@ WHY: Dict[str, Tuple[str, str]] = {
 }
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str:
+    """``a.b.c`` for a Name/Attribute chain (through calls: ``a.b().c`` -> ``a.b.c``); else ""."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
+        base = dotted_name(node.value)
         return f"{base}.{node.attr}" if base else ""
     if isinstance(node, ast.Call):
-        return _dotted(node.func)
+        return dotted_name(node.func)
     return ""
 
 
@@ -87,7 +88,7 @@ def _names_harness(text: str) -> bool:
 
 def detect(node: ast.AST) -> Optional[str]:
     """``detect`` for introspection attributes, imports of them or of the tests, and harness names."""
-    if isinstance(node, ast.Attribute) and _dotted(node) in INTROSPECTION:
+    if isinstance(node, ast.Attribute) and dotted_name(node) in INTROSPECTION:
         return "detect"
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
@@ -118,7 +119,7 @@ def constant_compare(node: ast.AST) -> Optional[str]:
             and isinstance(node.value.body, ast.Constant) \
             and any(isinstance(t, ast.Name) and t.id in COMPARISON_METHODS for t in node.targets):
         return "constant_compare"
-    if isinstance(node, ast.Attribute) and node.attr == "ANY" and _dotted(node).split(".")[0] in ("mock", "unittest"):
+    if isinstance(node, ast.Attribute) and node.attr == "ANY" and dotted_name(node).split(".")[0] in ("mock", "unittest"):
         return "constant_compare"
     if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("unittest.mock", "mock")) \
             and any(alias.name == "ANY" for alias in node.names):
@@ -128,7 +129,7 @@ def constant_compare(node: ast.AST) -> Optional[str]:
 
 def dynamic(node: ast.AST) -> Optional[str]:
     """``dynamic`` for eval/exec/compile/__import__/importlib calls and ctypes imports."""
-    if isinstance(node, ast.Call) and _dotted(node.func) in DYNAMIC_CALLS:
+    if isinstance(node, ast.Call) and dotted_name(node.func) in DYNAMIC_CALLS:
         return "dynamic"
     if isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("ctypes", "importlib") for a in node.names):
         return "dynamic"
@@ -140,7 +141,7 @@ def dynamic(node: ast.AST) -> Optional[str]:
 def links(node: ast.AST) -> Optional[str]:
     """``link`` for calls that create symbolic or hard links."""
     if isinstance(node, ast.Call):
-        name = _dotted(node.func)
+        name = dotted_name(node.func)
         if name in LINK_CALLS or name.rsplit(".", 1)[-1] in ("symlink_to", "hardlink_to", "link_to", "symlink"):
             return "link"
     return None
@@ -148,7 +149,7 @@ def links(node: ast.AST) -> Optional[str]:
 
 def exits(node: ast.AST) -> Optional[str]:
     """``exit`` for the process-ending calls tamper.EXITS does not list, and ``KeyboardInterrupt``."""
-    if isinstance(node, ast.Attribute) and _dotted(node) in MORE_EXITS:
+    if isinstance(node, ast.Attribute) and dotted_name(node) in MORE_EXITS:
         return "exit"
     if isinstance(node, ast.Name) and node.id == "KeyboardInterrupt":
         return "exit"

@@ -20,7 +20,8 @@ from repairloop.patch.effect import check_effective
 from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.newfiles import check_new_files, split_scratch
 from repairloop.patch.protected import protected_sections
-from repairloop.patch.tamper import check_tamper, edited_tests
+from repairloop.patch.tamper import check_tamper
+from repairloop.patch.testedits import edited_tests
 from repairloop.textutil import REDACTION_MARKER, adds_marker
 from repairloop.types import matches_globs, project_relative
 

@@ -20,11 +20,12 @@ import ast
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import AbstractSet, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, FrozenSet, Iterator, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import GuardError
 from repairloop.patch import forgery
-from repairloop.patch.model import FileChange, line_opcodes
+from repairloop.patch.forgery import dotted_name
+from repairloop.patch.model import FileChange
 from repairloop.patch.statements import parse_module, statement_delta
 
 # Names that skip a test or expect it to fail (pytest and unittest).
@@ -57,18 +58,6 @@ _WHY = {
     "trivial_assert": ("adds an assertion that always passes", "keep the assertion's real check"),
     **forgery.WHY,
 }
-
-
-def _dotted(node: ast.AST) -> str:
-    """``a.b.c`` for a Name/Attribute chain (through calls: ``a.b().c`` -> ``a.b.c``); else ""."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else ""
-    if isinstance(node, ast.Call):
-        return _dotted(node.func)
-    return ""
 
 
 def _src(node: ast.AST) -> str:
@@ -127,7 +116,7 @@ class _Scanner:
 
     def _skip(self, node: ast.AST) -> Optional[str]:
         if isinstance(node, ast.Attribute) and node.attr in SKIP_NAMES:
-            root = _dotted(node).split(".")[0]
+            root = dotted_name(node).split(".")[0]
             if root in RUNNER_MODULES or root in self.imported or root == "mark" or node.attr == "skipTest":
                 return "skip"
         if isinstance(node, ast.Name) and node.id in SKIP_NAMES and node.id in self.imported:
@@ -135,7 +124,7 @@ class _Scanner:
         return None
 
     def _exit(self, node: ast.AST) -> Optional[str]:
-        if isinstance(node, ast.Attribute) and _dotted(node) in EXITS:
+        if isinstance(node, ast.Attribute) and dotted_name(node) in EXITS:
             return "exit"
         if isinstance(node, ast.Name) and node.id == "SystemExit":
             return "exit"
@@ -154,9 +143,9 @@ class _Scanner:
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             if any(self._runner_target(t) for t in targets):
                 return "runner"
-        if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in ("setattr", "delattr") and node.args:
+        if isinstance(node, ast.Call) and dotted_name(node.func).split(".")[-1] in ("setattr", "delattr") and node.args:
             first = node.args[0]
-            if _dotted(first).split(".")[0] in RUNNER_ROOTS or (
+            if dotted_name(first).split(".")[0] in RUNNER_ROOTS or (
                     isinstance(first, ast.Constant) and isinstance(first.value, str)
                     and first.value.split(".")[0] in RUNNER_ROOTS):
                 return "runner"
@@ -169,11 +158,11 @@ class _Scanner:
             return target.id in COLLECTION
         if isinstance(target, ast.Subscript):
             key = target.slice
-            return (_dotted(target.value) == "sys.modules" and isinstance(key, ast.Constant)
+            return (dotted_name(target.value) == "sys.modules" and isinstance(key, ast.Constant)
                     and str(key.value).split(".")[0] in RUNNER_ROOTS)
         if isinstance(target, (ast.Tuple, ast.List)):
             return any(self._runner_target(t) for t in target.elts)
-        return isinstance(target, ast.Attribute) and _dotted(target).split(".")[0] in RUNNER_ROOTS
+        return isinstance(target, ast.Attribute) and dotted_name(target).split(".")[0] in RUNNER_ROOTS
 
     def _summary(self, node: ast.AST) -> Optional[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and FAKE_SUMMARY.search(node.value):
@@ -195,7 +184,7 @@ def count_assertions(tree: Optional[ast.AST]) -> int:
         if isinstance(node, ast.Assert):
             total += 1
         elif isinstance(node, ast.Call):
-            name = _dotted(node.func)
+            name = dotted_name(node.func)
             last = name.split(".")[-1]
             if (last.startswith("assert") and "." in name) or name in ("pytest.raises", "pytest.warns"):
                 total += 1
@@ -251,55 +240,3 @@ def check_tamper(change: FileChange) -> None:
             what, hint = _WHY[rule]
             raise GuardError(f"the candidate adds `{text}` to {change.path} (line {line}), which {what}",
                              hint=hint)
-
-
-def _is_test_function(node: ast.AST) -> bool:
-    """A ``test*`` function that asserts something: pytest's default discovery, narrowed."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.name.startswith("test"):
-        return False
-    return count_assertions(node) > 0
-
-
-def _test_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
-    """(name, first line, last line) of module-level tests and tests of ``Test*``/TestCase classes."""
-    spans = []
-    for node in getattr(tree, "body", []):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(node):
-            spans.append((node.name, _first_line(node), node.end_lineno or node.lineno))
-        elif isinstance(node, ast.ClassDef):
-            bases = {_dotted(b).split(".")[-1] for b in node.bases}
-            if node.name.startswith("Test") or "TestCase" in bases:
-                spans += [(f"{node.name}.{item.name}", _first_line(item), item.end_lineno or item.lineno)
-                          for item in node.body
-                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(item)]
-    return spans
-
-
-def _first_line(node: ast.AST) -> int:
-    decorators: List[ast.expr] = getattr(node, "decorator_list", [])
-    line: int = getattr(node, "lineno", 0)
-    return min([d.lineno for d in decorators] + [line])
-
-
-def edited_tests(change: FileChange) -> List[str]:
-    """Test functions whose lines the change edits or deletes, found by content, not by path.
-
-    A test is a ``test*`` function with an assertion, at module level or in a
-    ``Test*`` class or a TestCase subclass: how pytest finds tests by default.
-    This catches an edited expected value in a test file that no test glob
-    names. Returns qualified names (``TestX.test_y``); [] for non-Python files.
-    """
-    if change.old_text is None or not change.path.endswith(".py"):
-        return []
-    tree = parse_module(change.old_text)
-    if tree is None:
-        return []
-    # Old 1-based line numbers touched; an insertion between lines k and k+1 is k + 0.5,
-    # so lines added right after a test's last line do not count as editing it.
-    changed: Set[float] = set()
-    for tag, i1, i2, _, _ in line_opcodes(change.old_text, change.new_text):
-        if tag == "insert":
-            changed.add(i1 + 0.5)
-        elif tag != "equal":
-            changed.update(range(i1 + 1, i2 + 1))
-    return [name for name, start, end in _test_spans(tree) if any(start <= n <= end for n in changed)]

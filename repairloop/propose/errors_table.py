@@ -211,3 +211,13 @@ def describe(exc: BaseException) -> str:
     line = re.sub(r"^(?:(?:litellm\.)?\w+: )+", "", lines[0] if lines else "")
     line = re.sub(r"^\w+Exception - ", "", line).split(", Received response")[0]
     return f"{type(exc).__name__}: {line[:200]}" if line else type(exc).__name__
+
+
+def backoff_seconds(exc: BaseException, retry: int, base: float, cap: float, jitter: float) -> float:
+    """Seconds to wait before retry number ``retry + 1``: the server's Retry-After, else ``base * 2**retry``
+    plus up to 50 % (``jitter`` is 0..1), capped at ``cap``."""
+    after = retry_after_seconds(exc)
+    if after is not None:
+        return min(float(after), cap)
+    nominal: float = min(cap, base * 2.0 ** retry)
+    return min(cap, nominal * (1.0 + 0.5 * jitter))

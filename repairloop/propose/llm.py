@@ -14,13 +14,10 @@ an ``LLMProposer`` is exactly one model.
 
 from __future__ import annotations
 
-import logging
 import os
 import random
-import re
 import time
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Type
 
 from repairloop.errors import BudgetExhausted, ModelError, ProposerError, TransientModelError, UnrecoverableModelError
@@ -29,10 +26,18 @@ from repairloop.propose.errors_table import (
     HINTS,
     TRANSIENT,
     UNRECOVERABLE,
+    backoff_seconds,
     classify_exception,
     describe,
     hint_for,
-    retry_after_seconds,
+)
+from repairloop.propose.litellm_env import (
+    classify_model_exception,
+    count_tokens,
+    load_litellm,
+    price_usd,
+    provider_key_env,
+    response_cost,
 )
 from repairloop.propose.prompts import render_messages
 from repairloop.types import (
@@ -50,73 +55,13 @@ from repairloop.types import (
     Usage,
 )
 
+__all__ = ["DUMMY_KEY", "MAX_ANSWER_CHARS", "LLMProposer", "classify_model_exception", "count_tokens", "load_litellm",
+           "price_usd", "provider_key_env"]  # the helpers live in litellm_env; tests and callers import them here too
+
 MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any useful one
 DUMMY_KEY = "sk-no-key"  # sent only when no key is set: local servers need none, the openai client insists (1.9)
 MESSAGE_OVERHEAD = 4  # tokens per chat message beyond its content (OpenAI's counting guide)
-_ENV_DEFAULTS = (("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch at import
-                 ("LITELLM_OFFLINE_MODE", "true"),  # no tokenizer downloads
-                 ("LITELLM_MODE", "PRODUCTION"))  # do not load the project's .env secrets
-_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 MAX_REASONING_CHARS = 20_000  # kept in the journal per answer; the tokens are counted whole
-
-
-def load_litellm() -> ModuleType:
-    """Import litellm quietly and offline; the ONE place it is imported (lazily).
-
-    Sets (``setdefault``: a user's explicit choice wins) the environment block
-    of TECH-NOTES 1.3 before the import, then ``suppress_debug_info`` (its
-    ``print()``s go to stdout, fatal for ``--json``) and its loggers to CRITICAL.
-    """
-    for key, value in _ENV_DEFAULTS:
-        os.environ.setdefault(key, value)
-    import litellm
-
-    litellm.suppress_debug_info = True
-    for name in _LOGGERS:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    return litellm
-
-
-def count_tokens(model: str, text: str) -> int:
-    """Tokens in ``text`` for ``model``, counted offline by litellm (cl100k for most names).
-
-    Falls back to ``len(text) // 4`` if litellm cannot count (TECH-NOTES 1.5:
-    counts are approximate anyway; good enough for budgeting).
-    """
-    try:
-        return int(load_litellm().token_counter(model=model, text=text))
-    except Exception:  # any failure of an optional precision: use the rough rule
-        return len(text) // 4
-
-
-def classify_model_exception(exc: BaseException) -> str:
-    """``transient`` | ``structural`` | ``model`` | ``unrecoverable``, by ``errors_table.RULES``."""
-    return classify_exception(exc)[0]
-
-
-def price_usd(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
-    """USD for the given tokens from litellm's bundled price map; None when not priced."""
-    try:
-        prompt, completion = load_litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-        return float(prompt) + float(completion)
-    except Exception:  # ModelNotMappedError, unknown provider: the model has no price
-        return None
-
-
-def provider_key_env(model: str) -> str:
-    """The variable holding ``model``'s provider key, ``<PROVIDER>_API_KEY`` (e.g. OPENAI_API_KEY).
-
-    The provider is litellm's (``get_llm_provider``: ``openai`` for ``openai/NAME``
-    and bare ``gpt-*`` names, ``hosted_vllm`` for ``hosted_vllm/NAME``), named as
-    litellm's provider docs name their keys; an unknown one falls back to the
-    name's prefix, else openai (as ``errors_table.hint_for`` does).
-    """
-    try:
-        provider = str(load_litellm().get_llm_provider(model)[1])
-    except Exception:  # unknown provider: the call itself will say so
-        provider = model.split("/", 1)[0] if "/" in model else "openai"
-    return f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
 
 
 @dataclass
@@ -276,7 +221,7 @@ class LLMProposer:
         if self.api_key and self.api_key != DUMMY_KEY:  # a server may echo the key; whatever its name
             detail = detail.replace(self.api_key, "[REDACTED]")
         if category == TRANSIENT and call.retries < self.max_retries:
-            wait = self._backoff(exc, call.retries)
+            wait = backoff_seconds(exc, call.retries, self.backoff_base, self.backoff_max, self.rng.random())
             if budget.seconds is not None and call.elapsed() + wait >= budget.seconds:
                 self._exhausted(Budget.SECONDS, f"a retry after {cause} would start after the "
                                 f"time budget ({wait:.1f} s wait)", call)
@@ -301,14 +246,6 @@ class LLMProposer:
         unset = "" if os.environ.get(self.api_key_env, "").strip() else " (not set)"
         return HINTS[cause].format(key_env=self.api_key_env + unset, model=self.name, api_base=self.api_base)
 
-    def _backoff(self, exc: BaseException, retry: int) -> float:
-        """Seconds to wait before retry number ``retry + 1``: Retry-After, else jittered exponential."""
-        after = retry_after_seconds(exc)
-        if after is not None:
-            return min(float(after), self.backoff_max)
-        nominal: float = min(self.backoff_max, self.backoff_base * 2.0 ** retry)
-        return min(self.backoff_max, nominal * (1.0 + 0.5 * self.rng.random()))
-
     def _accept(self, response: Any, messages: List[Dict[str, str]], prompt_tokens: int,
                 call: _Call, seconds: float) -> Proposal:
         """Turn a completion into a Proposal; raise ModelError for an unusable answer."""
@@ -321,7 +258,7 @@ class LLMProposer:
         counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
         attempt = Usage(int(used_prompt) if used_prompt else prompt_tokens,
                         int(used_completion or 0) if used_completion or not counted else counted,
-                        _response_cost(response, self.name), seconds, 1)
+                        response_cost(response, self.name), seconds, 1)
         call.usage = call.usage + attempt
         hint = "try another model"
         answer = visible(content)
@@ -360,16 +297,3 @@ class LLMProposer:
     def _emit(self, record: ModelEvent) -> None:
         if self.on_event is not None:
             self.on_event(record)
-
-
-def _response_cost(response: Any, model: str) -> Optional[float]:
-    """USD of one completion: litellm's ``response_cost``, else ``completion_cost``; None if unpriced."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    if cost is None:
-        try:
-            cost = load_litellm().completion_cost(completion_response=response, model=model)
-        except Exception:  # ModelNotMappedError (TECH-NOTES 1.6): the model is not priced
-            return None
-    return None if cost is None else float(cost)
-

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from repairloop.errors import ConfigError, ProjectError
+from repairloop.runner.assemble import assemble, witnessed
 from repairloop.runner.command import (
     default_test_command,
     interpreter_of,
@@ -28,12 +29,11 @@ from repairloop.runner.command import (
     project_python,
     with_arguments,
 )
-from repairloop.runner.crosscheck import JUNIT_NAME, disagreement
+from repairloop.runner.crosscheck import JUNIT_NAME
 from repairloop.runner.imports import ImportRedirect, probe_imports
-from repairloop.runner.junit import read_junit
 from repairloop.runner.proc import ProcessResult, run_process
-from repairloop.runner.results import PluginResults, read_plugin_results
-from repairloop.types import ResultSource, TestOutcome, TestReport, TestResult
+from repairloop.runner.results import read_plugin_results
+from repairloop.types import TestReport
 
 # Read by the bundled plugin: seconds one test may run before it fails as "Timeout".
 PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
@@ -182,62 +182,50 @@ def run_tests(
     junit_path = (root / junit_xml) if junit_xml else None
     if junit_path is not None and junit_path.is_file():
         junit_path.unlink()  # a file left by an earlier run must never be read as this one's
-    scratch = Path(tempfile.mkdtemp(prefix="repairloop-results-"))
-    extra = pytest_arguments(scratch) + tuple(test_ids)
-    final = with_arguments(command, extra) if is_pytest_command(command) else command
-    coverage_dir: Optional[Path] = None
-    if coverage_source:
-        coverage_dir = Path(tempfile.mkdtemp(prefix="repairloop-coverage-"))
-    keep_coverage = False
-    try:
-        results_file = scratch / "results.jsonl"
-        coverage = None
-        if coverage_dir is not None:
-            coverage = (tuple(coverage_source or ()), coverage_dir / ".coverage")
-        base = os.environ if env is None else env
-        witness = scratch / JUNIT_NAME
-        run_env = build_test_env(
-            base, root, results_file=results_file, pythonpath=pythonpath, coverage=coverage,
-            imports=imports,
-            junit_witness=witness,
-        )
-        outputs = [scratch] + ([coverage_dir] if coverage_dir is not None else [])
-        if wrap is not None and junit_path is not None and junit_path.parent.is_dir():
-            junit_path.touch()  # an (empty) file to keep: the command's JUnit XML lands in it
-            outputs.append(junit_path)
-        runnable = _wrapped(final, wrap, root, outputs, run_env, readonly)
+    with _Scratch(bool(coverage_source)) as scratch:
+        extra = pytest_arguments(scratch.results) + tuple(test_ids)
+        final = with_arguments(command, extra) if is_pytest_command(command) else command
+        coverage = (tuple(coverage_source or ()), scratch.coverage_file) if scratch.coverage_file else None
+        run_env = build_test_env(os.environ if env is None else env, root, results_file=scratch.results_file,
+                                 pythonpath=pythonpath, coverage=coverage, imports=imports, junit_witness=scratch.witness)
+        runnable = _wrapped(final, wrap, root, scratch.outputs(junit_path if wrap is not None else None), run_env,
+                            readonly)
         done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
-        plugin = read_plugin_results(results_file, root)
-        report = _report(final, done, plugin, junit_path, root, timeout)
-        report = _witnessed(report, plugin, witness, root, is_pytest_command(command), command)
-        if coverage is not None and coverage[1].is_file():
-            keep_coverage = True
-            report = replace(report, coverage_file=str(coverage[1]))
+        plugin = read_plugin_results(scratch.results_file, root)
+        report = assemble(final, done, plugin, junit_path, root, timeout)
+        report = witnessed(report, plugin, scratch.witness, root, is_pytest_command(command), command)
+        if scratch.coverage_file is not None and scratch.coverage_file.is_file():
+            scratch.keep_coverage = True
+            report = replace(report, coverage_file=str(scratch.coverage_file))
         return report
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if coverage_dir is not None and not keep_coverage:
-            shutil.rmtree(coverage_dir, ignore_errors=True)
 
 
-def _witnessed(report: TestReport, plugin: PluginResults, witness: Path, root: Path, pytest_like: bool,
-               command: Union[Sequence[str], str]) -> TestReport:
-    """``report`` with ``complete`` and ``distrust`` set from the plugin's end record and pytest's JUnit witness.
+class _Scratch:
+    """The temporary directories of one run: results (removed after), coverage (kept when it has data)."""
 
-    A pytest run that never wrote the plugin's end record stopped early (a
-    crash, ``os._exit``, a kill): it is incomplete whatever its exit code. A
-    command that is not pytest and left no plugin record is judged by its exit
-    code alone (complete as far as anyone can tell).
-    """
-    started = plugin.finished or plugin.records > 0
-    complete = plugin.finished or (not started and not pytest_like)
-    if not plugin.finished:
-        return replace(report, complete=complete)
-    text = " ".join(command) if not isinstance(command, str) else command
-    own_junit = "--junitxml" in text or "--junit-xml" in text
-    junit = read_junit(witness, root) if witness.is_file() else None
-    why = disagreement(plugin.results, junit.results if junit else None, expected=not own_junit)
-    return replace(report, complete=complete, distrust=why)
+    def __init__(self, coverage: bool) -> None:
+        self.results = Path(tempfile.mkdtemp(prefix="repairloop-results-"))
+        self.results_file = self.results / "results.jsonl"
+        self.witness = self.results / JUNIT_NAME
+        self._coverage = Path(tempfile.mkdtemp(prefix="repairloop-coverage-")) if coverage else None
+        self.coverage_file = self._coverage / ".coverage" if self._coverage is not None else None
+        self.keep_coverage = False
+
+    def outputs(self, junit: Optional[Path] = None) -> List[Path]:
+        """What a sandboxed run must be able to write; ``junit`` is created empty, for the command to fill."""
+        found = [self.results] + ([self._coverage] if self._coverage is not None else [])
+        if junit is not None and junit.parent.is_dir():
+            junit.touch()
+            found.append(junit)
+        return found
+
+    def __enter__(self) -> "_Scratch":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.results, ignore_errors=True)
+        if self._coverage is not None and not self.keep_coverage:
+            shutil.rmtree(self._coverage, ignore_errors=True)
 
 
 def _checked_root(root: Path, command: Union[Sequence[str], str]) -> Path:
@@ -255,67 +243,3 @@ def _checked_root(root: Path, command: Union[Sequence[str], str]) -> Path:
     return absolute
 
 
-def _interrupted(nodeid: str, done: ProcessResult, timeout: Optional[float]) -> TestResult:
-    """The test that was running when the run stopped without pytest finishing."""
-    if done.timed_out:
-        exc_type = "Timeout"
-        message = (
-            f"the test-suite run exceeded its timeout of {timeout:g} s while this test ran;"
-            " the process group was killed"
-        )
-    else:
-        exc_type = "Crash"
-        message = "the test process ended while this test ran, before pytest could report it"
-    return TestResult(nodeid, TestOutcome.ERROR, phase="call", exc_type=exc_type, message=message)
-
-
-def _notes(done: ProcessResult, plugin: PluginResults, timeout: Optional[float]) -> str:
-    """Lines repairloop adds to the output: why the run stopped, what was not recorded."""
-    notes = ""
-    if done.timed_out:
-        notes += (
-            f"\nrepairloop: the test command timed out after {timeout:g} s;"
-            " its process group was killed\n"
-        )
-    elif done.signal is not None:
-        notes += f"\nrepairloop: the test command was killed by signal {done.signal}\n"
-    if plugin.coverage_available is False:
-        notes += (
-            "\nrepairloop: per-test coverage was not recorded"
-            " (coverage.py is missing or failed in the test environment)\n"
-        )
-    return notes
-
-
-def _report(
-    command: Union[Sequence[str], str],
-    done: ProcessResult,
-    plugin: PluginResults,
-    junit_path: Optional[Path],
-    root: Path,
-    timeout: Optional[float],
-) -> TestReport:
-    """Pick the best source of per-test results: finished plugin, JUnit, partial plugin, none."""
-    results: Tuple[TestResult, ...] = ()
-    source, collected = ResultSource.EXIT_CODE, None
-    junit = read_junit(junit_path, root) if junit_path is not None and not plugin.finished else None
-    if plugin.finished:
-        source, results, collected = ResultSource.PLUGIN, plugin.results, plugin.collected
-    elif junit is not None:
-        source, results, collected = ResultSource.JUNIT, junit.results, junit.collected
-    elif plugin.results or plugin.in_progress:
-        source, results, collected = ResultSource.PLUGIN, plugin.results, plugin.collected
-        if plugin.in_progress:
-            results = results + (_interrupted(plugin.in_progress, done, timeout),)
-    output = done.output + _notes(done, plugin, timeout)
-    return TestReport(
-        command=(command,) if isinstance(command, str) else tuple(command),
-        exit_code=done.exit_code,
-        results=results,
-        output=output,
-        seconds=done.seconds,
-        timed_out=done.timed_out,
-        source=source,
-        collected=collected,
-        signal=done.signal,
-    )

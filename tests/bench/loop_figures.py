@@ -53,7 +53,7 @@ def cold_cli_run(dest: Path, iterations: int = 3) -> Tuple[RunReport, float]:
 def warm_up() -> float:
     """Import litellm and count once, so in-process runs measure the loop and not one-time imports."""
     began = time.perf_counter()
-    from repairloop.propose.llm import count_tokens
+    from repairloop.propose.litellm_env import count_tokens
 
     count_tokens(scripted.MODEL, "warm up the offline token counter")
     return time.perf_counter() - began

@@ -29,7 +29,7 @@ BASE_FLAGS: Dict[str, Any] = {"models": [MODEL], "fallback_to_builtin": False, "
 
 
 def _usage(body: Dict[str, Any], answer: str) -> Dict[str, int]:
-    from repairloop.propose.llm import load_litellm
+    from repairloop.propose.litellm_env import load_litellm
 
     litellm = load_litellm()
     prompt = int(litellm.token_counter(model="gpt-4o-mini", messages=body.get("messages") or []))

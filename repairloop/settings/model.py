@@ -1,4 +1,4 @@
-"""Configuration: packaged defaults < config file < environment < flags.
+"""Configuration: the Settings record, its fields, defaults and checks (loading is ``settings.layers``).
 
 Sources, lowest precedence first (STYLE.md habit 7):
 
@@ -15,21 +15,17 @@ Unknown keys are errors that name the key and the file they came from; unknown
 
 from __future__ import annotations
 
-import difflib
-import os
 import sys
-from pathlib import Path
-from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from repairloop.errors import ConfigError
 from repairloop.types import DEFAULT_PROTECTED_GLOBS, DEFAULT_TEST_GLOBS, FailureKind
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
+    pass
 
 ENV_PREFIX = "REPAIRLOOP_"
 
@@ -167,150 +163,3 @@ class Settings(BaseModel):
 
 
 FIELD_NAMES = tuple(Settings.model_fields)
-
-
-def _validation_message(err: ValidationError, origin: str) -> str:
-    parts = []
-    for item in err.errors():
-        key = ".".join(str(p) for p in item["loc"]) or "(root)"
-        if item["type"] == "extra_forbidden":
-            parts.append(f"unknown key '{key}' in {origin}")
-        else:
-            parts.append(f"'{key}' in {origin}: {item['msg'].removeprefix('Value error, ')}")
-    return "; ".join(parts)
-
-
-def _validation_hint(err: ValidationError, origin: str) -> str:
-    """The fix for the first error: the closest key, or what the key means and its default."""
-    item = err.errors()[0]
-    key = str(item["loc"][0]) if item["loc"] else ""
-    if item["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
-        guess = f"did you mean '{close[0]}'? " if close else ""
-        return f"{guess}fix or remove it in {origin}; every key is listed in {KEYS_DOC}"
-    field = Settings.model_fields.get(key)
-    if field is None:
-        return f"fix it in {origin}; every key is listed in {KEYS_DOC}"
-    default = field.get_default(call_default_factory=True)
-    text = "unset" if default is None else repr(default)
-    text = text if len(text) <= 60 else text[:57] + "..."  # the glob lists are long
-    note = "" if "default" in str(field.description) else f" (default: {text})"
-    where = "the flag (repairloop run --help lists the flags)" if "flags" in origin else f"it in {origin}"
-    return f"'{key}': {field.description}{note}; fix {where}"
-
-
-def _check(values: Mapping[str, Any], origin: str) -> Dict[str, Any]:
-    """Validate a partial layer on its own so errors name where they came from."""
-    try:
-        Settings(**values)
-    except ValidationError as err:
-        raise ConfigError(_validation_message(err, origin), hint=_validation_hint(err, origin)) from None
-    return dict(values)
-
-
-def check_flags(flags: Mapping[str, Any]) -> Dict[str, Any]:
-    """The flags the user gave (None: not given), validated alone. Raises ConfigError naming the flag's key."""
-    return _check({k: v for k, v in flags.items() if v is not None}, "the command-line flags")
-
-
-def unknown_env_warnings(environ: Mapping[str, str]) -> List[str]:
-    """One warning per ``REPAIRLOOP_*`` variable that is neither a setting nor one of INTERNAL_ENV.
-
-    Such a variable is ignored, so a typo (``REPAIRLOOP_MAX_ITERATION``) would
-    change nothing without a word; each warning names the closest known variable.
-    (difflib, not rapidfuzz: rapidfuzz stays in patch and stop, STYLE.md's import table.)
-    """
-    known = [name.upper() for name in FIELD_NAMES]
-    warnings = []
-    for name in sorted(environ):
-        rest = name[len(ENV_PREFIX):]
-        if not name.startswith(ENV_PREFIX) or rest in known or name in INTERNAL_ENV:
-            continue
-        # Compared without the prefix, which every name shares and which would make any two look alike.
-        close = difflib.get_close_matches(rest, known + ["DEBUG"], n=1)
-        guess = f"; did you mean {ENV_PREFIX}{close[0]}?" if close else ""
-        warnings.append(f"repairloop: warning: {name} is not a repairloop setting and is ignored{guess}")
-    return warnings
-
-
-def read_file_layer(project: Path) -> Tuple[Dict[str, Any], Optional[Path]]:
-    """Read ``repairloop.toml`` or ``[tool.repairloop]`` of ``pyproject.toml``.
-
-    Returns (values, file) with file None when neither exists.
-    Raises ConfigError on unreadable TOML or unknown keys.
-    """
-    own = project / "repairloop.toml"
-    pyproject = project / "pyproject.toml"
-    for path in (own, pyproject):
-        if not path.is_file():
-            continue
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-            raise ConfigError(f"cannot read {path}: {err}", hint="fix the TOML syntax") from None
-        if path is pyproject:
-            data = data.get("tool", {}).get("repairloop")
-            if data is None:
-                continue
-            origin = f"{path} [tool.repairloop]"
-        else:
-            origin = str(path)
-        return _check(data, origin), path
-    return {}, None
-
-
-def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
-    """``REPAIRLOOP_<FIELD>`` variables; list fields split on commas."""
-    values: Dict[str, Any] = {}
-    for name in FIELD_NAMES:
-        raw = environ.get(ENV_PREFIX + name.upper())
-        if raw is None:
-            continue
-        annotation = str(Settings.model_fields[name].annotation)
-        value = [p.strip() for p in raw.split(",") if p.strip()] if "List" in annotation or "list" in annotation else raw
-        # One variable at a time, so an error names the variable to fix.
-        values.update(_check({name: value}, f"the environment variable {ENV_PREFIX}{name.upper()}"))
-    return values
-
-
-def load_settings(
-    project: Path,
-    flags: Optional[Mapping[str, Any]] = None,
-    environ: Optional[Mapping[str, str]] = None,
-) -> Settings:
-    """Merge the layers for ``project``; ``flags`` holds only options the user gave.
-
-    Raises ConfigError naming the key and its source on any invalid value.
-    """
-    environ = os.environ if environ is None else environ
-    merged: Dict[str, Any] = {}
-    merged.update(read_file_layer(project)[0])
-    merged.update(read_env_layer(environ))
-    given = {k: v for k, v in (flags or {}).items() if v is not None}
-    merged.update(_check(given, "the command-line flags"))
-    return Settings(**merged)
-
-
-def edit_format_for(settings: Settings, model: str) -> str:
-    """The edit format asked of ``model``: its ``model_edit_formats`` entry, else ``edit_format``."""
-    return settings.model_edit_formats.get(model, settings.edit_format)
-
-
-def model_chain(settings: Settings, environ: Optional[Mapping[str, str]] = None) -> List[str]:
-    """The ordered proposers for a run: configured models, else one per provider key, then builtin.
-
-    With no model configured and no provider key in the environment, the
-    offline engine is the whole chain (DESIGN.md, "Errors from the model side").
-    """
-    environ = os.environ if environ is None else environ
-    chain = list(settings.models)
-    if not chain:
-        chain = [model for key, model in DEFAULT_MODEL_BY_KEY if environ.get(key)][:1]
-    if settings.fallback_to_builtin and "builtin" not in chain:
-        chain.append("builtin")
-    if not chain:
-        raise ConfigError(
-            "the model chain is empty",
-            hint="pass --model NAME, or drop --no-builtin so the offline engine can run",
-        )
-    return chain

@@ -1,0 +1,67 @@
+"""Test functions a change edits, found by content: a test file that no test glob names is still a test.
+
+A test is a ``test*`` function with an assertion, at module level or in a
+``Test*`` class or a TestCase subclass: how pytest finds tests by default.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Set, Tuple
+
+from repairloop.patch.forgery import dotted_name
+from repairloop.patch.model import FileChange, line_opcodes
+from repairloop.patch.statements import parse_module
+from repairloop.patch.tamper import count_assertions
+
+
+def _is_test_function(node: ast.AST) -> bool:
+    """A ``test*`` function that asserts something: pytest's default discovery, narrowed."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.name.startswith("test"):
+        return False
+    return count_assertions(node) > 0
+
+
+def _test_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
+    """(name, first line, last line) of module-level tests and tests of ``Test*``/TestCase classes."""
+    spans = []
+    for node in getattr(tree, "body", []):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(node):
+            spans.append((node.name, _first_line(node), node.end_lineno or node.lineno))
+        elif isinstance(node, ast.ClassDef):
+            bases = {dotted_name(b).split(".")[-1] for b in node.bases}
+            if node.name.startswith("Test") or "TestCase" in bases:
+                spans += [(f"{node.name}.{item.name}", _first_line(item), item.end_lineno or item.lineno)
+                          for item in node.body
+                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(item)]
+    return spans
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators: List[ast.expr] = getattr(node, "decorator_list", [])
+    line: int = getattr(node, "lineno", 0)
+    return min([d.lineno for d in decorators] + [line])
+
+
+def edited_tests(change: FileChange) -> List[str]:
+    """Test functions whose lines the change edits or deletes, found by content, not by path.
+
+    A test is a ``test*`` function with an assertion, at module level or in a
+    ``Test*`` class or a TestCase subclass: how pytest finds tests by default.
+    This catches an edited expected value in a test file that no test glob
+    names. Returns qualified names (``TestX.test_y``); [] for non-Python files.
+    """
+    if change.old_text is None or not change.path.endswith(".py"):
+        return []
+    tree = parse_module(change.old_text)
+    if tree is None:
+        return []
+    # Old 1-based line numbers touched; an insertion between lines k and k+1 is k + 0.5,
+    # so lines added right after a test's last line do not count as editing it.
+    changed: Set[float] = set()
+    for tag, i1, i2, _, _ in line_opcodes(change.old_text, change.new_text):
+        if tag == "insert":
+            changed.add(i1 + 0.5)
+        elif tag != "equal":
+            changed.update(range(i1 + 1, i2 + 1))
+    return [name for name, start, end in _test_spans(tree) if any(start <= n <= end for n in changed)]
