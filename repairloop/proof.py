@@ -12,28 +12,14 @@ created in the workspace, or anything else that happened there, play no part.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, Iterable, Sequence
 
 from repairloop.errors import PatchError
 from repairloop.patch import AppliedPatch, FileChange, check_guards
-from repairloop.types import ResultSource, TestReport
+from repairloop.types import Proof, ResultSource, TestReport
 from repairloop.validation import ValidationSetup, passes, untrusted_run
 from repairloop.workspace.fingerprint import fingerprint
 from repairloop.workspace.fresh import start_copy
-
-
-@dataclass(frozen=True)
-class Proof:
-    """What the proof run showed: ``held`` of ``required`` full-suite runs held, ``guards`` passed on the
-    whole patch; ``detail`` says why not; ``seconds`` of test time."""
-
-    passed: bool
-    held: int
-    required: int
-    guards: bool = True
-    detail: str = ""
-    seconds: float = 0.0
 
 
 def union(changes: Iterable[FileChange]) -> AppliedPatch:

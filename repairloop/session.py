@@ -197,10 +197,8 @@ class Session:
         yield LoopEvent(EventKind.PHASE, f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))")
         claimed = [t for t in st.baseline_failing if t not in st.failing and t not in st.flaky]
         proof = prove(self.setup.validation, patch, claimed, st.baseline_failing)
-        self.journal.record(ProofEvent(passed=proof.passed, held=proof.held, required=proof.required,
-                                       guards=proof.guards, detail=proof.detail, seconds=round(proof.seconds, 3)))
-        self.evidence = replace(self.evidence, proof=proof.passed, runs_held=proof.held, runs_required=proof.required,
-                                guards=proof.guards, detail=proof.detail)
+        self.journal.record(ProofEvent(proof=proof))
+        self.evidence = replace(self.evidence, proof=proof)
         yield LoopEvent(EventKind.NOTE, "proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
         return stop.proven(ending, proof.passed, proof.detail)
 

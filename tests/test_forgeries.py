@@ -94,10 +94,10 @@ def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_forgery_never_ends_fixed(make_project, capsys, name: str) -> None:
     project = make_project("off_by_one")
     before = snapshot(project)
-    with ScriptedServer([("ok", FORGERIES[name])]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "1"), capsys)
+    with ScriptedServer([("ok", FORGERIES[name])]) as srv:  # --apply: a forgery taken for a fix would land
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "1", "--apply"), capsys)
     doc = json.loads(out)
-    assert doc["outcome"] != "fixed" and code != 0, doc["iterations"]
+    assert doc["outcome"] != "fixed" and code != 0 and not doc["applied"], doc["iterations"]
     assert not (Path(doc["run_dir"]) / "fix.patch").exists() or "last_n" not in doc.get("patch") or ""
     assert snapshot(project) == before
 
@@ -137,7 +137,7 @@ def test_files_the_tests_create_never_reach_the_patch(make_project, capsys) -> N
     assert code == 0 and doc["outcome"] == "fixed"
     assert "+++ b/report.json" not in doc["patch"] and "+++ b/blob.bin" not in doc["patch"]
     assert doc["patch"].count("+++ b/") == 1 and "+    return items[-n:]" in doc["patch"]
-    assert doc["evidence"]["proof"] is True and doc["evidence"]["runs_held"] == 1
+    assert doc["evidence"]["proof"]["passed"] is True and doc["evidence"]["proof"]["held"] == 1
 
 
 def test_a_protected_file_reached_through_a_symlink_is_protected(make_project, capsys) -> None:

@@ -26,7 +26,7 @@ from repairloop.journal.iteration_events import (
     ProposalEvent,
     TestsSummary,
 )
-from repairloop.types import Evidence, Failure, JournalKind, Outcome, SandboxStatus, StopReason
+from repairloop.types import Evidence, Failure, JournalKind, Outcome, Proof, SandboxStatus, StopReason
 from repairloop.types.model_events import MODEL_EVENTS, ModelEvent
 
 # -- the run's frame (loop.py) ------------------------------------------------------------
@@ -250,16 +250,10 @@ class PushRefusedEvent:
 
 @dataclass(frozen=True)
 class ProofEvent:
-    """The proof run of the reported patch on a fresh copy of the start state (``proof.prove``):
-    ``held`` of ``required`` full-suite runs held, ``guards`` passed on the whole patch, ``detail`` why not."""
+    """The proof run of the reported patch on a fresh copy of the start state (``proof.prove``)."""
 
     kind: ClassVar[JournalKind] = JournalKind.PROOF
-    passed: bool
-    held: int
-    required: int
-    guards: bool = True
-    detail: str = ""
-    seconds: float = 0.0
+    proof: Proof
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import GuardError
-from repairloop.patch.model import AppliedPatch
-from repairloop.patch.statements import statement_delta
+from repairloop.patch.model import AppliedPatch, FileChange
+from repairloop.patch.statements import StatementDelta, statement_delta
 from repairloop.types import Flag, FlagKind, TestFiles
 
 _LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
@@ -172,6 +172,15 @@ def _literals_in_operands(operands: Sequence[ast.AST]) -> Set[str]:
     return keys
 
 
+def _code_deltas(applied: AppliedPatch, test_files: TestFiles) -> Iterator[Tuple[FileChange, StatementDelta]]:
+    """The changed Python files that are not tests and parse, with the statements each change touches."""
+    for change in applied.changes:
+        if change.path.endswith(".py") and not test_files.is_test(change.path):
+            delta = statement_delta(change.old_text, change.new_text)
+            if delta.parses:
+                yield change, delta
+
+
 def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
                       test_files: TestFiles = TestFiles()) -> Tuple[Flag, ...]:
     """Flags for branch conditions the candidate adds that compare with the tests' literals.
@@ -184,12 +193,7 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
     if not literals:
         return ()
     flags: List[Flag] = []
-    for change in applied.changes:
-        if not change.path.endswith(".py") or test_files.is_test(change.path):
-            continue
-        delta = statement_delta(change.old_text, change.new_text)
-        if not delta.parses:
-            continue
+    for change, delta in _code_deltas(applied, test_files):
         # A special case is one node: only the statements the candidate touches can add one.
         before = Counter(k for k, _, _, _ in _special_cases(delta.removed, literals))
         seen: Dict[str, int] = {}
@@ -212,12 +216,7 @@ def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files:
     """
     if not literals:
         return
-    for change in applied.changes:
-        if not change.path.endswith(".py") or test_files.is_test(change.path):
-            continue
-        delta = statement_delta(change.old_text, change.new_text)
-        if not delta.parses:
-            continue
+    for change, delta in _code_deltas(applied, test_files):
         before = {ast.dump(n) for n in _answers(delta.removed, literals)}
         for node in _answers(delta.added, literals):
             if ast.dump(node) not in before:

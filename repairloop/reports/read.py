@@ -176,8 +176,8 @@ def describe_event(event: ReadEvent) -> str:
     if isinstance(event, ModelDroppedEvent):
         return f"dropped {event.model} for the rest of the run: {event.why}"
     if isinstance(event, ProofEvent):
-        held = f"{event.held} of {event.required} full-suite run(s) held on a fresh copy"
-        return "proof run: " + (held if event.passed else f"failed ({held}): {event.detail}")
+        held = f"{event.proof.held} of {event.proof.required} full-suite run(s) held on a fresh copy"
+        return "proof run: " + (held if event.proof.passed else f"failed ({held}): {event.proof.detail}")
     if isinstance(event, (IntentEvent, DoneEvent)):
         files = ", ".join(event.files)
         return f"{event.action} {'started' if isinstance(event, IntentEvent) else 'done'}" + (f": {files}" if files else "")

@@ -1,16 +1,8 @@
-"""Configuration: the Settings record, its fields, defaults and checks (loading is ``settings.layers``).
+"""Configuration: the Settings record, its fields, defaults and checks.
 
-Sources, lowest precedence first (STYLE.md habit 7):
-
-1. the defaults written on the fields of :class:`Settings` (``configs/default.toml``
-   documents them and a test keeps the two equal);
-2. ``[tool.repairloop]`` in the project's ``pyproject.toml``, or a
-   ``repairloop.toml`` at the project root (which wins if both exist);
-3. environment variables ``REPAIRLOOP_<FIELD>`` (lists comma-separated);
-4. command-line flags (a flag not given stays unset and does not override).
-
-Unknown keys are errors that name the key and the file they came from; unknown
-``REPAIRLOOP_*`` variables are only warned about (:func:`unknown_env_warnings`).
+Every default is written here, on its field (``configs/default.toml`` documents
+them and a test keeps the two equal); loading the layers on top of them is
+``settings.layers``; the order of the layers is ``settings/__init__.py``'s docstring.
 """
 
 from __future__ import annotations

@@ -133,24 +133,40 @@ class SandboxStatus:
 
 
 @dataclass(frozen=True)
+class Proof:
+    """What the proof run of a reported patch showed (``proof.prove``): ``held`` of ``required`` full-suite
+    runs held on a fresh copy of the start state, ``guards`` passed on the whole patch, ``detail`` why not;
+    ``seconds`` of test time."""
+
+    passed: bool
+    held: int
+    required: int
+    guards: bool = True
+    detail: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"passed": self.passed, "held": self.held, "required": self.required, "guards": self.guards,
+                "detail": self.detail, "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Proof":
+        return cls(bool(data.get("passed")), int(data.get("held") or 0), int(data.get("required") or 0),
+                   bool(data.get("guards", True)), str(data.get("detail") or ""), float(data.get("seconds") or 0.0))
+
+
+@dataclass(frozen=True)
 class Evidence:
-    """How strong the evidence for a reported patch is (DESIGN.md "The verdict"; README "Guards").
+    """How strong the evidence for a reported patch is (DESIGN.md "The verdict"; README "How a run stops").
 
     ``plausible``: the failing tests passed with the patch in the loop's
-    workspace. ``proof``: the proof run on a fresh copy of the start state held
-    (True), failed (False) or was not run (None: nothing to prove);
-    ``runs_held`` of ``runs_required`` full-suite runs held there, and the
-    guards passed on the whole patch when ``guards`` is True. ``flags`` are
-    the notes raised on kept candidates; ``detail`` says why the proof failed.
+    workspace; ``proof``: what its proof run on a fresh copy showed (None:
+    nothing to prove); ``flags``: the notes raised on kept candidates.
     """
 
     plausible: bool = False
-    proof: Optional[bool] = None
-    runs_held: int = 0
-    runs_required: int = 0
-    guards: bool = False
+    proof: Optional[Proof] = None
     flags: Tuple[str, ...] = ()
-    detail: str = ""
 
     def summary(self) -> str:
         """One line for people: what was checked and what it showed."""
@@ -158,17 +174,22 @@ class Evidence:
             return "no patch passes the tests"
         if self.proof is None:
             return "plausible (the tests pass with the patch); not proven"
-        if not self.proof:
-            return f"plausible in the workspace, but the proof run failed: {self.detail}"
+        if not self.proof.passed:
+            return f"plausible in the workspace, but the proof run failed: {self.proof.detail}"
         flags = f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
-        return (f"plausible and proven: the full suite passed {self.runs_held} of {self.runs_required} time(s) "
+        return (f"plausible and proven: the full suite passed {self.proof.held} of {self.proof.required} time(s) "
                 f"on a fresh copy with only this patch, guards passed on the whole patch{flags}. "
                 "Tests passing is not proof of correctness: review it")
 
     def to_json(self) -> Dict[str, Any]:
-        return {"plausible": self.plausible, "proof": self.proof, "runs_held": self.runs_held,
-                "runs_required": self.runs_required, "guards": self.guards, "flags": list(self.flags),
-                "detail": self.detail}
+        return {"plausible": self.plausible, "proof": self.proof.to_json() if self.proof else None,
+                "flags": list(self.flags)}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Evidence":
+        proof = data.get("proof")
+        return cls(bool(data.get("plausible")), Proof.from_json(proof) if isinstance(proof, dict) else None,
+                   tuple(str(f) for f in data.get("flags") or ()))
 
 
 @dataclass(frozen=True)
