@@ -46,7 +46,8 @@ def figure_sandbox(work: Path, repeat: int = 15) -> Figure:
                           "true": lambda: _wall(["/bin/true"]), "true boxed": lambda: _wall(confined)}, repeat)
     fig = Figure(8, "Sandbox cost per test run", f"wall seconds of one test run (median of {repeat}, runs "
                  "interleaved) without and with the sandbox (`bwrap` with every option repairloop uses: read-only "
-                 "root, private /tmp, the tree under test as a throw-away overlay, hidden project and credential stores, new user, PID, network, IPC and UTS "
+                 "root, private /tmp, the tree under test writable with its tests read-only, hidden project and "
+                 "credential stores, new user, PID, network, IPC and UTS "
                  f"namespaces, memory and file-size limits), by `{box.status.detail}`")
     fig.rows.append(["what runs", "unconfined s", "sandboxed s", "added s"])
     added: Dict[str, float] = {}
