@@ -181,11 +181,29 @@ def test_litellm_is_imported_only_inside_functions() -> None:
     assert not bad, bad
 
 
+PLUGIN_FILES = sorted((PACKAGE / "runner" / "plugin").glob("repairloop_pytest_plugin*.py"))
+
+
+def plugin_import_faults(files: List[Path]) -> List[str]:
+    """Imports of the plugin's modules that are neither stdlib, pytest, coverage nor a sibling of the plugin."""
+    allowed = set(sys.stdlib_module_names) | {"pytest", "_pytest", "coverage"} | {f.stem for f in files}
+    return [f"{path.name}:{e.line} imports {e.target}" for path in files for e in edges(path.parent, path)
+            if not (e.how == "absolute" and (e.target or "").split(".")[0] in allowed)]
+
+
 def test_plugin_uses_only_stdlib_and_pytest() -> None:
-    plugin = PACKAGE / "runner" / "plugin" / "repairloop_pytest_plugin.py"
-    allowed = set(sys.stdlib_module_names) | {"pytest", "_pytest", "coverage"}
-    for e in edges(plugin.parent, plugin):
-        assert e.how == "absolute" and (e.target or "").split(".")[0] in allowed, f"plugin line {e.line} imports {e.target}"
+    assert len(PLUGIN_FILES) > 1 and not plugin_import_faults(PLUGIN_FILES)
+
+
+def test_plugin_modules_are_under_300_lines() -> None:
+    sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in PLUGIN_FILES}
+    assert all(lines <= 300 for lines in sizes.values()), sizes
+
+
+def test_the_plugin_import_rule_fails_on_repairloop(tmp_path: Path) -> None:
+    bad = tmp_path / "repairloop_pytest_plugin_bad.py"
+    bad.write_text("import pytest\nfrom repairloop.types import TestReport\n", encoding="utf-8")
+    assert plugin_import_faults([bad]) == ["repairloop_pytest_plugin_bad.py:2 imports repairloop.types.TestReport"]
 
 
 # -- each rule fails on a bad import (a synthetic tree, the same checks) -------------------------

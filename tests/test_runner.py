@@ -391,10 +391,12 @@ def test_plugin_loads_from_its_directory_without_repairloop(tmp_path: Path) -> N
     assert report.green, report.output[-2000:]
 
 
-def test_plugin_imports_only_stdlib_and_pytest_at_module_level() -> None:
-    tree = ast.parse((PLUGIN_DIR / "repairloop_pytest_plugin.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("module", sorted(p.name for p in PLUGIN_DIR.glob("repairloop_pytest_plugin*.py")))
+def test_plugin_imports_only_stdlib_and_pytest_at_module_level(module: str) -> None:
+    tree = ast.parse((PLUGIN_DIR / module).read_text(encoding="utf-8"))
     stdlib = set(getattr(sys, "stdlib_module_names", ())) or pytest.skip("needs Python 3.10+")
-    allowed = stdlib | {"pytest", "__future__"}
+    siblings = {p.stem for p in PLUGIN_DIR.glob("repairloop_pytest_plugin*.py")}
+    allowed = stdlib | {"pytest", "__future__"} | siblings
     top_level = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = [a.name for n in top_level if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in top_level if isinstance(n, ast.ImportFrom)]

@@ -20,7 +20,7 @@ FAILING = {"calc.py": "def add(a, b):\n    return a - b\n",
 
 def test_a_patched_results_plugin_is_caught_by_pytests_own_junit(tmp_path: Path) -> None:
     forger = ("import sys\n"
-              "sys.modules['repairloop_pytest_plugin']._outcome = lambda report: 'passed'\n")
+              "sys.modules['repairloop_pytest_plugin_recorder']._outcome = lambda report: 'passed'\n")
     project = write_project(tmp_path, {**FAILING, "calc.py": FAILING["calc.py"] + forger})
     report = run_tests(project, PYTEST)
     assert [r.outcome for r in report.results] == [TestOutcome.PASSED]  # the plugin was fooled
