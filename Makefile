@@ -20,7 +20,7 @@ lint: $(STAMP)
 	cd repairloop/runner/plugin && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --explicit-package-bases *.py
 
 test: lint
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 demo: $(STAMP)
 	$(BIN)/repairloop run fixtures/demo

@@ -5,7 +5,7 @@ contract: 0 fixed or nothing to fix, 1 not fixed, 2 usage or configuration
 error, 3 unrecoverable failure kind, 130 interrupted). Here: the typer ``app``,
 ``--version`` and ``main`` (the console script); the commands live in
 ``repair`` (run, resume, clean, classify), ``history`` (report, runs, stats)
-and ``integrations`` (hook, ci, bench); ``common`` holds what they share.
+``integrations`` (hook, ci) and ``bench`` (bench, bench merge); ``common`` holds what they share.
 Heavy modules (the loop, GitPython, pydantic, litellm) are imported inside the
 commands so that ``repairloop --help`` answers fast.
 """
@@ -18,6 +18,7 @@ from typing import Any, List, Optional
 import typer
 
 from repairloop.cli import history, integrations, repair
+from repairloop.cli.bench import bench_app
 from repairloop.cli.common import json_error
 from repairloop.types import ExitCode
 
@@ -58,11 +59,12 @@ def _options(
 
 # Registration order is the order `repairloop --help` lists the commands in.
 _COMMANDS = (
-    repair.run, repair.resume, repair.clean, repair.classify, integrations.bench,
+    repair.run, repair.resume, repair.clean, repair.classify,
     history.report, history.runs, history.stats, integrations.hook, integrations.ci,
 )
 for _command in _COMMANDS:
     app.command()(_command)
+app.add_typer(bench_app, name="bench")  # a group: `bench CASES_DIR` (its default command, run) and `bench merge`
 
 
 def _terminated(signum: int, frame: Any) -> None:

@@ -1,4 +1,4 @@
-"""The commands other tools call: ``hook`` (pre-commit), ``ci`` (CI jobs) and ``bench``.
+"""The commands other tools call: ``hook`` (pre-commit) and ``ci`` (CI jobs); ``bench`` is in ``cli.bench``.
 
 Plain functions; ``repairloop.cli`` registers them on the typer app. Each is a
 thin adapter over ``repairloop.integrations``: flags in, a report rendered,
@@ -7,7 +7,6 @@ its exit code returned through ``guarded``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -16,43 +15,6 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from repairloop.cli.common import PathArg, check_usage, err_console, guarded, not_a_directory, project_settings, warn_unknown_env
-from repairloop.types import ExitCode
-
-
-def bench(
-    cases_dir: Path = typer.Argument(..., help="Directory of cases (each a project with a case.toml)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
-    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model chain (default: the offline engine)."),
-    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per case (a case.toml timeout may lower it)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a Markdown table."),
-) -> None:
-    """Run the loop on every case of CASES_DIR, each in a temporary copy; report the repair rate."""
-    flags = {"workers": workers, "models": model or None, "api_base": api_base}
-    guarded(lambda: _bench(cases_dir, flags, timeout, as_json, model), as_json)
-
-
-def _bench(cases_dir: Path, flags: Dict[str, Any], timeout: Optional[float], as_json: bool,
-           model: Optional[List[str]]) -> int:
-    from repairloop.integrations.bench import markdown_table, run_bench, settings_for_bench, totals
-    from repairloop.settings import check_flags
-
-    check_usage(model=model)
-    warn_unknown_env()
-    check_flags(flags)  # a ConfigError naming the flag, not pydantic's ValidationError
-    settings_for_bench(flags)
-    console = err_console()
-
-    def progress(case: Any) -> None:
-        console.print(f"- {case.name}: {case.outcome} ({case.stop_reason}, {case.seconds:.1f}s)")
-
-    results = run_bench(cases_dir, {k: v for k, v in flags.items() if v is not None}, timeout=timeout, on_case=progress)
-    if as_json:
-        document = {"cases": [r.to_json() for r in results], "totals": totals(results)}
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    else:
-        sys.stdout.write(markdown_table(results) + "\n")
-    return int(ExitCode.OK)
 
 
 def hook(

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Dict, Optional, Tuple
 
 from repairloop.journal import Shown, TestsSummary
-from repairloop.types import Iteration, RunResult
+from repairloop.types import Iteration, RunResult, TestFiles
 
 
 class RunStatus(str, enum.Enum):
@@ -58,7 +58,10 @@ class RunReport:
     INTERRUPTED (the run can be resumed, as after Ctrl-C); ``outcome`` and
     ``stop_reason`` then say the status instead. ``started``/``ended`` are
     ISO 8601 text (UTC) of the first and last journal line; ``details`` go
-    with ``result.iterations``, one each.
+    with ``result.iterations``, one each. ``test_files`` is the run's own rule
+    for which files are tests (its ``test_globs`` and the files its baseline
+    collected tests from beyond them); None for a live result or a journal
+    whose start does not say.
     """
 
     result: RunResult
@@ -71,6 +74,7 @@ class RunReport:
     details: Tuple[IterationDetail, ...] = ()
     notes: Tuple[str, ...] = ()  # the journal's events that are not an iteration's (interruptions, intents)
     warnings: Tuple[str, ...] = ()  # about the journal itself (a torn last line, an unreadable event)
+    test_files: Optional[TestFiles] = None
 
     @classmethod
     def of(cls, result: RunResult) -> "RunReport":

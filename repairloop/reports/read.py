@@ -41,13 +41,14 @@ from repairloop.journal import (
     SandboxEvent,
     StartEvent,
     StoppedEvent,
+    TestFilesEvent,
     TestsSummary,
     UnknownEvent,
     WorkspaceEvent,
     read_events,
 )
 from repairloop.reports.model import IterationDetail, RunReport, RunStatus, seconds_between
-from repairloop.types import Failure, Iteration, Outcome, RunResult, SandboxStatus, StopReason, failure_kinds
+from repairloop.types import Failure, Iteration, Outcome, RunResult, SandboxStatus, StopReason, TestFiles, failure_kinds
 
 
 def load_run(run_dir: Path) -> RunReport:
@@ -77,6 +78,7 @@ class _Fold:
     sandbox: Optional[SandboxStatus] = None
     applied: bool = False
     stopped: Optional[StoppedEvent] = None
+    test_files: Optional[TestFiles] = None
     iterations: List[Iteration] = field(default_factory=list)
     details: List[IterationDetail] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)  # the run's
@@ -95,6 +97,7 @@ def build_report(run_dir: Path, entries: List[Entry], warnings: List[str]) -> Ru
         result=_result(fold, run_dir, patch or None, seconds_between(started, ended)), status=fold.status,
         project=fold.project, started=started, ended=ended, chain=fold.chain, baseline=fold.baseline,
         details=tuple(fold.details), notes=tuple(fold.notes + fold.pending), warnings=tuple(warnings),
+        test_files=fold.test_files,
     )
 
 
@@ -105,6 +108,11 @@ def _fold(fold: _Fold, event: ReadEvent) -> None:
         fold.pending = []
     elif isinstance(event, StartEvent):
         fold.run_id, fold.project, fold.chain = event.run_id or fold.run_id, event.project, event.chain
+        globs = event.settings.get("test_globs")
+        fold.test_files = TestFiles(tuple(str(g) for g in globs)) if isinstance(globs, list) else None
+    elif isinstance(event, TestFilesEvent):  # the baseline collected tests from files no glob names
+        if fold.test_files is not None:
+            fold.test_files = TestFiles(fold.test_files.globs, fold.test_files.collected | frozenset(event.added))
     elif isinstance(event, BaselineEvent):
         fold.baseline = event.report
     elif isinstance(event, ClassifiedEvent):
