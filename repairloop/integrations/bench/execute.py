@@ -174,7 +174,7 @@ def patch_paths(patch: str) -> List[str]:
 def case_result(case: Case, result: RunResult, seconds: float, kept: Optional[str], judgement: Judgement,
                 test_files: TestFiles) -> CaseResult:
     """The row of a case whose run ended (``seconds``: the repair's wall clock)."""
-    totals = result.totals
+    totals, proof = result.totals, result.evidence.proof
     plausible = result.outcome is Outcome.FIXED and bool(result.patch)
     return CaseResult(
         name=case.name, family=case.family, single_mutation=case.single_mutation, outcome=result.outcome.value,
@@ -183,7 +183,7 @@ def case_result(case: Case, result: RunResult, seconds: float, kept: Optional[st
         tokens=totals["prompt_tokens"] + totals["completion_tokens"], cost_usd=totals["cost_usd"],
         seconds=round(seconds, 2), edits_tests=any(test_files.is_test(p) for p in patch_paths(result.patch or "")),
         detail=result.stop_detail, run_id=result.run_id, run_dir=kept, patch=result.patch,
-        model_calls=totals["model_calls"], plausible=plausible, proof=result.evidence.proof,
+        model_calls=totals["model_calls"], plausible=plausible, proof=proof.passed if proof is not None else None,
         matches_reference=judgement.matches_reference, passes_hidden_tests=judgement.passes_hidden_tests,
         hidden_tests=judgement.hidden_tests, correct=judgement.correct if plausible else None,
         judge_detail=judgement.detail,

@@ -26,7 +26,8 @@ class CaseResult:
     ``patch`` is the final patch (git diff text, None without one); ``run_id``
     and ``run_dir`` say where its journal is (``run_dir`` is None unless the
     bench kept it with ``--keep``). ``plausible``: the patch made every
-    failing test pass and held on a fresh copy (outcome ``fixed``).
+    failing test pass and held on a fresh copy (outcome ``fixed``); ``proof``:
+    whether the patch's proof run on a fresh copy passed (None: none ran).
     ``matches_reference``, ``passes_hidden_tests`` and ``correct`` judge a
     plausible patch (``correct.judge``); None where there was nothing to judge
     or no judge. ``edits_tests``: the patch changes a file the run's own
