@@ -1,13 +1,12 @@
 """The stop policy of DESIGN.md: the one place where a run's ending is decided.
 
-The session gathers the facts (``Facts``: the history, what is still failing,
-the time spent, the chain, a refused budget gate, an interruption) and asks
-``check`` after every step; the first match wins: success, interrupted,
-unrecoverable (no usable model left), budget, stagnation (which hands over to
-the next link of the chain while there is one), no progress. The endings
-before the loop (nothing to fix, a blocking failure kind, only flaky
-failures, the time budget gone in the baseline) are ``baseline_ending``'s.
-Candidate similarity, which stagnation rests on, is judged here too.
+The session gathers the facts (``Facts``) and asks ``check`` after every step;
+the first match wins: success, interrupted, unrecoverable (no usable model
+left), budget, stagnation, no progress. The last two are judged on the current
+link's own iterations and hand over to the next link while there is one, so
+``builtin`` at the end of the chain gets its turn while budget is left. The
+endings before the loop are ``baseline_ending``'s. Candidate similarity, which
+stagnation rests on, is judged here too.
 """
 
 from __future__ import annotations
@@ -55,10 +54,8 @@ class Refusal:
 class Facts:
     """What the policy decides on, gathered by the session after every step.
 
-    ``link`` is the index of the current link of ``chain`` (``len(chain)``
-    when none is left); ``link_since`` the number of iterations made before
-    that link took over, so stagnation is judged on the current link's own
-    candidates. ``dropped`` holds "model: why" for each dropped link.
+    ``link`` is the index of the current link of ``chain`` (``len(chain)`` when none is left);
+    ``link_since`` the iterations made before it took over; ``dropped`` "model: why" per dropped link.
     """
 
     history: Tuple[Iteration, ...]
@@ -228,7 +225,8 @@ def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
     """Decide after the latest step: an Ending, a Handover to the next link, or None to go on.
 
     First match wins: interrupted, success, no usable model left, a budget
-    (a refused gate, or one used up), stagnation, no progress.
+    (a refused gate, or one used up), stagnation, no progress. The last two
+    are a Handover while the chain has a next link, an Ending on its last.
     """
     if facts.interrupted:
         return Ending(StopReason.INTERRUPTED, "interrupted (Ctrl-C); your files are as they were", outcome_of(facts))
@@ -241,14 +239,22 @@ def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
     used_up = budget_used_up(facts.history, facts.elapsed, limits)
     if used_up is not None:
         return Ending(_BUDGET_REASON[used_up[0]], used_up[1], outcome_of(facts))
+    stuck = _stuck(facts, limits)
+    if stuck is not None:
+        reason, detail = stuck
+        if facts.link + 1 < len(facts.chain):  # the chain's next link (``builtin`` last) gets its turn
+            return Handover(reason, detail)
+        return Ending(reason, detail, outcome_of(facts))
+    return None
+
+
+def _stuck(facts: Facts, limits: Limits) -> Optional[Tuple[StopReason, str]]:
+    """Stagnation or no progress of the current link, judged on its own iterations only, else None."""
     stagnant = _stagnation(facts, limits)
     if stagnant is not None:
-        if facts.link + 1 < len(facts.chain):
-            return Handover(StopReason.STAGNATION, stagnant)
-        return Ending(StopReason.STAGNATION, stagnant, outcome_of(facts))
-    if no_progress(facts.history, facts.baseline_failing, limits.patience):
-        return Ending(StopReason.NO_PROGRESS, f"{limits.patience} iterations in a row without fewer failing tests",
-                      outcome_of(facts))
+        return StopReason.STAGNATION, stagnant
+    if no_progress(facts.history, facts.baseline_failing, limits.patience, since=facts.link_since):
+        return StopReason.NO_PROGRESS, f"{limits.patience} iterations in a row without fewer failing tests"
     return None
 
 
@@ -263,17 +269,16 @@ def _stagnation(facts: Facts, limits: Limits) -> Optional[str]:
     return f"iteration {last.number} repeated an earlier candidate (similarity {score:.2f} >= {limits.similarity_threshold:.2f})"
 
 
-def no_progress(history: Sequence[Iteration], baseline_failing: int, patience: int) -> bool:
-    """True when the last ``patience`` iterations all failed to lower the failing count."""
-    if len(history) < patience:
-        return False
+def no_progress(history: Sequence[Iteration], baseline_failing: int, patience: int, *, since: int = 0) -> bool:
+    """True when the last ``patience`` iterations made at or after index ``since`` (the current link's
+    first: each link has its own patience) did not lower the failing count below the whole history's best."""
     best = baseline_failing
     streak = 0
-    for it in history:
+    for index, it in enumerate(history):
         if it.decision is Decision.KEPT and it.tests_failed is not None and it.tests_failed < best:
             best = it.tests_failed
             streak = 0
-        else:
+        elif index >= since:
             streak += 1
     return streak >= patience
 

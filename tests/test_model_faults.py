@@ -127,3 +127,18 @@ def test_connection_refused_is_transient_then_gives_up(make_project, capsys, qui
     doc = json.loads(capsys.readouterr().out)
     refused_connection(doc, journal(doc), [])
     assert code == 1
+
+
+def test_a_model_without_progress_hands_over_to_builtin(make_project, capsys, quick_retries) -> None:
+    """A model that keeps giving an unusable answer ends its turn after `patience` iterations; the chain's
+    last link, the offline engine, then gets its turn and repairs the bug (seen on a real project:
+    the run ended no_progress and builtin was never tried)."""
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", "The bug is in last_n; change the slice.")]) as srv:
+        code = main(["run", str(project), "--model", "openai/first", "--api-base", srv.base_url, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    events = journal(doc)
+    assert [e["why"] for e in of(events, "escalate")] == ["no_progress"]
+    models = [it["model"] for it in doc["iterations"]]
+    assert models[:3] == ["openai/first"] * 3 and models[3:] and set(models[3:]) == {"builtin"}, models
+    assert doc["outcome"] == "fixed" and code == 0

@@ -130,3 +130,34 @@ def test_step_down_only_to_a_next_model() -> None:
     assert stop.should_step_down(facts(spent, chain=("big", "small", "builtin")), limits)
     assert not stop.should_step_down(facts(spent, chain=("big", "builtin")), limits)
     assert not stop.should_step_down(facts([it(1, Decision.REVERTED, tokens=100)], chain=("big", "small")), limits)
+
+
+def test_no_progress_hands_over_to_the_next_link() -> None:
+    # Seen on a real project: a model gave the same unusable answer three times and the run ended
+    # with no_progress although `builtin`, the chain's last link, was never tried.
+    chain = ("m", "builtin")
+    unusable = [it(n, Decision.REJECTED, model="m") for n in (1, 2, 3)]
+    verdict = stop.check(facts(unusable, chain=chain), LIMITS)
+    assert isinstance(verdict, stop.Handover) and verdict.reason is StopReason.NO_PROGRESS
+    # The next link has its own patience: the model's turns do not count against it.
+    assert stop.check(facts(unusable, chain=chain, link=1, link_since=3), LIMITS) is None
+    engine = [*unusable, *(it(n, Decision.REVERTED, model="builtin") for n in (4, 5, 6))]
+    last = stop.check(facts(engine, chain=chain, link=1, link_since=3), LIMITS)
+    assert isinstance(last, stop.Ending) and last.reason is StopReason.NO_PROGRESS
+
+
+def test_a_dropped_models_turns_do_not_use_up_the_next_links_patience() -> None:
+    # Two unusable answers, then the model is dropped (authentication) in its third turn: the session
+    # has moved on to builtin, which must get its turn before no progress can end the run.
+    turns = [it(1, Decision.REJECTED), it(2, Decision.REJECTED), it(3, Decision.NO_CANDIDATE)]
+    after_drop = facts(turns, chain=("m", "builtin"), link=1, link_since=3, dropped=("m: authentication failed",))
+    assert stop.check(after_drop, LIMITS) is None
+
+
+def test_progress_made_by_an_earlier_link_is_the_bar_for_the_next() -> None:
+    limits = replace(LIMITS, patience=2)
+    history = [it(1, Decision.KEPT, failed=1, model="m"), it(2, Decision.REVERTED, failed=1, model="m"),
+               it(3, Decision.REVERTED, failed=1, model="builtin"), it(4, Decision.REVERTED, failed=1, model="builtin")]
+    verdict = stop.check(facts(history, chain=("m", "builtin"), link=1, link_since=2, baseline_failing=2), limits)
+    assert isinstance(verdict, stop.Ending) and verdict.reason is StopReason.NO_PROGRESS
+    assert verdict.outcome is Outcome.PARTIALLY_FIXED
