@@ -232,3 +232,43 @@ def test_trimming_stops_as_soon_as_the_budget_fits(tmp_path: Path) -> None:
     assert ctx.tokens <= 6000
     assert not any(t.startswith("slice shrunk") for t in ctx.trimmed)
     assert {"f10", "test_deep"} <= {s.name for s in ctx.slices}
+
+
+DOCTESTED = {
+    "pkg/__init__.py": '''\
+        """A package."""
+
+
+        def double(x):
+            """Twice x.
+
+            >>> double(3)
+            6
+            """
+            return x * 2 + (1 if x == 3 else 0)
+        ''',
+    "tests/__init__.py": "",
+    "tests/util.py": "def check(a, b):\n    assert a == b, f'{a} != {b}'\n",
+    "tests/test_a.py": "from pkg import double\nfrom tests.util import check\n\n\ndef test_double():\n    check(double(1), 3)\n",
+    "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '--doctest-modules'\n",
+}
+
+
+def test_every_frame_of_a_failure_shown_has_its_code(tmp_path: Path) -> None:
+    """Seen on a real project: a prompt showed a traceback but no code. A doctest's failure points at its
+    example (the plugin's frame) and at the definition whose docstring holds it; an assertion helper in the
+    test suite is shown read-only; the message is the example, what it expected and what it got."""
+    project = write(tmp_path / "p", DOCTESTED)
+    report, failures = run_and_classify(project)
+    by_id = {f.test_id: f for f in failures}
+    doctest = by_id["pkg/__init__.py::pkg.double"]
+    assert doctest.message.splitlines()[1:] == ["    double(3)", "Expected:", "    6", "Got:", "    7"]
+    assert doctest.location == "pkg/__init__.py:7"
+    ctx = build_context(project, [doctest], results_of(report), test_files=TEST_FILES)
+    assert [(s.path, s.name) for s in ctx.slices] == [("pkg/__init__.py", "double")]
+    assert "return x * 2" in ctx.slices[0].text and not ctx.slices[0].read_only
+    helper = by_id["tests/test_a.py::test_double"]
+    ctx = build_context(project, [helper], results_of(report), test_files=TEST_FILES)
+    shown = {(s.path, s.name, s.read_only) for s in ctx.slices}
+    assert ("tests/util.py", "check", True) in shown and ("pkg/__init__.py", "double", False) in shown
+    assert "tests/util.py:2 in check" in ctx.traceback

@@ -318,3 +318,32 @@ def test_nothing_to_fix(make_project, capsys) -> None:
     code, out, _ = run_cli(["run", str(project), "--json"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "nothing_to_fix" and doc["iterations"] == []
+
+
+PRICE_FIX = """\
+--- a/orders/pricing.py
++++ b/orders/pricing.py
+@@ -4,3 +4,3 @@
+ def parse_price(text):
+     \"\"\"Turn a price string such as "$1,200.50" into a float (dollars).\"\"\"
+-    return float(text.strip().lstrip("$"))
++    return float(text.strip().lstrip("$").replace(",", ""))
+"""
+
+
+def test_the_prompt_after_a_kept_partial_fix_carries_code(make_project, capsys) -> None:
+    """Two root causes; the first answer fixes one (kept). The next prompt shows the code of the failure it
+    shows, and names the kept change by file instead of pointing at code it does not show."""
+    project = make_project("shared_root_cause")
+    with ScriptedServer([("ok", PRICE_FIX), ("ok", "no idea")]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "2"), capsys)
+        prompts = [user_messages(r) for r in srv.requests]
+    doc = json.loads(out)
+    assert [i["decision"] for i in doc["iterations"]] == ["kept", "rejected"] and code == 1
+    after = prompts[1]
+    assert "Traceback" not in after or "## Code" in after
+    assert "### orders/pricing.py" in after and "def apply_discount(total, percent):" in after
+    assert "(kept: it is applied; build on it)" in after and "in the code above" not in after
+    assert "In orders/pricing.py line 6, " in after
+    retry = prompts[2]
+    assert "against the current code shown in the first message" in retry

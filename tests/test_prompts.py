@@ -108,9 +108,9 @@ def test_a_one_line_change_names_its_line_when_the_text_recurs() -> None:
 
 
 @pytest.mark.parametrize("diff", [
-    "--- a/c.py\n+++ b/c.py\n@@ -1,2 +1,2 @@\n-a = 1\n-b = 2\n+a = 2\n+b = 1\n",  # two lines
-    "--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-x = 1\n+    x = 1\n",  # whitespace only
-    "--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-x = `a`\n+x = `b`\n",  # backticks
+    "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -10,2 +10,2 @@\n-a = 1\n-b = 2\n+a = 2\n+b = 1\n",  # two lines
+    "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -11 +11 @@\n-x = 1\n+    x = 1\n",  # whitespace only
+    "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -11 +11 @@\n-x = `a`\n+x = `b`\n",  # backticks
 ], ids=["two-lines", "whitespace", "backticks"])
 def test_other_changes_are_shown_as_their_changed_lines(diff: str) -> None:
     last = LastAttempt(diff, Decision.REVERTED, "broke a passing test")
@@ -145,3 +145,29 @@ def test_backticks_in_text_cannot_close_the_fence() -> None:
     ctx = RepairContext(failing_tests=("t::a",), message="m", traceback="", slices=(tricky,))
     text = render_context(ctx)
     assert "`````\ntext\n```\nmore ```` text\n`````" in text
+
+
+def test_a_kept_change_outside_the_code_shown_is_named_not_pointed_at() -> None:
+    """Seen on a real project: after a kept partial fix the prompt said "kept: it is in the code above"
+    about a function the prompt did not show. Only code that is shown may be pointed at."""
+    elsewhere = ("--- a/calc/parse.py\n+++ b/calc/parse.py\n@@ -6 +6 @@\n-    return float(text)\n"
+                 "+    return float(text.replace(',', ''))\n")
+    kept = LastAttempt(elsewhere, Decision.KEPT, "fixed 2 test(s), broke none; 1 still failing", fixed=("t::b",))
+    section = render_context(replace(CONTEXT, last_attempt=kept)).split("## Last attempt", 1)[1]
+    assert section.startswith(" (kept: it is applied; build on it)\n") and "code above" not in section
+    assert "In calc/parse.py line 6, `float(text)` → `float(text.replace(',', ''))`" in section
+    two_lines = elsewhere.replace("@@ -6 +6 @@", "@@ -6,2 +6,2 @@") + "-    x = 1\n+    x = 2\n"
+    kept = replace(kept, diff=two_lines)
+    section = render_context(replace(CONTEXT, last_attempt=kept)).split("## Last attempt", 1)[1]
+    assert "code above" not in section and "```diff\n# calc/parse.py\n" in section
+    here = LastAttempt(DIFF, Decision.KEPT, "fixed 1 test(s), broke none; 1 still failing")
+    shown = render_context(replace(CONTEXT, last_attempt=here))
+    assert "(kept: it is in the code above; build on it)" in shown
+
+
+def test_the_retry_points_at_code_only_when_code_was_shown() -> None:
+    feedback = Feedback(answer="use xs[-1]", error="no patch found in the answer")
+    assert "shown in the first message" in render_messages(CONTEXT, feedback)[3]["content"]
+    bare = replace(CONTEXT, slices=())
+    retry = render_messages(bare, feedback)[3]["content"]
+    assert "shown" not in retry and "against the current code of the files named in the first message" in retry

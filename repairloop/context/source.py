@@ -159,14 +159,21 @@ def _split_test_id(test_id: str) -> Tuple[str, List[str]]:
     return parts[0], parts[1:]
 
 
-def _test_piece(files: Files, test_id: str) -> Optional[Tuple[Piece, _Def]]:
+def _test_piece(files: Files, test_id: str, test_files: TestFiles) -> Optional[Tuple[Piece, _Def]]:
+    """The failing test's own definition (read-only), or for a doctest of a module the definition whose
+    docstring holds it (``pkg/m.py::pkg.m.Class.method``: read-only only when that module is a test file)."""
     path, names = _split_test_id(test_id)
     if not names or not (files.root / path).is_file():
         return None
-    found = files.get(path).find(".".join(names))
+    source = files.get(path)
+    found, read_only = source.find(".".join(names)), True
+    if found is None and len(names) == 1 and path.endswith(".py"):  # a doctest id: the module's dotted name first
+        parts = names[0].split(".")
+        found = next((d for d in (source.find(".".join(parts[k:])) for k in range(1, len(parts))) if d), None)
+        read_only = test_files.is_test(path)
     if found is None:
         return None
-    code = CodeSlice(path, found.start, found.end, found.name, files.get(path).text(found.start, found.end), True)
+    code = CodeSlice(path, found.start, found.end, found.name, source.text(found.start, found.end), read_only)
     return Piece(code, found.start, 0, True), found
 
 
@@ -212,7 +219,7 @@ def collect(files: Files, group: Sequence[Failure], test_files: TestFiles) -> Li
             pieces.append(files.piece(frame.path, frame.line, distance, protected=distance == 0))
             deepest = max(deepest, distance + 1)
     for failure in group:
-        test = _test_piece(files, failure.test_id)
+        test = _test_piece(files, failure.test_id, test_files)
         if test is None:
             continue
         pieces.append(test[0])
@@ -221,7 +228,28 @@ def collect(files: Files, group: Sequence[Failure], test_files: TestFiles) -> Li
             # called function is the best guess for the fault: keep it like a frame.
             piece = files.piece(path, found.start, deepest + index, protected=deepest == 0 and index == 0)
             pieces.append(piece)
-    return _dedupe(pieces)
+    return _dedupe(pieces + _uncovered_frames(files, group, pieces, test_files, deepest + MAX_CALLEES))
+
+
+def _uncovered_frames(files: Files, group: Sequence[Failure], pieces: Sequence[Piece], test_files: TestFiles,
+                      distance: int) -> List[Piece]:
+    """Pieces for the frames of ``group`` that no piece shows yet: a helper in a test module (an
+    ``assert_equal`` of the test suite), a doctest's example line, a text file's example (read-only when
+    they are test files). The traceback the prompt shows names these lines; its code must be there too.
+    The innermost one is kept like a frame of the code under test when the failure has none."""
+    shown = [(p.code.path, p.code.start_line, p.code.end_line) for p in pieces]
+    added: List[Piece] = []
+    for failure in group:
+        frames = [f for f in failure.frames if is_project_path(f.path) and (files.root / f.path).is_file()]
+        guard = not code_frames(failure.frames, test_files)
+        for frame in reversed(frames):
+            if any(path == frame.path and start <= frame.line <= end for path, start, end in shown):
+                continue
+            piece = files.piece(frame.path, frame.line, distance, protected=guard, read_only=test_files.is_test(frame.path))
+            shown.append((frame.path, piece.code.start_line, piece.code.end_line))
+            added.append(piece)
+            guard, distance = False, distance + 1
+    return added
 
 
 def _dedupe(pieces: Sequence[Piece]) -> List[Piece]:

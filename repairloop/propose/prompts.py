@@ -14,12 +14,11 @@ invite the model to copy the numbers into its diff.
 
 from __future__ import annotations
 
-import os
-import re
 from typing import Dict, List, Optional, Tuple
 
+from repairloop.propose.lastattempt import last_attempt_section
 from repairloop.textutil import fence
-from repairloop.types import CodeSlice, Decision, Feedback, LastAttempt, RepairContext
+from repairloop.types import CodeSlice, Feedback, RepairContext
 
 _RULES = """\
 You repair failing tests by fixing the code under test.
@@ -73,12 +72,9 @@ _ASK_AGAIN = {
 }
 RETRY_INSTRUCTION = (
     "Your previous answer could not be used: {error}\n"
-    "{ask} against the current code shown in the first message."
+    "{ask} against the current code {where}."
 )
-
-# A changed span ending in one of these gets the next word too, when that is short (characters).
-_OPERATOR_ENDS = set("+-*/%<>=!&|^~,")
-_SHORT_WORD = 8
+_WHERE = {True: "shown in the first message", False: "of the files named in the first message"}
 
 _LANGUAGES = {".py": "python", ".pyi": "python", ".toml": "toml", ".cfg": "ini", ".ini": "ini",
               ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".js": "javascript",
@@ -100,7 +96,9 @@ def render_messages(context: RepairContext, feedback: Optional[Feedback] = None,
     if feedback is not None:
         ask = _ASK_AGAIN.get(edit_format, _ASK_AGAIN["diff"])
         messages.append({"role": "assistant", "content": feedback.answer})
-        messages.append({"role": "user", "content": RETRY_INSTRUCTION.format(error=feedback.error.strip(), ask=ask)})
+        where = _WHERE[bool(context.slices)]  # never point at code the prompt did not show
+        messages.append({"role": "user", "content": RETRY_INSTRUCTION.format(error=feedback.error.strip(), ask=ask,
+                                                                             where=where)})
     return messages
 
 
@@ -112,7 +110,7 @@ def render_context(context: RepairContext) -> str:
     """
     parts = [_tests_section(context), _failure_section(context), _code_section(context.slices)]
     if context.last_attempt is not None:
-        parts.append(_last_attempt_section(context.last_attempt, context.message, context.slices))
+        parts.append(last_attempt_section(context.last_attempt, context.message, context.slices))
     if context.notes:
         parts.append("## Notes\n" + "\n".join(f"- {note}" for note in context.notes))
     parts.append("## Task\nFix the code under test so that the failing tests pass and no "
@@ -147,138 +145,9 @@ def _code_section(slices: Tuple[CodeSlice, ...]) -> str:
         if piece.name:
             header += f" ({piece.name})"
         if piece.read_only:
-            header += "\nREAD-ONLY: this is the failing test; do not edit it."
+            header += "\nREAD-ONLY: test code; do not edit it."
         blocks.append(header + "\n" + fence(piece.text.rstrip("\n"), _language(piece.path)))
     return "\n\n".join(blocks)
-
-
-def _last_attempt_section(last: LastAttempt, failure: str, slices: Tuple[CodeSlice, ...] = ()) -> str:
-    """What the previous candidate changed and what it did, in as few tokens as will do.
-
-    A one-line change is shown in place (```a - 1` → `a + 1```), with just
-    enough of the line around it to be unambiguous, because the code above
-    already shows the whole line (its number is added when the changed text
-    occurs more than once there); anything larger is shown as its changed
-    lines only. The verdict leaves out a failure the Failure section
-    already shows. The section is the only part of the prompt that iteration 1
-    lacks, so its size is the prompt's growth over a run: about 40 tokens for
-    a one-line candidate (BENCHMARKS.md, figure 2).
-    """
-    change = _one_line_change(last.diff, "\n".join(piece.text for piece in slices))
-    outcome = _outcome(last, failure)
-    if change is not None:
-        lines = [f"## Last attempt ({_decision_words(last)})", f"{change}{': ' + outcome if outcome else ''}"]
-    else:
-        lines = [f"## Last attempt ({_decision_words(last)})"] + ([outcome] if outcome else [])
-    if last.fixed:
-        lines.append("It fixed: " + ", ".join(last.fixed))
-    if last.broke:
-        lines.append("It broke: " + ", ".join(last.broke))
-    if change is None:
-        changed = _changed_lines(last.diff)
-        if changed:
-            lines.append(fence(changed, "diff"))
-    return "\n".join(lines)
-
-
-def _decision_words(last: LastAttempt) -> str:
-    if last.decision is Decision.KEPT:
-        return "kept: it is in the code above; build on it"
-    if last.decision is Decision.REVERTED:
-        return "reverted"  # tested, then undone: the code above is without it
-    if last.decision is Decision.REJECTED:
-        return "rejected untested"
-    return f"not used: {last.decision.value}"
-
-
-def _outcome(last: LastAttempt, failure: str) -> str:
-    """The verdict's reason, without a failure message the Failure section already shows."""
-    head, _, detail = last.reason.strip().partition(": ")
-    if not head:
-        return ""
-    if head.startswith("fixed none of") and detail:
-        first = detail.split("\n")[0].strip()
-        first = first[len("AssertionError: "):] if first.startswith("AssertionError: assert ") else first
-        return "the same failure" if first in failure else first
-    if detail and detail.split("\n")[0].strip() in failure:
-        return head
-    return last.reason.strip()
-
-
-def _one_line_change(diff: str, shown: str = "") -> Optional[str]:
-    """```old` → `new``` when ``diff`` replaces one line of one file, else None.
-
-    Prefixed with ``Line N, `` (the line's number in the file; the code above
-    shows the range) unless ``old`` occurs exactly once in ``shown``.
-    None too for a change of whitespace only, or one with backticks: clearer as a diff.
-    """
-    lines = diff.splitlines()
-    hunks = [i for i, line in enumerate(lines) if line.startswith("@@")]
-    removed = [line[1:] for line in lines if line[:1] == "-" and not line.startswith("---")]
-    added = [line[1:] for line in lines if line[:1] == "+" and not line.startswith("+++")]
-    files = sum(line.startswith("+++") for line in lines)
-    header = re.match(r"@@ -(\d+)", lines[hunks[0]]) if len(hunks) == 1 else None
-    if header is None or files != 1 or len(removed) != 1 or len(added) != 1:
-        return None
-    if removed[0].split() == added[0].split():
-        return None
-    number = int(header.group(1))
-    for line in lines[hunks[0] + 1:]:
-        if line[:1] == "-":
-            break
-        number += line[:1] == " "
-    old, new = _changed_span(removed[0], added[0])
-    if "`" in old + new:
-        return None  # would break out of the inline code span
-    where = "" if shown.count(old) == 1 else f"Line {number}, "
-    return f"{where}`{old}` → `{new}`"
-
-
-def _changed_span(old: str, new: str) -> Tuple[str, str]:
-    """The part of ``old`` that ``new`` changes, widened to whole words, then by one more
-    word at a time (to the left first) until it occurs once in ``old``."""
-    prefix = len(os.path.commonprefix([old, new]))
-    room = min(len(old), len(new)) - prefix
-    suffix = min(room, len(os.path.commonprefix([old[::-1], new[::-1]])))
-    left = _word_start(old, prefix)
-    end_old, end_new = _word_end(old, len(old) - suffix), _word_end(new, len(new) - suffix)
-    while not old[left:end_old].strip() or old.count(old[left:end_old].strip()) > 1:
-        if left > 0:
-            left = _word_start(old, len(old[:left].rstrip()))
-        elif end_old < len(old):
-            end_old, end_new = _word_end(old, end_old + 1), _word_end(new, end_new + 1)
-        else:
-            break
-    # `n -` → `n +` reads better as `n - 1` → `n + 1`: finish an operator with a short operand.
-    right = _word_end(old, end_old + 1) if end_old < len(old) else end_old
-    if old[left:end_old].strip()[-1:] in _OPERATOR_ENDS and right - end_old <= _SHORT_WORD + 1:
-        end_old, end_new = right, _word_end(new, end_new + 1)
-    return old[left:end_old].strip(), new[left:end_new].strip()
-
-
-def _word_start(text: str, at: int) -> int:
-    while at > 0 and not text[at - 1].isspace():
-        at -= 1
-    return at
-
-
-def _word_end(text: str, at: int) -> int:
-    at = min(at, len(text))
-    while at < len(text) and not text[at].isspace():
-        at += 1
-    return at
-
-
-def _changed_lines(diff: str) -> str:
-    """The '-'/'+' lines of a diff, each file named once when there are several."""
-    out: List[str] = []
-    files = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
-    for line in diff.splitlines():
-        if line.startswith("+++ b/") and len(files) > 1:
-            out.append(f"# {line[6:]}")
-        elif line[:1] in ("+", "-") and not line.startswith(("+++", "---")):
-            out.append(line)
-    return "\n".join(out)
 
 
 def _language(path: str) -> str:

@@ -10,7 +10,9 @@ import os
 import re
 import sys
 import traceback
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
+
+from repairloop_pytest_plugin_doctest import describe_doctest
 
 LONGREPR_TAIL = 4000  # characters of pytest's failure text kept per record
 MESSAGE_LIMIT = 2000  # characters of an exception message
@@ -104,8 +106,12 @@ def describe(exc: BaseException) -> Dict[str, Any]:
 
     ``causes`` names the exceptions it was raised from (``__cause__``, else
     ``__context__``), outermost first; ``endpoint`` is the address a failed
-    connection tried, when the frames hold it.
+    connection tried, when the frames hold it. A failed doctest is its example, what it expected and
+    what it got, at the example's line (``repairloop_pytest_plugin_doctest``).
     """
+    doctest_failure: Optional[Dict[str, Any]] = describe_doctest(exc, _frames)
+    if doctest_failure is not None:
+        return doctest_failure
     cause = exc.__cause__
     if type(exc).__name__ == "CollectError" and cause is not None:
         exc = cause  # pytest wraps import and syntax errors of test modules
