@@ -17,7 +17,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check repairloop tests
 	$(BIN)/mypy repairloop
-	cd repairloop/runner/plugin && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --explicit-package-bases *.py
+	cd repairloop/runner/plugin && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --explicit-package-bases --cache-dir $(CURDIR)/.mypy_cache *.py
 
 test: lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup

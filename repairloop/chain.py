@@ -17,6 +17,7 @@ from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles
+from repairloop.warm import journalled_warm
 
 BUILTIN = "builtin"
 RecordedAnswer = Union[ProposalEvent, ProposalErrorEvent]  # what a resumed run replays
@@ -74,6 +75,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
             max_candidates=settings.builtin_candidates,
             candidate_timeout=settings.builtin_candidate_timeout,
             extra_search_share=settings.builtin_extra_search,
+            open_warm=journalled_warm(suite, journal, BUILTIN) if settings.warm else None,
         )
     from repairloop.propose.llm import LLMProposer
 

@@ -243,7 +243,7 @@ class Session:
         validation = ValidationSetup(workspace=self.ws, suite=self.suite, journal=self.journal, policy=policy,
                                      test_files=self.test_files, final_runs=settings.final_runs,
                                      targeted=is_pytest_command(self.suite.command), python=self.python,
-                                     guarded=policy.guards_verdict, baseline_ids=self.state.baseline_ids)
+                                     guarded=policy.guards_verdict, baseline_ids=self.state.baseline_ids, warm=settings.warm)
         return AttemptSetup(validation=validation, fuzzy_threshold=settings.fuzzy_threshold,
                             similarity_threshold=settings.similarity_threshold, context_tokens=settings.context_tokens,
                             count_tokens=self.count_tokens, redact=self.journal.redact)
@@ -273,6 +273,8 @@ class Session:
 
     def _finish(self, ending: Ending) -> LoopEvent:
         st = self.state
+        if self.setup is not None:
+            self.setup.validation.close()  # the warm test process of the iterations
         # The reported patch is the kept candidates' union (_prove), never the workspace's diff; what
         # leaves the run is redacted once, by loop.drive.
         result = build_result(ending, run_id=self.run_id, run_dir=self.journal.run_dir, patch=self.raw_patch,

@@ -16,6 +16,7 @@ from repairloop.runner import (
     probe_imports,
     run_tests,
 )
+from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
 from repairloop.types import RunResult, SandboxStatus, TestReport
 from repairloop.workspace.sandbox import Sandbox, SandboxPolicy, filter_environment, open_sandbox
@@ -122,9 +123,7 @@ class TestSuite:
         """One run of the test command in ``root``, bounded by ``timeout`` (default: the suite's) and by the
         seconds left in the run, unless ``past_deadline`` (the proof run of a found fix is never cut short).
         ``protect`` are project-relative files the run may not change (read-only in the sandbox)."""
-        limit = timeout or self.timeout
-        if not past_deadline:
-            limit = min(limit, max(self.deadline(), 1.0))
+        limit = self.time_limit(timeout, past_deadline)
         return run_tests(
             root,
             self.command,
@@ -137,3 +136,17 @@ class TestSuite:
             wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
             readonly=tuple(root / rel for rel in protect),
         )
+
+    def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
+        """Seconds one run may take: ``timeout`` (default: the suite's), within the seconds left in the run
+        unless ``past_deadline``."""
+        limit = timeout or self.timeout
+        return limit if past_deadline else min(limit, max(self.deadline(), 1.0))
+
+    def warm(self, root: Path, protect: Sequence[str] = ()) -> WarmProcess:
+        """A warm test process for ``root`` (not started; ``WarmProcess.ready`` starts it), run like
+        ``run`` runs a fresh one: the same command, environment, import redirection and sandbox, with
+        ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
+        return WarmProcess(root, self.command, env=self.environ, imports=self.imports,
+                           wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
+                           readonly=tuple(root / rel for rel in protect), start_timeout=self.timeout)

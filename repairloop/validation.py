@@ -15,7 +15,7 @@ when it is reported ``passed``: skipped, xfailed, deselected or missing is not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Sequence, Tuple
 
@@ -24,6 +24,7 @@ from repairloop.journal import Journal
 from repairloop.patch import AppliedPatch, GuardPolicy
 from repairloop.suite import TestSuite
 from repairloop.types import Decision, Failure, ResultSource, TestFiles, TestReport
+from repairloop.warm import JournalledWarm, WarmSlot
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
 
@@ -35,7 +36,9 @@ class ValidationSetup:
     ``targeted`` is True when the test command takes test ids (pytest), so the
     failing tests can run alone first; ``python`` is the project's interpreter;
     ``guarded`` tells the files no run may change (tests, protected files);
-    ``baseline_ids`` are the tests the baseline's full run collected.
+    ``baseline_ids`` are the tests the baseline's full run collected;
+    ``warm`` runs the failing tests in a warm process first (``warm.py``;
+    the workspace's, kept in ``slot`` and ended by ``close``).
     """
 
     workspace: Workspace
@@ -48,6 +51,21 @@ class ValidationSetup:
     python: Optional[str]
     guarded: Callable[[str], bool] = lambda path: False
     baseline_ids: FrozenSet[str] = frozenset()
+    warm: bool = False
+    slot: WarmSlot = field(default_factory=WarmSlot, compare=False)
+
+    def warm_process(self) -> Optional[JournalledWarm]:
+        """The workspace's warm process, started (before a candidate is written); None when off or refused."""
+        if not (self.warm and self.targeted):
+            return None
+        root = self.workspace.root
+        warm = self.slot.get(lambda: JournalledWarm(self.suite.warm(root, tuple(fingerprint(root, self.guarded))),
+                                                    self.journal, "loop"))
+        return warm if warm.ready() else None
+
+    def close(self) -> None:
+        """End the warm process (the loop is over; proof runs are fresh)."""
+        self.slot.close()
 
 
 @dataclass(frozen=True)
@@ -75,11 +93,12 @@ def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, 
     Raises WorkspaceError when the workspace cannot be written or restored.
     """
     ws = setup.workspace
+    warm = setup.warm_process()
     token = ws.checkpoint()
     try:
         ws.write_files({c.path: c.new_text for c in applied.changes})
         oracle = fingerprint(ws.root, setup.guarded)  # the candidate's own (allowed) edits included
-        checked = _judge(setup, failing, flaky, oracle)
+        checked = _judge(setup, failing, flaky, oracle, _Targeted(warm, tuple(c.path for c in applied.changes)))
     except BaseException:  # Ctrl-C or a crash mid-validation: an untested candidate never stays
         ws.revert_to(token)
         raise
@@ -93,11 +112,28 @@ def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, 
                    checked.report, checked.seconds, failures)
 
 
-def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str], oracle: Fingerprint) -> Checked:
+@dataclass(frozen=True)
+class _Targeted:
+    """How the failing tests run alone: in ``warm`` (the candidate's files being ``changed``) when it can."""
+
+    warm: Optional[JournalledWarm]
+    changed: Tuple[str, ...]
+
+    def run(self, setup: ValidationSetup, failing: Tuple[str, ...], oracle: Fingerprint) -> TestReport:
+        """A warm run only rejects: a candidate it passes still has to pass the fresh full suite."""
+        if self.warm is not None:
+            report = self.warm.run(failing, self.changed, setup.suite.time_limit())
+            if report is not None:
+                return report
+        return setup.suite.run(setup.workspace.root, failing, protect=tuple(oracle))
+
+
+def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str], oracle: Fingerprint,
+           targeted: _Targeted) -> Checked:
     suite, root = setup.suite, setup.workspace.root
     seconds = 0.0
     if setup.targeted and not any(t.startswith("<") for t in failing):  # <session>: the suite is the unit
-        first = suite.run(root, failing, protect=tuple(oracle))
+        first = targeted.run(setup, failing, oracle)
         seconds += first.seconds
         untrusted = untrusted_run(setup, first, root, oracle, full=False)
         if untrusted:

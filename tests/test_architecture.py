@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
 SKIP = ("plugin",)  # the pytest plugin runs in the project's process: stdlib + pytest only
 WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace", "redact"}
 LOOP_LAYER = {"loop", "session", "suite", "attempt", "validation", "ending", "proof", "describe", "state", "chain", "recorded",
-              "intents", "confirm"}
+              "intents", "confirm", "warm"}
 # The bottom of the graph: records and enums (types), text helpers several layers need (textutil).
 BOTTOM = {"types", "textutil"}
 

@@ -22,7 +22,8 @@ from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutation import Mutation
-from repairloop.propose.builtin.scratch import Plan, Verdict, WorkerPool
+from repairloop.propose.builtin.pool import WorkerPool
+from repairloop.propose.builtin.scratch import Plan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
 from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestFiles, TestReport
 

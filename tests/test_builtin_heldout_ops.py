@@ -27,7 +27,8 @@ from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutate import mutate_source
 from repairloop.propose.builtin.mutation import Mutation
-from repairloop.propose.builtin.scratch import Plan, Verdict, WorkerPool
+from repairloop.propose.builtin.pool import WorkerPool
+from repairloop.propose.builtin.scratch import Plan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
 from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestFiles, TestOutcome, TestReport, TestResult
 

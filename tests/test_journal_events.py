@@ -53,6 +53,7 @@ from repairloop.journal import (
     TestFilesEvent,
     TestsSummary,
     UnknownEvent,
+    WarmEvent,
     WorkspaceEvent,
     read_events,
     run_dir_for,
@@ -123,6 +124,7 @@ EXAMPLES: List[JournalEvent] = [
     DoneEvent(action="open_pr", key="k", number=7, url="https://forge.invalid/pull/7"),
     NoteEvent(action="open_pr", key="k", attempt=1, unknown="timed out"),
     PushRefusedEvent(key="k", found="beef"),
+    WarmEvent(where="loop", action="closed", why="", seconds=1.5, collected=12, served=3, fresh=1),
 ]
 
 

@@ -46,6 +46,7 @@ from repairloop.journal.iteration_events import (
     ProposalEvent,
     Shown,
     TestsSummary,
+    WarmEvent,
 )
 from repairloop.journal.lock import ProjectLock, pid_alive
 from repairloop.journal.runs import JOURNAL, list_runs, new_run_id, resolve_run, run_dir_for, state_dir
@@ -96,6 +97,7 @@ __all__ = [
     "TestFilesEvent",
     "TestsSummary",
     "UnknownEvent",
+    "WarmEvent",
     "WorkspaceEvent",
     "event_from_json",
     "event_to_json",

@@ -25,6 +25,7 @@ from repairloop.journal.iteration_events import (
     ProposalErrorEvent,
     ProposalEvent,
     TestsSummary,
+    WarmEvent,
 )
 from repairloop.types import Evidence, Failure, JournalKind, Outcome, Proof, SandboxStatus, StopReason
 from repairloop.types.model_events import MODEL_EVENTS, ModelEvent
@@ -270,6 +271,7 @@ _LoopSide = Union[
     ClassifiedEvent,
     TestFilesEvent, FlakyEvent, EscalateEvent, ModelDroppedEvent, ProposalEvent, ProposalErrorEvent,
     CandidateRejectedEvent, IterationEvent, ProofEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
+    WarmEvent,
 ]
 JournalEvent = Union[_LoopSide, ModelEvent]  # what ``Journal.record`` takes
 ReadEvent = Union[JournalEvent, UnknownEvent]  # what reading gives back
@@ -279,5 +281,5 @@ EVENT_CLASSES = (
     ClassifiedEvent,
     TestFilesEvent, FlakyEvent, EscalateEvent, ModelDroppedEvent, ProposalEvent, ProposalErrorEvent,
     CandidateRejectedEvent, IterationEvent, ProofEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
-    *MODEL_EVENTS,
+    WarmEvent, *MODEL_EVENTS,
 )

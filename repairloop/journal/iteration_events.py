@@ -107,3 +107,21 @@ class IterationEvent:
     answer: Optional[str] = None
     engine_notes: Optional[Dict[str, Any]] = None
     tests: Optional[TestsSummary] = None
+
+
+@dataclass(frozen=True)
+class WarmEvent:
+    """A warm test process of candidate validation (``warm.py``): ``where`` it serves (``loop``: the model
+    loop's re-run of the failing tests; ``builtin``: an offline-engine worker), ``action`` (``started``,
+    with ``seconds`` and ``collected`` tests; ``refused``: it will not run, ``why``; ``fallback``: one run
+    went to a fresh process, ``why``; ``closed``: it ended, having ``served`` runs warm and sent ``fresh``
+    ones to a fresh process)."""
+
+    kind: ClassVar[JournalKind] = JournalKind.WARM
+    where: str
+    action: str
+    why: str = ""
+    seconds: float = 0.0
+    collected: int = 0
+    served: int = 0
+    fresh: int = 0

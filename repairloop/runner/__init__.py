@@ -53,6 +53,7 @@ __all__ = [
     "project_python",
     "run_process",
     "run_tests",
+    "wrapped",
 ]
 
 PLUGIN_NAME = "repairloop_pytest_plugin"
@@ -85,7 +86,7 @@ class CommandWrapper(Protocol):
                  env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]: ...
 
 
-def _wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], tree: Path,
+def wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], tree: Path,
              outputs: Sequence[Path], env: Mapping[str, str], readonly: Sequence[Path] = ()) -> Union[Sequence[str], str]:
     """``command`` as ``wrap`` makes it; a program that is not found stays unwrapped, so the
     run still ends as 127 "command not found" (nothing of it runs, confined or not)."""
@@ -188,7 +189,7 @@ def run_tests(
         coverage = (tuple(coverage_source or ()), scratch.coverage_file) if scratch.coverage_file else None
         run_env = build_test_env(os.environ if env is None else env, root, results_file=scratch.results_file,
                                  pythonpath=pythonpath, coverage=coverage, imports=imports, junit_witness=scratch.witness)
-        runnable = _wrapped(final, wrap, root, scratch.outputs(junit_path if wrap is not None else None), run_env,
+        runnable = wrapped(final, wrap, root, scratch.outputs(junit_path if wrap is not None else None), run_env,
                             readonly)
         done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
         plugin = read_plugin_results(scratch.results_file, root)

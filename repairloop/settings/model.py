@@ -94,6 +94,7 @@ class Settings(BaseModel):
     fuzzy_threshold: float = Field(0.85, ge=0.5, le=1, description="Similarity a fuzzily located hunk needs.")
     confirm_runs: int = Field(1, ge=0, description="Re-runs of the failing tests before repairing (flaky check).")
     final_runs: int = Field(1, ge=1, description="Full-suite runs a candidate must pass before it counts as a fix.")
+    warm: bool = Field(True, description="Run a candidate's failing tests in a warm pytest process (forked per candidate); the full suite always runs fresh.")
     workers: int = Field(2, ge=1, description="Candidates the offline engine validates in parallel.")
     builtin_candidates: int = Field(2000, ge=1, description="Candidates the offline engine may try per run.")
     builtin_candidate_timeout: float = Field(10.0, gt=0, description="Seconds for one offline candidate's tests.")

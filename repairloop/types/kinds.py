@@ -147,6 +147,8 @@ class JournalKind(str, enum.Enum):
     PROPOSAL_ERROR = "proposal_error"
     CANDIDATE_REJECTED = "candidate_rejected"
     ITERATION = "iteration"
+    # warm test processes of candidate validation (warm.py): started, refused, a run that went fresh
+    WARM = "warm"
     # a model proposer as it goes (propose/llm.py, through chain.py's callback)
     MODEL_RETRY = "model_retry"
     MODEL_ERROR = "model_error"

@@ -14,7 +14,6 @@ model's: guards, its own validation, stop policy, journal.
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -24,15 +23,8 @@ from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.localise import Localisation, localise
-from repairloop.propose.builtin.scratch import (
-    Plan,
-    RunTests,
-    Verdict,
-    WorkerPool,
-    read_sources,
-    scratch_copy,
-    snapshot,
-)
+from repairloop.propose.builtin.pool import OpenWarm, WarmCounts, WorkerPool
+from repairloop.propose.builtin.scratch import Plan, RunTests, Verdict, read_sources, remove_coverage, scratch_copy, snapshot
 from repairloop.propose.builtin.search import Result, Search, order_candidates
 from repairloop.types import Proposal, ProposalRequest, TestFiles, TestReport, Usage
 
@@ -60,6 +52,8 @@ class BuiltinProposer:
     tests pass, breaks none) does not end the search: it is the answer only when
     the search ends without a whole-group fix (an early partial fix is often an
     overfitting one, ``x // y`` for a missing ``abs``). ``clock`` returns seconds.
+    ``open_warm`` gives each worker copy a warm test process for the failing
+    tests (``pool.py``; None: every run is a fresh process).
     """
 
     name = "builtin"
@@ -78,6 +72,7 @@ class BuiltinProposer:
         extra_candidates: int = 30,
         clock: Callable[[], float] = time.monotonic,
         scratch_dir: Optional[Path] = None,
+        open_warm: Optional[OpenWarm] = None,
     ) -> None:
         self.project_root = Path(project_root)
         self.run_tests = run_tests
@@ -89,6 +84,8 @@ class BuiltinProposer:
         self.extra_candidates = extra_candidates
         self.clock = clock
         self.scratch_dir = scratch_dir
+        self.open_warm = open_warm
+        self.warm_counts = WarmCounts()
         self._started: Optional[float] = None
         self._localisation: Optional[Localisation] = None
         self._baseline: Optional[TestReport] = None  # the localisation run (durations, failures)
@@ -148,7 +145,7 @@ class BuiltinProposer:
         def time_left() -> Optional[float]:
             return None if deadline is None else deadline - self.clock()
 
-        with WorkerPool(self.project_root, self.workers, self.scratch_dir) as pool:
+        with WorkerPool(self.project_root, self.workers, self.scratch_dir, self.open_warm, self.warm_counts) as pool:
 
             def validate(changed: Dict[str, str]) -> Verdict:
                 return pool.validate(changed, search.originals, self.run_tests, plan, self.clock, time_left)
@@ -172,7 +169,7 @@ class BuiltinProposer:
                 context = request.context
                 self._localisation = localise(report, root, targets, context.traceback, self.test_files, sources)
             finally:
-                _remove_coverage(report.coverage_file)
+                remove_coverage(report.coverage_file)
         self._baseline, self._first_targets = report, targets
         self._boosts = family_boosts(report, targets)
 
@@ -255,6 +252,8 @@ class BuiltinProposer:
             notes["tried"] = [r.to_json() for r in search.results[:MAX_TRIED_IN_NOTES]]
         if self._boosts:
             notes["family_boosts"] = dict(sorted(self._boosts.items()))
+        if self.open_warm is not None:
+            notes["warm"] = self.warm_counts.to_json()
         if self._plan is not None:
             notes["timeouts"] = {"failing_tests": self._plan.target_timeout, "suite": self._plan.suite_timeout}
         notes["stopped_because"] = self._stopped_because
@@ -285,14 +284,3 @@ class BuiltinProposer:
             notes=notes,
         )
 
-
-def _remove_coverage(coverage_file: Optional[str]) -> None:
-    """The caller owns the runner's coverage data file (and its private temp dir)."""
-    if not coverage_file:
-        return
-    data = Path(coverage_file)
-    if data.parent.name.startswith("repairloop-coverage-"):
-        shutil.rmtree(data.parent, ignore_errors=True)
-    else:
-        for leftover in data.parent.glob(data.name + "*"):
-            leftover.unlink(missing_ok=True)

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
@@ -181,88 +180,6 @@ def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
     return Verdict("plausible", reason, len(fixed), missed_group=len(missed), missed=len(still))
 
 
-class WorkerPool:
-    """``workers`` copies of the project in a scratch directory, removed on exit.
-
-    Use as a context manager; ``validate`` may be called from several threads
-    at once (each call holds one copy for its duration).
-    """
-
-    def __init__(self, project_root: Path, workers: int, scratch_dir: Optional[Path]) -> None:
-        self.project_root = project_root
-        self.workers = max(1, workers)
-        self.scratch_dir = scratch_dir
-        self.base: Optional[Path] = None
-        self._free: "queue.Queue[Path]" = queue.Queue()
-
-    def __enter__(self) -> "WorkerPool":
-        if self.scratch_dir is not None:
-            self.scratch_dir.mkdir(parents=True, exist_ok=True)
-        self.base = Path(tempfile.mkdtemp(prefix="repairloop-builtin-", dir=self.scratch_dir))
-        try:
-            for i in range(self.workers):
-                self._free.put(copy_project(self.project_root, self.base / f"worker-{i}"))
-        except BaseException:
-            shutil.rmtree(self.base, ignore_errors=True)
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
-
-    def validate(
-        self,
-        changed: Dict[str, str],
-        originals: Dict[str, str],
-        run_tests: RunTests,
-        plan: Plan,
-        clock: Callable[[], float],
-        time_left: Callable[[], Optional[float]],
-    ) -> Verdict:
-        """Write ``changed`` files into a free copy, run targets then suite, restore. Raises nothing."""
-        root = self._free.get()
-        started = clock()
-        try:
-            _write(root, changed)
-            verdict = _run_stages(root, run_tests, plan, time_left)
-        except Exception as exc:  # a runner failure on one candidate must not end the search
-            verdict = Verdict("error", f"validation failed: {type(exc).__name__}: {exc}")
-        finally:
-            _write(root, {p: originals[p] for p in changed})
-            self._free.put(root)
-        return replace(verdict, seconds=clock() - started)
-
-
-def _write(root: Path, files: Dict[str, str]) -> None:
-    for path, text in files.items():
-        with open(root / path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        drop_bytecode(root, path)
-
-
-def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:
-    left = time_left()
-    return timeout if left is None else max(1.0, min(timeout, left))
-
-
-def _run_stages(root: Path, run_tests: RunTests, plan: Plan, time_left: Callable[[], Optional[float]]) -> Verdict:
-    if plan.probe:
-        # Most candidates fail every target: one cheap target rejects them without paying
-        # for the others (a hang costs a per-test timeout per test). The plan has a probe
-        # only when every target shares one root cause, so a real fix passes it too.
-        timeout = _bounded(plan.probe_timeout, time_left)
-        probe = judge_targets(run_tests(root, plan.probe, timeout, False), plan.probe, timeout)
-        if probe.status != "passed":
-            return replace(probe, status="failing") if probe.status == "partial" else probe
-    timeout = _bounded(plan.target_timeout, time_left)
-    first = judge_targets(run_tests(root, plan.targets, timeout, False), plan.targets, timeout)
-    if first.status not in ("passed", "partial"):
-        return first
-    timeout = _bounded(plan.suite_timeout, time_left)
-    return judge_suite(run_tests(root, (), timeout, False), plan, timeout)
-
-
 def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
     """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}`` (undecodable skipped)."""
     sources: Dict[str, str] = {}
@@ -277,12 +194,24 @@ def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
     return sources
 
 
+def remove_coverage(coverage_file: Optional[str]) -> None:
+    """The caller owns the runner's coverage data file (and its private temp dir)."""
+    if not coverage_file:
+        return
+    data = Path(coverage_file)
+    if data.parent.name.startswith("repairloop-coverage-"):
+        shutil.rmtree(data.parent, ignore_errors=True)
+    else:
+        for leftover in data.parent.glob(data.name + "*"):
+            leftover.unlink(missing_ok=True)
+
+
 def snapshot(sources: Dict[str, str]) -> Tuple[Tuple[str, int], ...]:
     """A cheap fingerprint of the sources, to notice that the workspace changed."""
     return tuple(sorted((p, hash(t)) for p, t in sources.items()))
 
 
 __all__: List[str] = [
-    "Plan", "RunTests", "Verdict", "WorkerPool", "copy_project", "iter_python_files",
-    "judge_suite", "judge_targets", "read_sources", "scratch_copy", "snapshot",
+    "Plan", "RunTests", "Verdict", "copy_project", "iter_python_files",
+    "judge_suite", "judge_targets", "read_sources", "remove_coverage", "scratch_copy", "snapshot",
 ]  # fmt: skip

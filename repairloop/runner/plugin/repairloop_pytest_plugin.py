@@ -46,6 +46,8 @@ from typing import Any
 import pytest
 from repairloop_pytest_plugin_describe import describe, from_longrepr
 from repairloop_pytest_plugin_recorder import EXC_ATTR, Recorder
+from repairloop_pytest_plugin_reload import trace_imports
+from repairloop_pytest_plugin_warm import WARM_FD_ENV, WarmServer
 
 RESULTS_ENV = "REPAIRLOOP_RESULTS"
 COVERAGE_SOURCE_ENV = "REPAIRLOOP_COVERAGE_SOURCE"
@@ -127,3 +129,13 @@ def pytest_configure(config: Any) -> None:
     config.pluginmanager.register(recorder, "repairloop-recorder")
     if source and data_file:
         recorder.start_coverage([d for d in source.split(os.pathsep) if d], data_file)
+    warm = os.environ.pop(WARM_FD_ENV, None)
+    if warm:
+        config.pluginmanager.register(WarmServer(config, int(warm), recorder), "repairloop-warm-server")
+
+
+if os.environ.get(WARM_FD_ENV):
+    # A warm server must know which functions ran while the suite was imported, the
+    # conftest files included, which pytest loads before any hook of ours runs: so the
+    # tracing starts when pytest imports this plugin (-p), before the conftests.
+    trace_imports()

@@ -52,6 +52,11 @@ class Recorder:
         self._fh = open(path, "a", encoding="utf-8")
         self._cov: Any = None
 
+    def reopen(self, path: str) -> None:
+        """Write to ``path`` from now on (a warm server's child: one results file per request)."""
+        self._fh.close()
+        self._fh = open(path, "a", encoding="utf-8")
+
     def emit(self, record: Dict[str, Any]) -> None:
         # ensure_ascii keeps undecodable output (lone surrogates) writable; one flush per
         # record so a kill loses at most the line being written.

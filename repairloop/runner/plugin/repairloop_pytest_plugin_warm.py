@@ -1,0 +1,291 @@
+"""The warm server: collect once, then run each candidate's tests in a forked child (part of the pytest plugin).
+
+Started by repairloop (``runner/warm.py``) as the project's own pytest
+command with ``REPAIRLOOP_WARM_FD`` naming an inherited socket. After
+collection it answers ``{"ready": true, "collected": N}`` (or ``{"ready":
+false, "why": ...}``) and serves one JSON line per request::
+
+    {"id": 1, "tests": [nodeids], "changed": [paths], "results": file, "output": file, "timeout": seconds}
+
+For each request it forks. The child brings the changed modules up to date
+(``repairloop_pytest_plugin_reload``), tells the server on a pipe whether it
+could (before any candidate code runs), then runs the tests through pytest's
+own run protocol, the recorder writing the usual records to ``results`` and
+the terminal's output going to ``output``, and exits with pytest's exit
+status. The server itself never runs candidate code: it answers ``{"id": 1,
+"ran": true, "status": code, "timed_out": bool}``, or ``{"id": 1, "ran":
+false, "why": ..., "stale": bool}`` when the request must run in a fresh
+process instead (``stale``: files changed under the server, start a new one).
+After each child every process the child left is killed: its process group,
+and in a sandbox (``REPAIRLOOP_WARM_CONFINED``, a PID namespace of its own)
+every process but the server and its ancestors.
+
+Standard library and pytest only, Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+
+import pytest
+from repairloop_pytest_plugin_reload import Snapshot, bring_up_to_date, refusal, stop_tracing
+
+WARM_FD_ENV = "REPAIRLOOP_WARM_FD"
+CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"
+SKIP_ENV = "REPAIRLOOP_WARM_SKIP"  # directories inside the tree that are not the project (os.pathsep-separated)
+_FALLBACK_STATUS = 86  # a child that could not bring its modules up to date exits with this
+
+
+class WarmServer:
+    """A pytest plugin that replaces the run loop with the request loop (see the module docstring)."""
+
+    def __init__(self, config: Any, fd: int, recorder: Any) -> None:
+        self.config = config
+        self.fd = fd
+        self.channel = socket.socket(fileno=fd)
+        self.recorder = recorder
+        self.reader = self.channel.makefile("r", encoding="utf-8")
+        self.snapshot: Optional[Snapshot] = None
+        self.test_modules: FrozenSet[str] = frozenset()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: Any) -> bool:
+        traced = stop_tracing()
+        why = self._refusal(session, traced)
+        if why:
+            self._send({"ready": False, "why": why})
+            return True
+        root = str(self.config.rootpath) if hasattr(self.config, "rootpath") else os.getcwd()
+        skip = tuple(p for p in os.environ.get(SKIP_ENV, "").split(os.pathsep) if p)
+        self.snapshot = Snapshot(os.getcwd(), skip)
+        self.test_modules = frozenset(os.path.realpath(str(_item_path(i))) for i in session.items)
+        self._send({"ready": True, "collected": len(session.items), "pid": os.getpid(), "rootdir": root})
+        items = {item.nodeid: item for item in session.items}
+        for line in self.reader:
+            request = json.loads(line)
+            self._send(dict(self._serve(session, items, request), id=request.get("id")))
+        return True
+
+    def _refusal(self, session: Any, traced: bool) -> str:
+        if not hasattr(os, "fork"):
+            return "this platform has no fork()"
+        if self.recorder is None:
+            return "the results recorder is not active"
+        if self.config.pluginmanager.hasplugin("dsession") or getattr(self.config.option, "numprocesses", None):
+            return "pytest-xdist distributes the tests (-n)"
+        if not traced:
+            return "something replaced the import tracer while the suite was collected (a debugger or coverage)"
+        if _threads() > 1:
+            return "the suite started threads while it was imported (a fork would copy the locks they hold)"
+        return ""
+
+    def _send(self, message: Dict[str, Any]) -> None:
+        self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
+
+    def _serve(self, session: Any, items: Dict[str, Any], request: Dict[str, Any]) -> Dict[str, Any]:
+        assert self.snapshot is not None
+        unknown = [t for t in request["tests"] if t not in items]
+        if unknown or not request["tests"]:
+            return {"ran": False, "why": f"not collected by the warm server: {', '.join(unknown[:3]) or 'no tests'}"}
+        changed = frozenset(os.path.realpath(os.path.join(self.snapshot.root, p)) for p in request["changed"])
+        for path in sorted(changed):
+            why = refusal(path, self.snapshot, self.test_modules)
+            if why:
+                return {"ran": False, "why": why}
+        foreign = self.snapshot.foreign_changes(changed)
+        if foreign:
+            names = ", ".join(os.path.relpath(p, self.snapshot.root) for p in foreign[:3])
+            return {"ran": False, "stale": True, "why": f"files changed since the warm server started: {names}"}
+        selected = [items[t] for t in dict.fromkeys(request["tests"])]  # pytest's order: the ids' own
+        return self._fork(session, selected, sorted(changed), request)
+
+    def _fork(self, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any]) -> Dict[str, Any]:
+        decision_r, decision_w = os.pipe()
+        tmp = tempfile.mkdtemp(prefix="warm-")
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(decision_r)
+            os.close(self.fd)  # candidate code gets no channel to repairloop
+            _child(self, session, selected, changed, request, decision_w, tmp)
+        os.close(decision_w)
+        deadline = started + float(request["timeout"])
+        try:
+            why = _read_decision(decision_r, deadline)
+            status, timed_out = _wait(pid, deadline)
+        finally:
+            os.close(decision_r)
+            _kill_leftovers(pid)
+            shutil.rmtree(tmp, ignore_errors=True)
+        if why:
+            return {"ran": False, "why": why}
+        return {"ran": True, "status": status, "timed_out": timed_out, "seconds": time.monotonic() - started}
+
+
+def _threads() -> int:
+    """Threads of this process: the kernel's count (C threads too) where /proc has it."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _item_path(item: Any) -> Any:
+    return getattr(item, "path", None) or item.fspath
+
+
+def _read_decision(fd: int, deadline: float) -> str:
+    """What the child writes on its decision pipe before running tests ("" or why not), read until it
+    closes the pipe or ``deadline`` passes (a child stuck there is then killed by ``_wait``)."""
+    parts: List[bytes] = []
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return ""
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b"".join(parts).decode("utf-8", "replace")
+        parts.append(chunk)
+
+
+def _wait(pid: int, deadline: float) -> Tuple[Optional[int], bool]:
+    """(exit status or None when killed, timed out) of the child, killed at ``deadline``."""
+    nap = 0.0005
+    while True:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return (os.WEXITSTATUS(code) if os.WIFEXITED(code) else None), False
+        if time.monotonic() >= deadline:
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+            return None, True
+        time.sleep(nap)
+        nap = min(nap * 2, 0.01)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _kill_leftovers(pgid: int) -> None:
+    """Every process a child left: its group; in a sandbox's PID namespace, all but the server's line."""
+    _kill_group(pgid)
+    if os.environ.get(CONFINED_ENV) != "1":
+        return
+    keep = _ancestors()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in keep:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    _reap()
+
+
+def _ancestors() -> FrozenSet[int]:
+    found = {os.getpid()}
+    pid = os.getpid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        found.add(pid)
+    return frozenset(found | {1})
+
+
+def _reap() -> None:
+    """Collect orphans re-parented to the server (it may be the namespace's subreaper)."""
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any],
+           decision: int, tmp: str) -> None:
+    """Bring the modules up to date, run ``selected``, exit with pytest's status. Never returns."""
+    status = 3
+    try:
+        os.setpgid(0, 0)
+        try:
+            why = _bring_up_to_date(server, changed)
+        except Exception as error:  # a reload that breaks is a reason to go fresh, never a verdict
+            why = f"the modules could not be brought up to date: {type(error).__name__}: {error}"
+        os.write(decision, why.encode("utf-8"))
+        os.close(decision)
+        if why:
+            os._exit(_FALLBACK_STATUS)
+        _redirect(request["output"])
+        os.environ["TMPDIR"] = tmp
+        tempfile.tempdir = None
+        status = _run(server, session, selected, request["results"])
+    except BaseException as error:  # the child must end here, whatever a test did
+        try:
+            sys.stderr.write(f"repairloop warm child: {type(error).__name__}: {error}\n")
+        except Exception:
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(status)
+
+
+def _bring_up_to_date(server: WarmServer, changed: List[str]) -> str:
+    snapshot = server.snapshot
+    assert snapshot is not None
+    if any(p not in snapshot.stats for p in changed):
+        importlib.invalidate_caches()  # a new module: let the import system list its directory again
+    return next((w for w in (bring_up_to_date(p, snapshot) for p in changed) if w), "")
+
+
+def _redirect(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _run(server: WarmServer, session: Any, selected: List[Any], results: str) -> int:
+    """pytest's own run loop over ``selected`` (``_pytest.main.pytest_runtestloop``), then its session end."""
+    server.recorder.reopen(results)
+    session.items = selected
+    session.testsfailed = 0
+    session.testscollected = len(selected)
+    server.recorder.pytest_sessionstart(session)
+    server.recorder.pytest_collection_finish(session)
+    status = 0
+    try:
+        for i, item in enumerate(selected):
+            nextitem = selected[i + 1] if i + 1 < len(selected) else None
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            if session.shouldfail or session.shouldstop:
+                break
+        status = 1 if session.testsfailed else 2 if session.shouldstop else 0 if selected else 5
+    except pytest.exit.Exception as exc:
+        status = exc.returncode if exc.returncode is not None else 2
+    except KeyboardInterrupt:
+        status = 2
+    session.config.hook.pytest_sessionfinish(session=session, exitstatus=status)
+    return status
