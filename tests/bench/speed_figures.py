@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import correct_figure
 import projects
 import scripted
 from figure import Check, Figure, median
@@ -152,7 +153,7 @@ def figure_offline_engine(cases_dir: Path, work: Path, seconds: float, full: boo
 def _engine_figure(cases_dir: Path, total: int, rows: List[Dict[str, Any]], seconds: float) -> Figure:
     fig = Figure(6, "The offline engine on fixtures/bench", "share of the bench cases the offline engine "
                  f"repairs with no model (`repairloop bench` on {cases_dir.name}/ cases, each with its own time "
-                 f"limit), and the median seconds per case")
+                 f"limit), the median seconds per case, and how many of its plausible patches are correct")
     fig.seconds = seconds
     # A case the bench's budget stopped before its own time limit was not measured fairly: not counted.
     cut = [r for r in rows if r["limit"] < r["own_limit"] and r["outcome"] != "fixed" and r["seconds"] >= r["limit"] - 2]
@@ -183,4 +184,5 @@ def _engine_figure(cases_dir: Path, total: int, rows: List[Dict[str, Any]], seco
                             all(r["outcome"] == "fixed" for r in single)))
     fig.checks.append(Check("no patch edits a test", str(sum(bool(r["edits_tests"]) for r in rows)),
                             not any(r["edits_tests"] for r in rows)))
+    correct_figure.add_to(fig, rows)
     return fig
