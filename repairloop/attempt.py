@@ -115,6 +115,7 @@ class AttemptOutcome:
     move: ChainMove = ChainMove.STAY
     why: str = ""
     refused: Optional[Refusal] = None
+    degraded: str = ""  # why the offline engine's fault localisation was weak ("" when it was not)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,13 @@ class _Proposed:
     move: ChainMove = ChainMove.STAY
     why: str = ""
     refused: Optional[Refusal] = None
+    notes: Optional[Mapping[str, Any]] = None  # the proposer's notes (of its answer or of its error)
+
+    @property
+    def degraded(self) -> str:
+        """The offline engine's note when its fault localisation fell back to the traceback, else ""."""
+        notes = self.notes or {}
+        return str(notes.get("localisation_note") or "") if notes.get("localisation_method") == "traceback" else ""
 
 
 def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], float]) -> AttemptOutcome:
@@ -149,7 +157,8 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
         decision = Decision.NO_CANDIDATE if proposed.proposal is None else Decision.REJECTED
         it = replace(base, decision=decision, reason=proposed.error, seconds_total=clock() - began)
         _record(setup, it, context, proposed.proposal, None)
-        return AttemptOutcome(it, move=proposed.move, why=proposed.why, refused=proposed.refused)
+        return AttemptOutcome(it, move=proposed.move, why=proposed.why, refused=proposed.refused,
+                              degraded=proposed.degraded)
     diff = proposed.applied.diff()
     signature = change_signature(diff)
     likeness = stop.judge_candidate(signature, given.earlier, setup.similarity_threshold)
@@ -157,7 +166,7 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
         it = replace(base, decision=Decision.DUPLICATE, reason="the same patch as an earlier candidate; not re-tested",
                      diff=diff, similarity_to_previous=likeness.previous, similarity_max=1.0, seconds_total=clock() - began)
         _record(setup, it, context, proposed.proposal, None)
-        return AttemptOutcome(it, signature=signature)
+        return AttemptOutcome(it, signature=signature, degraded=proposed.degraded)
     checked = validate(setup.validation, proposed.applied, given.failing, given.flaky)
     decision = checked.decision
     if decision is Decision.REVERTED and not checked.fixed and likeness.label is Decision.STAGNANT:
@@ -167,7 +176,8 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
                  broke=checked.broke, seconds_tests=checked.seconds, seconds_total=clock() - began)
     _record(setup, it, context, proposed.proposal, checked.report)
     last = LastAttempt(diff=diff, decision=checked.decision, reason=checked.reason, fixed=checked.fixed, broke=checked.broke)
-    return AttemptOutcome(it, checked=checked, applied=proposed.applied, last_attempt=last, signature=signature)
+    return AttemptOutcome(it, checked=checked, applied=proposed.applied, last_attempt=last, signature=signature,
+                          degraded=proposed.degraded)
 
 
 def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
@@ -208,7 +218,8 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
             _journal_error(journal, given, round_, err, notes)
             move, why, reason, refused = model_failed(given.model, err)
             return _Proposed(proposal, None, usage + err.usage, attempts + max(err.attempts, 1),
-                             candidates + _candidates_in(notes, default=0), reason, move=move, why=why, refused=refused)
+                             candidates + _candidates_in(notes, default=0), reason, move=move, why=why, refused=refused,
+                             notes=notes)
         # Journalled before validation, so a resumed run never asks for this answer again.
         journal.record(ProposalEvent(iteration=given.number, round=round_, model=given.model, engine=proposal.engine,
                                      answer=proposal.answer, usage=proposal.usage, notes=proposal.notes))
@@ -224,11 +235,11 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
             journal.record(CandidateRejectedEvent(iteration=given.number, model=given.model, answer=proposal.answer,
                                                   error=error))
             if feedback is not None or proposal.engine != "llm":
-                return _Proposed(proposal, None, usage, attempts, candidates, f"rejected: {error}")
+                return _Proposed(proposal, None, usage, attempts, candidates, f"rejected: {error}", notes=proposal.notes)
             feedback = redact_feedback(Feedback(answer=proposal.answer, error=error), setup.redact)
             continue
         flags = _guard_flags(screened, literals, setup.validation.test_files)
-        return _Proposed(proposal, screened.applied, usage, attempts, candidates, flags=flags)
+        return _Proposed(proposal, screened.applied, usage, attempts, candidates, flags=flags, notes=proposal.notes)
     return _Proposed(proposal, None, usage, attempts, candidates, "rejected")
 
 

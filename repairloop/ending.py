@@ -24,10 +24,11 @@ from repairloop.workspace import StartState, apply_to_user_tree
 def build_result(ending: Ending, *, run_id: str, run_dir: Path, patch: Optional[str], failures: Sequence[Failure],
                  history: Tuple[Iteration, ...], baseline_failing: Sequence[str], failing: Tuple[str, ...],
                  flaky: Tuple[str, ...], dropped: Sequence[str], allow_test_edits: bool, seconds: float,
-                 evidence: Evidence) -> RunResult:
-    """The run's RunResult (DESIGN.md's ``run --json``); ``seconds`` is its wall-clock time."""
+                 evidence: Evidence, run_notes: Sequence[str] = ()) -> RunResult:
+    """The run's RunResult (DESIGN.md's ``run --json``); ``seconds`` is its wall-clock time; ``run_notes``
+    say how the run went (the per-test timeout it chose, degraded fault localisation)."""
     fixed = tuple(t for t in baseline_failing if t not in failing and t not in flaky)
-    notes = guard_notes(allow_test_edits, history) + tuple(f"dropped {d}" for d in dropped)
+    notes = guard_notes(allow_test_edits, history) + tuple(f"dropped {d}" for d in dropped) + tuple(run_notes)
     return RunResult(
         run_id=run_id, outcome=ending.outcome, stop_reason=ending.reason, stop_detail=ending.detail,
         failure_kinds=failure_kinds(failures, flaky), failures=tuple(failures), iterations=history, patch=patch,

@@ -182,6 +182,8 @@ class Session:
             outcome = run_attempt(setup, self._attempt_input(number), self.clock)
             self._apply(outcome)
             yield LoopEvent(EventKind.ITERATION, outcome.iteration.reason, iteration=outcome.iteration)
+            if outcome.degraded:
+                yield from self._note(f"fault localisation degraded: {outcome.degraded}")
 
     def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
         """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last word."""
@@ -201,6 +203,12 @@ class Session:
         self.evidence = replace(self.evidence, proof=proof)
         yield LoopEvent(EventKind.NOTE, "proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
         return stop.proven(ending, proof.passed, proof.detail)
+
+    def _note(self, note: str) -> Iterator[LoopEvent]:
+        """Say ``note`` on the console once and keep it for the result's notes."""
+        if note not in self.state.notes:
+            self.state.notes += (note,)
+            yield LoopEvent(EventKind.NOTE, note)
 
     # -- state --------------------------------------------------------------
 
@@ -281,7 +289,7 @@ class Session:
                               failures=st.failures, history=st.history, baseline_failing=st.baseline_failing,
                               failing=st.failing, flaky=st.flaky, dropped=self.chain.dropped,
                               allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started,
-                              evidence=self.evidence)
+                              evidence=self.evidence, run_notes=st.notes)
         result = with_sandbox(result, self.suite.sandbox_status)
         record_result(self.journal, result)
         self.result = result

@@ -29,6 +29,7 @@ class RunState:
     kept_changes: Tuple[FileChange, ...] = ()  # every kept candidate's edits, as the guards approved them
     refused: Optional[Refusal] = None
     interrupted: bool = False
+    notes: Tuple[str, ...] = ()  # how the run went that the result must say (per-test timeout, weak localisation)
 
     def facts(self, chain: ChainState, *, elapsed: float) -> stop.Facts:
         """What the stop policy decides on now; ``elapsed`` is wall-clock seconds since the run started."""

@@ -147,7 +147,7 @@ def test_traceback_fallback_when_coverage_is_unavailable(tmp_path: Path) -> None
                              workers=2, max_candidates=30)  # fmt: skip
     proposal = engine.propose(request_for(project))
     assert proposal.notes["localisation_method"] == "traceback"
-    assert "coverage" in proposal.notes["localisation_note"]
+    assert "no per-test line data" in proposal.notes["localisation_note"]
     assert proposal.notes["localisation"][0]["path"] == "calc.py"
     assert "+    return x + 1" in proposal.answer.splitlines()
 

@@ -344,9 +344,13 @@ def test_run_goes_on_when_coverage_is_not_importable(tmp_path: Path) -> None:
     report = run_tests(
         root, PYTEST, pythonpath=(Path("shadow"), *SRC), coverage_source=["src"], timeout=120
     )
-    assert report.coverage_file is None
-    assert report.source == "plugin" and report.collected == 3
-    assert "per-test coverage was not recorded" in report.output
+    try:  # the plugin's own line tracer takes over (tests/test_line_tracer.py)
+        assert report.coverage_file is not None and report.coverage_file.endswith("repairloop-lines.jsonl")
+        assert report.source == "plugin" and report.collected == 3
+        assert "per-test coverage was not recorded" not in report.output
+    finally:
+        if report.coverage_file:
+            shutil.rmtree(Path(report.coverage_file).parent, ignore_errors=True)
 
 
 def test_workspace_source_roots_beat_an_installed_copy(tmp_path: Path) -> None:

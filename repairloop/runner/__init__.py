@@ -58,6 +58,9 @@ __all__ = [
 
 PLUGIN_NAME = "repairloop_pytest_plugin"
 PLUGIN_DIR = Path(os.path.abspath(__file__)).parent / "plugin"
+# The plugin's line tracer writes here (beside coverage.py's data file) when coverage.py is not
+# importable in the project's environment (plugin/repairloop_pytest_plugin_trace.py).
+LINES_NAME = "repairloop-lines.jsonl"
 # Always added to a pytest command: run every test even when a module fails to
 # import (TECH-NOTES 5.1). The cache goes to the run's scratch directory, so no
 # .pytest_cache is left in the workspace; the cache plugin stays loaded, since
@@ -170,9 +173,10 @@ def run_tests(
     the process group is killed and the report has ``timed_out=True`` and
     ``exit_code=None``. ``junit_xml`` (relative to ``root``) is deleted before
     the run so a stale file is never read. ``coverage_source`` (dirs relative
-    to root) records per-test line coverage; ``coverage_file`` is then a
-    coverage.py data file in its own temporary directory, which the caller
-    owns. ``imports`` redirects the project's imports to ``root`` (see
+    to root) records the lines each test runs; ``coverage_file`` is then a
+    coverage.py data file, or the plugin tracer's ``LINES_NAME`` JSON lines when
+    the project's environment has no coverage.py, in its own temporary
+    directory, which the caller owns. ``imports`` redirects the project's imports to ``root`` (see
     ``build_test_env``). ``output_limit`` is in bytes. ``wrap`` (a sandbox) turns
     the command into the argv that runs it confined, with the ``readonly``
     files of ``root`` unwritable. A command that is not found gives
@@ -195,9 +199,10 @@ def run_tests(
         plugin = read_plugin_results(scratch.results_file, root)
         report = assemble(final, done, plugin, junit_path, root, timeout)
         report = witnessed(report, plugin, scratch.witness, root, is_pytest_command(command), command)
-        if scratch.coverage_file is not None and scratch.coverage_file.is_file():
+        data = scratch.coverage_data()
+        if data is not None:
             scratch.keep_coverage = True
-            report = replace(report, coverage_file=str(scratch.coverage_file))
+            report = replace(report, coverage_file=str(data))
         return report
 
 
@@ -211,6 +216,13 @@ class _Scratch:
         self._coverage = Path(tempfile.mkdtemp(prefix="repairloop-coverage-")) if coverage else None
         self.coverage_file = self._coverage / ".coverage" if self._coverage is not None else None
         self.keep_coverage = False
+
+    def coverage_data(self) -> Optional[Path]:
+        """The per-test line data the run wrote: coverage.py's, else the plugin's own tracer's (None: none)."""
+        if self.coverage_file is None:
+            return None
+        found = [f for f in (self.coverage_file, self.coverage_file.parent / LINES_NAME) if f.is_file()]
+        return found[0] if found else None
 
     def outputs(self, junit: Optional[Path] = None) -> List[Path]:
         """What a sandboxed run must be able to write; ``junit`` is created empty, for the command to fill."""

@@ -244,6 +244,8 @@ class BuiltinProposer:
         notes: Dict[str, Any] = {"engine": "builtin"}
         if loc is not None:
             notes["localisation_method"] = loc.method
+            if loc.tool:
+                notes["localisation_tool"] = loc.tool  # coverage.py, or the plugin's sys.monitoring/settrace tracer
             notes["localisation"] = loc.top(10)
             if loc.note:
                 notes["localisation_note"] = loc.note

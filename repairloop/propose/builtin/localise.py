@@ -3,9 +3,9 @@
 Ochiai (Abreu, Zoeteweij and van Gemund, 2006) scores a line executed by
 ``ef`` failing and ``ep`` passing tests, out of ``F`` failing tests, as
 ``ef / sqrt(F * (ef + ep))``; it is the usual best single formula for
-spectrum-based localisation. Per-test spectra come from coverage.py's dynamic
-contexts (pytest-cov's ``--cov-context=test``: one context per test node id,
-suffixed ``|setup``, ``|run`` or ``|teardown``; shared notes, section 6). Ties
+spectrum-based localisation. Per-test spectra (``spectra.py``) come from
+coverage.py's dynamic contexts when the project's environment has coverage.py,
+else from the pytest plugin's own line tracer, which repairloop brings. Ties
 are broken by the distance to the failing frames of the traceback, then by
 path and line, so the ranking is deterministic.
 """
@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import ast
 import math
-import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple
 
+from repairloop.propose.builtin.spectra import EVERY_TEST, LineKey, read_spectra, relative_path
 from repairloop.types import Frame, TestFiles, TestReport, TestResult
 
 FAR = 10**6  # distance of a line in a file with no failing frame
-LineKey = Tuple[str, int]
+__all__ = ["EVERY_TEST", "FAR", "Localisation", "Suspect", "localise", "ochiai", "rank", "relative_path"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,11 @@ class Suspect:
 class Localisation:
     """Ranked suspects, most suspicious first, and how they were found.
 
-    ``method`` is ``coverage`` (Ochiai) or ``traceback`` (the fallback); ``note``
-    says why the fallback was used.
+    ``method`` is ``coverage`` (Ochiai over per-test line data) or ``traceback``
+    (the fallback: degraded); ``note`` says why the fallback was used; ``tool``
+    recorded the line data (``coverage.py``, ``sys.monitoring``,
+    ``sys.settrace``); ``ran_by`` maps each suspect line to the failing tests
+    that ran it (empty for the fallback).
     """
 
     method: str
@@ -60,49 +63,17 @@ class Localisation:
     failing: Tuple[str, ...]
     passing: Tuple[str, ...]
     note: str = ""
+    tool: str = ""
+    ran_by: Mapping[LineKey, FrozenSet[str]] = field(default_factory=dict)
+
+    @property
+    def degraded(self) -> bool:
+        """True when no per-test line data was used: the ranking is much weaker."""
+        return self.method != "coverage"
 
     def top(self, count: int = 10) -> List[Dict[str, object]]:
         """The first ``count`` suspects as JSON-ready dicts."""
         return [s.to_json() for s in self.suspects[:count]]
-
-
-def relative_path(path: str, root: Path) -> Optional[str]:
-    """``path`` relative to ``root`` with ``/`` separators, or None when outside it."""
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        return candidate.as_posix()
-    try:
-        rel = Path(os.path.realpath(candidate)).relative_to(os.path.realpath(root))
-    except ValueError:
-        return None
-    return rel.as_posix()
-
-
-# The empty context: code run outside any test (module bodies at import, during collection).
-# It runs for every test of the session, so Ochiai counts it as executed by all of them:
-# a bug in import-time code then ranks low but is still a candidate, not invisible.
-EVERY_TEST = "<every test>"
-
-
-def read_line_contexts(coverage_file: str, root: Path, test_files: TestFiles) -> Dict[LineKey, FrozenSet[str]]:
-    """Per line of non-test project code, the test ids whose context executed it.
-
-    Raises ImportError when coverage.py is not importable here.
-    """
-    from coverage import CoverageData  # lazily: only the localisation run needs it
-
-    data = CoverageData(basename=coverage_file)
-    data.read()
-    lines: Dict[LineKey, FrozenSet[str]] = {}
-    for measured in sorted(data.measured_files()):
-        rel = relative_path(measured, root)
-        if rel is None or test_files.is_test(rel) or not rel.endswith(".py"):
-            continue
-        for line, contexts in (data.contexts_by_lineno(measured) or {}).items():
-            tests = frozenset(EVERY_TEST if not c else c.split("|", 1)[0] for c in contexts)
-            if tests:
-                lines[(rel, line)] = tests
-    return lines
 
 
 def ochiai(
@@ -231,33 +202,42 @@ def localise(
     test_files: TestFiles,
     sources: Mapping[str, str],
 ) -> Localisation:
-    """Rank suspicious lines from a baseline run with per-test coverage.
+    """Rank suspicious lines from a baseline run that recorded the lines each test ran.
 
     ``report`` is that run (on a copy at ``root``); ``failing`` the test ids to
     repair; ``test_files`` which files are tests (never suspects); ``sources``
     the non-test project files, ``{path: text}``. Falls back
-    to the traceback frames, with a note saying why, when there is no coverage
-    data or it names no line executed by a failing test. Raises nothing.
+    to the traceback frames, with a note saying why (localisation is then
+    degraded), when there is no line data or it names no line executed by a
+    failing test. Raises nothing.
     """
     failing_ids = tuple(sorted(set(failing)))
     passing = tuple(t for t in report.passed_ids if t not in set(failing_ids))
     frames = failure_frames(report.results, failing_ids, traceback, root, test_files)
     if report.coverage_file is None:
-        note = ("coverage.py is not importable in the project's test environment, so there is no "
-                "per-test coverage: suspicious lines come from the traceback frames and the "
-                "functions the failing tests call (install coverage and pytest-cov for Ochiai)")  # fmt: skip
+        note = ("the test run recorded no per-test line data (a test command that does not run pytest, or "
+                "the plugin could not trace), so suspicious lines come from the traceback frames and the "
+                "functions the failing tests call")  # fmt: skip
     else:
         try:
-            lines = read_line_contexts(report.coverage_file, root, test_files)
+            lines, tool = read_spectra(report.coverage_file, root, test_files)
         except ImportError:
             note = "coverage.py is not importable by repairloop: localised from the traceback frames"
         except Exception as exc:  # any unreadable data file degrades to the fallback, never aborts
-            note = f"the coverage data could not be read ({exc}): localised from the traceback frames"
+            note = f"the per-test line data could not be read ({exc}): localised from the traceback frames"
         else:
             scores = ochiai(lines, failing_ids, passing)
             if scores:
-                return Localisation("coverage", rank(scores, frames), failing_ids, passing)
-            note = ("the coverage data records no project line run by a failing test: "
+                ran_by = failing_runs(lines, failing_ids, scores)
+                return Localisation("coverage", rank(scores, frames), failing_ids, passing, tool=tool, ran_by=ran_by)
+            note = ("the per-test line data records no project line run by a failing test: "
                     "localised from the traceback frames")  # fmt: skip
     scores = traceback_scores(frames, sources, failing_ids, root)
     return Localisation("traceback", rank(scores, frames), failing_ids, passing, note)
+
+
+def failing_runs(lines: Mapping[LineKey, FrozenSet[str]], failing: Sequence[str],
+                 keys: Iterable[LineKey]) -> Dict[LineKey, FrozenSet[str]]:
+    """For each of ``keys``, the failing tests that ran it (every one for code run outside any test)."""
+    everyone = frozenset(failing)
+    return {key: everyone if EVERY_TEST in lines[key] else lines[key] & everyone for key in keys if key in lines}

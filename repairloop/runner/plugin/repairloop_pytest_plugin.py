@@ -27,11 +27,14 @@ kill (TECH-NOTES 5.4-5.5). Records, by ``kind``:
 * ``session``: exitstatus and the number of tests collected.
 
 When ``REPAIRLOOP_COVERAGE_SOURCE`` (directories separated by os.pathsep) and
-``REPAIRLOOP_COVERAGE_FILE`` are set and coverage.py is importable, line
-coverage is recorded with one dynamic context per test: the test's nodeid.
+``REPAIRLOOP_COVERAGE_FILE`` are set, the lines each test runs are recorded:
+with coverage.py when it is importable (one dynamic context per test, its
+nodeid), else with the plugin's own tracer (``sys.monitoring`` on Python 3.12+,
+``sys.settrace`` before) into ``repairloop-lines.jsonl`` beside that file.
 
 The plugin is this module and its siblings named ``repairloop_pytest_plugin_*``
-(what a failure was: ``_describe``; writing the records: ``_recorder``), all on
+(what a failure was: ``_describe``; writing the records: ``_recorder``; tracing
+lines without coverage.py: ``_trace``), all on
 the same ``PYTHONPATH`` entry; the shared prefix keeps their frames recognisable
 as the plugin's (classify/rules.py).
 """

@@ -2,17 +2,19 @@
 
 Runs in the project's own pytest process with the plugin (see
 ``repairloop_pytest_plugin``, whose docstring lists the records): standard
-library and pytest only, coverage.py imported optionally.
+library and pytest only, coverage.py imported optionally (without it, the
+lines each test runs are traced by ``repairloop_pytest_plugin_trace``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 from repairloop_pytest_plugin_describe import LONGREPR_TAIL, MESSAGE_LIMIT, capped, from_longrepr
+from repairloop_pytest_plugin_trace import LineTracer, lines_file
 
 OUTPUT_TAIL = 2000  # characters of captured output kept per failing test
 EXC_ATTR = "repairloop_exc"  # attribute carrying the exception summary on a report
@@ -51,6 +53,7 @@ class Recorder:
     def __init__(self, path: str) -> None:
         self._fh = open(path, "a", encoding="utf-8")
         self._cov: Any = None
+        self._tracer: Optional[LineTracer] = None  # when coverage.py is not importable
 
     def reopen(self, path: str) -> None:
         """Write to ``path`` from now on (a warm server's child: one results file per request)."""
@@ -67,6 +70,7 @@ class Recorder:
             pass
 
     def start_coverage(self, source: List[str], data_file: str) -> None:
+        """Per-test line data: coverage.py when the project's environment has it, else our own tracer."""
         try:
             import coverage  # optional: the project's environment may not have it
 
@@ -77,9 +81,19 @@ class Recorder:
             )
             cov.start()
         except Exception as error:
-            self.emit({"kind": "coverage", "available": False, "error": capped(error, 500)})
+            self._start_tracer(source, data_file, error)
             return
         self._cov = cov
+
+    def _start_tracer(self, source: List[str], data_file: str, why: BaseException) -> None:
+        try:
+            tracer = LineTracer(source, lines_file(data_file))
+            tracer.start()
+        except Exception as error:
+            self.emit({"kind": "coverage", "available": False,
+                       "error": f"coverage.py: {capped(why, 300)}; line tracer: {capped(error, 300)}"})
+            return
+        self._tracer = tracer
 
     def pytest_sessionstart(self, session: Any) -> None:
         self.emit(
@@ -112,9 +126,13 @@ class Recorder:
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         if self._cov is not None:
             self._cov.switch_context(nodeid)
+        if self._tracer is not None:
+            self._tracer.switch(nodeid)
         self.emit({"kind": "start", "nodeid": nodeid})
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        if self._tracer is not None:
+            self._tracer.switch("")  # between tests: module fixtures, the next module's import
         # With "start", names a test whose teardown never ended when the run is killed.
         self.emit({"kind": "finish", "nodeid": nodeid})
 
@@ -151,13 +169,20 @@ class Recorder:
         )
 
     def _stop_coverage(self) -> None:
+        tracer, self._tracer = self._tracer, None
+        if tracer is not None:
+            try:
+                tracer.stop()
+                self.emit({"kind": "coverage", "available": True, "file": tracer.path, "tool": tracer.tool})
+            except Exception as error:
+                self.emit({"kind": "coverage", "available": False, "error": capped(error, 500)})
         cov, self._cov = self._cov, None
         if cov is None:
             return
         try:
             cov.stop()
             cov.save()
-            self.emit({"kind": "coverage", "available": True, "file": cov.config.data_file})
+            self.emit({"kind": "coverage", "available": True, "file": cov.config.data_file, "tool": "coverage.py"})
         except Exception as error:
             self.emit({"kind": "coverage", "available": False, "error": capped(error, 500)})
 
