@@ -147,8 +147,9 @@ class Session:
         self.state.results = {r.test_id: r for r in baseline.failing}
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
         self.test_files = self.test_files.with_collected(baseline)
-        if self.test_files.beyond_globs:
-            self.journal.record(TestFilesEvent(added=tuple(self.test_files.beyond_globs)))
+        if self.test_files.beyond_globs or self.test_files.doctests:
+            self.journal.record(TestFilesEvent(added=tuple(self.test_files.beyond_globs),
+                                               doctests=tuple(sorted(self.test_files.doctests))))
 
     def _confirm_failures(self, baseline: TestReport) -> Iterator[LoopEvent]:
         found = confirm_failures(self.suite, self.ws.root, self.state.failing, baseline, self.settings.confirm_runs)

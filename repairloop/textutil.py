@@ -5,13 +5,18 @@ nothing from the package (STYLE.md, "Who may import whom"). Each helper here had
 copies in modules that may not import one another: the prompt (``propose``), the
 reports read from journals (``reports``) and the CI summary (``integrations``)
 all fence text; the workspace and the CI branch both read ``git apply
---numstat``; the patch module and the offline engine both trim equal lines.
+--numstat``; the patch module and the offline engine both trim equal lines and
+read doctest examples.
 ``types`` holds records and enums, not text helpers, so they live here.
 """
 
 from __future__ import annotations
 
+import ast
+import doctest
 import re
+import warnings
+from collections import Counter
 from typing import List, Optional, Sequence, Tuple
 
 # What redaction puts where a secret was (``redact.py``): "[REDACTED]" or "[REDACTED:<kind>]". Masked
@@ -72,3 +77,37 @@ def common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
     while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
         suffix += 1
     return prefix, suffix
+
+
+def doctest_examples(text: Optional[str]) -> Counter[Tuple[str, str, str]]:
+    """(owner, source, expected output) of every doctest example in the string literals of ``text``.
+
+    ``owner`` is the qualified name of the def or class whose body holds the
+    string (``<module>`` at module level); docstrings, ``__test__`` values and any
+    other string count, erring towards "test content". Empty when ``text`` does not parse.
+    """
+    found: Counter[Tuple[str, str, str]] = Counter()
+    try:
+        with warnings.catch_warnings():  # a candidate's SyntaxWarning is not the user's business
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
+        return found
+    parser = doctest.DocTestParser()
+
+    def visit(node: ast.AST, owner: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, child.name if owner == "<module>" else f"{owner}.{child.name}")
+            elif isinstance(child, ast.Constant) and isinstance(child.value, str) and ">>>" in child.value:
+                try:
+                    examples = parser.get_examples(child.value)
+                except ValueError:  # malformed examples (doctest's own error): compare the raw text
+                    found[(owner, child.value, "")] += 1
+                    continue
+                found.update((owner, e.source, e.want) for e in examples)
+            else:
+                visit(child, owner)
+
+    visit(tree, "<module>")
+    return found

@@ -130,12 +130,14 @@ class ClassifiedEvent:
 
 @dataclass(frozen=True)
 class TestFilesEvent:
-    """Files the runner collected tests from that the test globs do not match (tests all the same)."""
+    """Files the runner collected tests from that the test globs do not match (tests all the same), and
+    modules collected only for their doctests (source code whose doctest examples are test content)."""
 
     __test__ = False
 
     kind: ClassVar[JournalKind] = JournalKind.TEST_FILES
     added: Tuple[str, ...]
+    doctests: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,17 +4,19 @@ A test that failed at the baseline and passed at a later run was flaky, not
 fixed, whatever the candidate in between changed; a candidate whose Python
 files compile to the same code (``ast`` without docstrings) is refused before
 it is tested, so such a pass is never credited to it (DESIGN.md "The verdict").
-A docstring can hold a doctest's expected output, but those are test content
-that a candidate may not change anyway.
+A docstring can hold a doctest's expected output: in a module collected for its
+doctests a change of those examples is a change (of tests, which the guards allow
+only with ``allow_test_edits``).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Callable, Optional
 
 from repairloop.errors import PatchError
 from repairloop.patch.model import AppliedPatch, FileChange
+from repairloop.textutil import doctest_examples
 
 
 def _code(text: Optional[str]) -> Optional[str]:
@@ -43,9 +45,17 @@ def changes_code(change: FileChange) -> bool:
     return old is None or new is None or old != new
 
 
-def check_effective(applied: AppliedPatch) -> None:
-    """Raise PatchError when no change of ``applied`` changes code (a structural error: back to the model)."""
-    if applied.changes and not any(changes_code(c) for c in applied.changes):
+def check_effective(applied: AppliedPatch, has_doctests: Callable[[str], bool] = lambda path: False) -> None:
+    """Raise PatchError when no change of ``applied`` changes code (a structural error: back to the model).
+
+    ``has_doctests(path)`` is True for a module whose doctests the tests collect: a change of its
+    doctest examples changes what runs.
+    """
+    def effective(change: FileChange) -> bool:
+        return changes_code(change) or (has_doctests(change.path) and
+                                         doctest_examples(change.old_text) != doctest_examples(change.new_text))
+
+    if applied.changes and not any(effective(c) for c in applied.changes):
         paths = ", ".join(c.path for c in applied.changes)
         raise PatchError(
             f"the candidate changes no executable code in {paths} (only comments, docstrings or whitespace); "

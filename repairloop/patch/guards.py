@@ -21,7 +21,7 @@ from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.newfiles import check_new_files, split_scratch
 from repairloop.patch.protected import protected_sections
 from repairloop.patch.tamper import check_tamper
-from repairloop.patch.testedits import edited_tests
+from repairloop.patch.testedits import doctest_edits, edited_tests
 from repairloop.textutil import REDACTION_MARKER, adds_marker
 from repairloop.types import matches_globs, project_relative
 
@@ -85,7 +85,8 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
     not a protected file (``policy.protected_globs``: test configuration, CI,
     dependency pins) nor the test or dependency sections of ``pyproject.toml``/
     ``setup.cfg``; no test file (by ``policy.test_files``, or a changed ``test*``
-    function found by content) unless ``policy.allow_test_edits``; the content
+    function found by content, or a changed doctest example of a module collected
+    for its doctests) unless ``policy.allow_test_edits``; the content
     rules of ``tamper.check_tamper`` (no skip/xfail, exit, runner patch, fake
     summary, deleted assertion); no binary text (NUL byte, binary suffix). Then
     scratch files are dropped, new files must lie in the source directories
@@ -103,7 +104,7 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
             test_edits += _check_tests(judged, policy)
         check_tamper(change)
         _check_text(change)
-    check_effective(applied)
+    check_effective(applied, policy.test_files.has_doctests)
     kept, dropped = split_scratch(applied, root, policy.test_files.is_test)
     check_new_files(kept, root, policy, policy.test_files.is_test)
     _check_sizes(kept, policy)
@@ -147,7 +148,14 @@ def _check_tests(change: FileChange, policy: GuardPolicy) -> List[str]:
             "instead (tests are the oracle)",
             hint=hint,
         )
-    return [f"{change.path}::{name}" for name in tests]
+    doctests = doctest_edits(change) if policy.test_files.has_doctests(change.path) else []
+    if doctests and not policy.allow_test_edits:
+        raise GuardError(
+            f"the candidate edits the doctest examples of {doctests[0]} in {change.path} (their code or "
+            "expected output); the tests collect them, so they are tests: fix the code they run instead",
+            hint=hint,
+        )
+    return [f"{change.path}::{name}" for name in tests] + [f"{change.path}::{name} (doctest)" for name in doctests]
 
 
 # Suffixes of files that are binary whatever they contain (compiled code, archives, images).

@@ -1,18 +1,21 @@
-"""Test functions a change edits, found by content: a test file that no test glob names is still a test.
+"""Test content a change edits, found by content: a test file that no test glob names is still a test.
 
 A test is a ``test*`` function with an assertion, at module level or in a
 ``Test*`` class or a TestCase subclass: how pytest finds tests by default.
+In a module collected for its doctests (``--doctest-modules``), the doctest
+examples of its docstrings, their expected output included, are tests too.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import List, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 from repairloop.patch.forgery import dotted_name
 from repairloop.patch.model import FileChange, line_opcodes
 from repairloop.patch.statements import parse_module
 from repairloop.patch.tamper import count_assertions
+from repairloop.textutil import doctest_examples
 
 
 def _is_test_function(node: ast.AST) -> bool:
@@ -65,3 +68,32 @@ def edited_tests(change: FileChange) -> List[str]:
         elif tag != "equal":
             changed.update(range(i1 + 1, i2 + 1))
     return [name for name, start, end in _test_spans(tree) if any(start <= n <= end for n in changed)]
+
+
+def doctest_edits(change: FileChange) -> List[str]:
+    """Owners whose doctest examples (source or expected output) ``change`` edits, adds or deletes, and
+    ``__doc__``/``__test__`` written by code (a docstring rewritten at import time), sorted."""
+    if not change.path.endswith(".py"):
+        return []
+    old, new = doctest_examples(change.old_text), doctest_examples(change.new_text)
+    owners = {owner for owner, _, _ in (old - new) + (new - old)}
+    if _writes_doc(change.new_text) > _writes_doc(change.old_text):
+        owners.add("__doc__ or __test__ written by code")
+    return sorted(owners)
+
+
+def _writes_doc(text: Optional[str]) -> int:
+    """How often code assigns ``__doc__``/``__test__`` or names them in a string (``setattr(f, "__doc__", ...)``)."""
+    tree = parse_module(text or "")
+    if tree is None:
+        return 0
+    count = 0
+    for node in ast.walk(tree):
+        stored = isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del))
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        if (stored and name in _DOC_NAMES) or (isinstance(node, ast.Constant) and node.value in _DOC_NAMES):
+            count += 1
+    return count
+
+
+_DOC_NAMES = ("__doc__", "__test__")

@@ -92,6 +92,7 @@ def _result(record: Dict[str, Any], roots: Tuple[str, ...]) -> Optional[TestResu
         exc_module=clean_text(record.get("exc_module", "")),
         causes=tuple(clean_text(c) for c in record.get("causes") or () if c),
         endpoint=clean_text(record.get("endpoint", "")),
+        doctest=str(record.get("doctest") or "") if record.get("doctest") in ("module", "text") else "",
     )
 
 

@@ -7,7 +7,7 @@ import posixpath
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import PurePath
-from typing import FrozenSet, Sequence, Tuple
+from typing import Dict, FrozenSet, Sequence, Set, Tuple
 
 from repairloop.types.results import TestReport
 
@@ -107,28 +107,48 @@ class TestFiles:
     ``globs`` are the settings' ``test_globs`` (semantics: ``matches_globs``);
     ``collected`` are project-relative files the runner collected tests from
     (``from_report``), tests whatever the globs say: pytest's ``python_files``
-    can put tests where no glob looks (``checks/check_x.py``), and a test file
-    taken for code could be weakened into a false fix. Built once per run.
+    can put tests where no glob looks (``checks/check_x.py``), a text file
+    holds doctests (``README.rst`` with ``--doctest-glob``), and a test file
+    taken for code could be weakened into a false fix. ``doctests`` are Python
+    modules collected only for the doctests in their docstrings
+    (``--doctest-modules``): source code, not tests, whose doctest examples are
+    test content (``patch.testedits.doctest_edits``). Built once per run.
     """
 
     __test__ = False  # keep pytest from collecting this class
 
     globs: Tuple[str, ...] = DEFAULT_TEST_GLOBS
     collected: FrozenSet[str] = frozenset()
+    doctests: FrozenSet[str] = frozenset()
 
     def is_test(self, path: str) -> bool:
         """True when project-relative ``path`` is a test file (read-only to candidates)."""
         return project_relative(path) in self.collected or matches_globs(path, self.globs)
 
+    def has_doctests(self, path: str) -> bool:
+        """True for a source module (not a test file) whose docstrings' examples the runner collected."""
+        return project_relative(path) in self.doctests and not self.is_test(path)
+
     def with_collected(self, report: TestReport) -> "TestFiles":
-        """This value plus the ``.py`` files inside the project that ``report``'s test ids name.
+        """This value plus the files inside the project that ``report``'s test ids name.
 
         A test id ``path::name`` names its file; ids without ``::`` (JUnit class
-        names, the session) and paths outside the project (absolute, ``..``) add nothing.
+        names, the session) and paths outside the project (absolute, ``..``) add
+        nothing, and so do other files than ``.py`` ones and doctest text files. A
+        ``.py`` file whose every test is a doctest of its own docstrings
+        (``TestResult.doctest == "module"``) goes to ``doctests``; any other named
+        file (a test module, a doctest text file) to ``collected``.
         """
-        files = {project_relative(r.test_id.split("::", 1)[0]) for r in report.results if "::" in r.test_id}
-        inside = {f for f in files if f.endswith(".py") and not f.startswith(("/", "../")) and f != ".."}
-        return TestFiles(self.globs, self.collected | frozenset(inside))
+        kinds: Dict[str, Set[str]] = {}
+        for result in report.results:
+            if "::" not in result.test_id:
+                continue
+            path = project_relative(result.test_id.split("::", 1)[0])
+            named = path.endswith(".py") or result.doctest == "text"  # not a JUnit class name (pkg.mod.Test)
+            if named and not path.startswith(("/", "../")) and path != "..":
+                kinds.setdefault(path, set()).add(result.doctest or "test")
+        modules = {f for f, k in kinds.items() if k == {"module"} and f.endswith(".py")}
+        return TestFiles(self.globs, self.collected | frozenset(set(kinds) - modules), self.doctests | frozenset(modules))
 
     @property
     def beyond_globs(self) -> Tuple[str, ...]:

@@ -41,6 +41,7 @@ class TestResult:
     exc_module: str = ""  # the exception class's module ("redis.exceptions"; "builtins")
     causes: Tuple[str, ...] = ()  # "module.Type: message" of what it was raised from, outermost first
     endpoint: str = ""  # "host:port" a failed connection tried, when the frames held it
+    doctest: str = ""  # "module" (a module's docstring examples) or "text" (a text file's) for a doctest item
 
     @property
     def failed(self) -> bool:

@@ -13,9 +13,10 @@ import ast
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
-from repairloop.textutil import common_ends
+from repairloop.textutil import common_ends, doctest_examples
+from repairloop.types import TestFiles
 
 _NEWLINE = re.compile(r"\n")
 
@@ -151,3 +152,14 @@ def edit_size(originals: Dict[str, str], changed: Dict[str, str]) -> Tuple[int, 
         prefix, suffix = common_ends(old, new)
         chars += (len(old) - prefix - suffix) + (len(new) - prefix - suffix)
     return lines, chars
+
+
+def keeps_doctests(test_files: TestFiles, originals: Dict[str, str]) -> Callable[[Dict[str, str]], bool]:
+    """A check of changed files: False when one changes the doctest examples (code or expected output) of a
+    module collected for its doctests, which are test content the loop's guards refuse."""
+
+    def allowed(changed: Dict[str, str]) -> bool:
+        return not any(test_files.has_doctests(path) and doctest_examples(originals[path]) != doctest_examples(text)
+                       for path, text in changed.items() if path in originals)
+
+    return allowed

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from repairloop.errors import EngineExhausted
-from repairloop.propose.builtin.edits import Source
+from repairloop.propose.builtin.edits import Source, keeps_doctests
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.localise import Localisation, localise
@@ -215,7 +215,7 @@ class BuiltinProposer:
                 except (SyntaxError, ValueError):
                     continue  # a file that does not parse cannot be mutated
         candidates = order_candidates(self._localisation.suspects, models, self._boosts)
-        return Search(candidates, sources, self.workers)
+        return Search(candidates, sources, self.workers, keeps_doctests(self.test_files, sources))
 
     # -- search policy ------------------------------------------------------------------
 

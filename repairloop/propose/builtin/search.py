@@ -168,13 +168,16 @@ class Search:
     """The state of one search, continued across ``propose()`` calls.
 
     ``originals`` maps project-relative paths to the text the mutations were
-    computed on. ``run`` validates candidates in order, ``workers`` at a time,
+    computed on; ``allowed(changed)`` is False for a candidate never worth a
+    test run (it edits test content the loop's guards refuse). ``run`` validates candidates in order, ``workers`` at a time,
     while ``keep_going(self)`` says so; results accumulate in ``results``.
     """
 
-    def __init__(self, candidates: Sequence[Candidate], originals: Dict[str, str], workers: int) -> None:
+    def __init__(self, candidates: Sequence[Candidate], originals: Dict[str, str], workers: int,
+                 allowed: Callable[[Dict[str, str]], bool] = lambda changed: True) -> None:
         self.queue: List[Candidate] = list(candidates)
         self.originals = originals
+        self.allowed = allowed  # False for changed files a guard would refuse (a doctest's expected output)
         self.workers = max(1, workers)
         self.cursor = 0
         self.generated = len(self.queue)
@@ -201,6 +204,8 @@ class Search:
             try:
                 changed = apply_to_files(self.originals, candidate.edits)
             except ValueError:
+                continue
+            if not self.allowed(changed):
                 continue
             fingerprint = _fingerprint(changed)
             if fingerprint not in self._seen:  # two operators, same program (`(x)` and `x`)

@@ -22,7 +22,9 @@ kill (TECH-NOTES 5.4-5.5). Records, by ``kind``:
   exc_type, exc_module, message, frames ``[path, line, function]`` outermost
   first with absolute paths, causes (``module.Type: message`` of the
   exceptions it was raised from, outermost first), endpoint (``host:port`` a
-  failed connection tried), output (tail of captured output), longrepr (tail).
+  failed connection tried), output (tail of captured output), longrepr (tail),
+  doctest (``module`` or ``text`` for a doctest item; its failure is described
+  by the failing example: ``repairloop_pytest_plugin_doctest``).
 * ``coverage``: whether per-test coverage was recorded, and its data file.
 * ``session``: exitstatus and the number of tests collected.
 
@@ -48,6 +50,7 @@ from typing import Any
 
 import pytest
 from repairloop_pytest_plugin_describe import describe, from_longrepr
+from repairloop_pytest_plugin_doctest import DOCTEST_ATTR, doctest_kind
 from repairloop_pytest_plugin_recorder import EXC_ATTR, Recorder
 from repairloop_pytest_plugin_reload import trace_imports
 from repairloop_pytest_plugin_warm import WARM_FD_ENV, WarmServer
@@ -91,6 +94,12 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     """
     outcome = yield
     report = outcome.get_result()
+    try:
+        kind = doctest_kind(item)
+        if kind:
+            setattr(report, DOCTEST_ATTR, kind)
+    except Exception:  # recording must never change the test run
+        pass
     excinfo = call.excinfo
     if excinfo is not None and report.failed:
         try:

@@ -18,6 +18,15 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 EXAMPLE_LIMIT = 600  # characters of an example's source, expected or got text
+DOCTEST_ATTR = "repairloop_doctest"  # "module" or "text" on the reports of a doctest item
+
+
+def doctest_kind(item: Any) -> str:
+    """``module`` for a doctest collected from a Python module's docstrings, ``text`` for one from a
+    text file (``--doctest-glob``), "" for any other test item."""
+    if type(item).__name__ != "DoctestItem":
+        return ""
+    return "module" if type(getattr(item, "parent", None)).__name__ == "DoctestModule" else "text"
 
 
 def _first_failure(exc: BaseException) -> Optional[Any]:

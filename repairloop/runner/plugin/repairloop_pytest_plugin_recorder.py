@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 from repairloop_pytest_plugin_describe import LONGREPR_TAIL, MESSAGE_LIMIT, capped, from_longrepr
+from repairloop_pytest_plugin_doctest import DOCTEST_ATTR
 from repairloop_pytest_plugin_trace import LineTracer, lines_file
 
 OUTPUT_TAIL = 2000  # characters of captured output kept per failing test
@@ -147,6 +148,8 @@ class Recorder:
             "outcome": outcome,
             "duration": round(float(report.duration), 6),
         }
+        if getattr(report, DOCTEST_ATTR, None):
+            record["doctest"] = getattr(report, DOCTEST_ATTR)
         if report.failed:
             record.update(getattr(report, EXC_ATTR, None) or from_longrepr(report))
             record["output"] = _output_tail(report)
