@@ -287,3 +287,17 @@ def test_a_subprocess_of_a_test_imports_the_copy_too(editable_env, copy_of) -> N
     """)})
     _, report = our_run(project, f"{python} -m pytest -q tests/test_cli.py", copy)
     assert report.green, report.output[-2000:]
+
+
+def test_a_virtualenv_inside_the_project_is_not_the_projects_code(tmp_path: Path) -> None:
+    # Seen on toolz's sdist with its own .venv (issue 14's trial): every installed package (pytest
+    # too) was "imported from the user's tree" and sent to the copy, where .venv is not: no pytest.
+    project = write(tmp_path / "proj", {"shapes/__init__.py": "", "shapes/area.py": "def area(w, h):\n    return w * h\n"})
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
+    python = project / ".venv" / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "thirdparty.py").write_text("VALUE = 1\n")
+    Path(site, "shapes-path.pth").write_text(str(project) + "\n")  # the project itself on sys.path, as pip -e does
+    redirect = probe_imports(str(python), project, environ())
+    assert redirect.names == ("shapes",), redirect.entries

@@ -39,9 +39,12 @@ args = json.loads(sys.argv[1])
 cwd = os.getcwd()
 sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
 roots = [r.rstrip(os.sep) + os.sep for r in args["roots"]]
+# A virtual environment inside the project (.venv) is installed packages, not the project's code.
+envs = {f(p).rstrip(os.sep) + os.sep for p in (sys.prefix, sys.exec_prefix) for f in (os.path.abspath, os.path.realpath)}
 def inside(path):
     for form in {os.path.abspath(path), os.path.realpath(path)}:
-        if any((form + os.sep).startswith(r) for r in roots):
+        installed = any((form + os.sep).startswith(e) for e in envs) or {"site-packages", "dist-packages"} & set(form.split(os.sep))
+        if not installed and any((form + os.sep).startswith(r) for r in roots):
             return True
     return False
 names = set(args["names"])
