@@ -11,13 +11,24 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from repairloop.errors import ProjectError
 from repairloop.journal import DoneEvent, IntentEvent, Journal, StoppedEvent
 from repairloop.stop import Ending
 from repairloop.textutil import REDACTION_MARKER
-from repairloop.types import Decision, Evidence, Failure, FlagKind, Iteration, RunResult, failure_kinds
+from repairloop.types import (
+    Decision,
+    EventKind,
+    Evidence,
+    Failure,
+    FlagKind,
+    Iteration,
+    LoopEvent,
+    Outcome,
+    RunResult,
+    failure_kinds,
+)
 from repairloop.workspace import StartState, apply_to_user_tree
 
 
@@ -75,6 +86,19 @@ def apply_fix(project: Path, start: StartState, journal: Journal, result: RunRes
     applied = replace(result, applied=True)
     journal.write_json("summary.json", applied.to_json())
     return applied, written
+
+
+def maybe_apply(result: RunResult, confirm: Optional[Callable[[str], bool]], project: Path, start: StartState,
+                journal: Journal, raw_patch: Optional[str]) -> Iterator[LoopEvent]:
+    """``--apply``: the fix or partial fix written to the user's tree, after ``confirm`` (shown the redacted
+    patch) said yes; events say what happened. Raises ProjectError like ``apply_fix``."""
+    if not result.patch or result.outcome not in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
+        return
+    if confirm is not None and not confirm(journal.redact(result.patch)):
+        yield LoopEvent(EventKind.NOTE, "not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch"))
+        return
+    applied, written = apply_fix(project, start, journal, result, raw_patch or result.patch)
+    yield LoopEvent(EventKind.STOPPED, f"applied to {', '.join(written)}", result=applied)
 
 
 def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[str, ...]:

@@ -17,7 +17,7 @@ from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, build_p
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.confirm import confirm_failures, fidelity_failures
 from repairloop.describe import blocking_detail, describe_run, report_summary
-from repairloop.ending import apply_fix, build_result, record_result
+from repairloop.ending import build_result, maybe_apply, record_result
 from repairloop.journal import (
     BaselineEvent,
     ClassifiedEvent,
@@ -36,7 +36,7 @@ from repairloop.runner import is_pytest_command, project_python
 from repairloop.settings import Settings
 from repairloop.state import RunState
 from repairloop.stop import Ending, Handover
-from repairloop.suite import TestSuite, unconfined_warning, with_sandbox
+from repairloop.suite import TestSuite, per_test_seconds, unconfined_warning, with_sandbox
 from repairloop.types import (
     BudgetLeft,
     ChainMove,
@@ -68,6 +68,7 @@ class Session:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
         self.clock, self.started, self.run_id = clock, started, run_id
         self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left)
+        self.proof_suite = self.suite  # the proof run keeps the whole per-test timeout (candidates get a short one)
         self.state = RunState()
         # Which files are tests: the globs now, the files the baseline collected tests from added after it.
         self.test_files = TestFiles(tuple(settings.test_globs))
@@ -106,8 +107,8 @@ class Session:
             assert isinstance(verdict, Ending)  # an interruption always ends the run
             ending = verdict
         yield self._finish(ending)
-        if ending.reason is not StopReason.INTERRUPTED:
-            yield from self._maybe_apply(apply, confirm)
+        if ending.reason is not StopReason.INTERRUPTED and apply and self.result is not None:
+            yield from maybe_apply(self.result, confirm, self.project, self.ws.start, self.journal, self.raw_patch)
 
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
         sandbox = self.suite.sandbox_status
@@ -115,6 +116,9 @@ class Session:
         warning = unconfined_warning(sandbox)
         if warning:
             yield LoopEvent(EventKind.NOTE, warning, {"sandbox": sandbox.to_json()})
+        chosen = per_test_seconds(self.settings)[1]
+        if chosen and is_pytest_command(self.suite.command):
+            yield LoopEvent(EventKind.NOTE, chosen)
         yield LoopEvent(EventKind.PHASE, "running the test suite (baseline)", {"command": str(self.suite.command)})
         baseline = self.suite.run(self.ws.root)
         self.journal.record(BaselineEvent(report=report_summary(baseline)))
@@ -131,6 +135,8 @@ class Session:
             detail = blocking_detail(blocking, failures)
             return stop.baseline_ending(green=False, time_gone=False, blocking=detail, all_flaky=None)
         self._set_baseline(baseline)
+        self.suite, shortened = self.suite.for_candidates(baseline)
+        yield from self._note(f"{chosen}; {shortened}" if chosen and shortened else shortened)
         if self.settings.confirm_runs:
             yield LoopEvent(EventKind.PHASE, f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
             yield from self._confirm_failures(baseline)
@@ -148,8 +154,7 @@ class Session:
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
         self.test_files = self.test_files.with_collected(baseline)
         if self.test_files.beyond_globs or self.test_files.doctests:
-            self.journal.record(TestFilesEvent(added=tuple(self.test_files.beyond_globs),
-                                               doctests=tuple(sorted(self.test_files.doctests))))
+            self.journal.record(TestFilesEvent(self.test_files.beyond_globs, tuple(sorted(self.test_files.doctests))))
 
     def _confirm_failures(self, baseline: TestReport) -> Iterator[LoopEvent]:
         found = confirm_failures(self.suite, self.ws.root, self.state.failing, baseline, self.settings.confirm_runs)
@@ -183,8 +188,7 @@ class Session:
             outcome = run_attempt(setup, self._attempt_input(number), self.clock)
             self._apply(outcome)
             yield LoopEvent(EventKind.ITERATION, outcome.iteration.reason, iteration=outcome.iteration)
-            if outcome.degraded:
-                yield from self._note(f"fault localisation degraded: {outcome.degraded}")
+            yield from self._note(outcome.degraded and f"fault localisation degraded: {outcome.degraded}")
 
     def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
         """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last word."""
@@ -199,15 +203,14 @@ class Session:
         runs = self.settings.final_runs
         yield LoopEvent(EventKind.PHASE, f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))")
         claimed = [t for t in st.baseline_failing if t not in st.failing and t not in st.flaky]
-        proof = prove(self.setup.validation, patch, claimed, st.baseline_failing)
+        proof = prove(replace(self.setup.validation, suite=self.proof_suite), patch, claimed, st.baseline_failing)
         self.journal.record(ProofEvent(proof=proof))
         self.evidence = replace(self.evidence, proof=proof)
         yield LoopEvent(EventKind.NOTE, "proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
         return stop.proven(ending, proof.passed, proof.detail)
 
-    def _note(self, note: str) -> Iterator[LoopEvent]:
-        """Say ``note`` on the console once and keep it for the result's notes."""
-        if note not in self.state.notes:
+    def _note(self, note: str) -> Iterator[LoopEvent]:  # on the console once, and in the result's notes
+        if note and note not in self.state.notes:
             self.state.notes += (note,)
             yield LoopEvent(EventKind.NOTE, note)
 
@@ -295,13 +298,3 @@ class Session:
         record_result(self.journal, result)
         self.result = result
         return LoopEvent(EventKind.STOPPED, ending.detail, result=result)
-
-    def _maybe_apply(self, apply: bool, confirm: Optional[Confirm]) -> Iterator[LoopEvent]:
-        result = self.result
-        if result is None or not apply or not result.patch or result.outcome not in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
-            return
-        if confirm is not None and not confirm(self.journal.redact(result.patch)):
-            yield LoopEvent(EventKind.NOTE, "not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch"))
-            return
-        applied, written = apply_fix(self.project, self.ws.start, self.journal, result, self.raw_patch or result.patch)
-        yield LoopEvent(EventKind.STOPPED, f"applied to {', '.join(written)}", result=applied)

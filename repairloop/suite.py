@@ -30,11 +30,32 @@ def looks_secret(name: str, value: str) -> bool:
 
 def test_environment(environ: Mapping[str, str], settings: Settings) -> Dict[str, str]:
     """The environment test commands run in: the user's without secret-looking variables (unless
-    listed in ``sandbox_env_allow``), plus the per-test timeout for our plugin."""
+    listed in ``sandbox_env_allow``). The per-test timeout is set per run (``TestSuite.run``)."""
     env, _ = filter_environment(environ, settings.sandbox_env_allow, looks_secret)
-    if settings.per_test_timeout:
-        env[PER_TEST_TIMEOUT_ENV] = str(settings.per_test_timeout)
+    env.pop(PER_TEST_TIMEOUT_ENV, None)
     return env
+
+
+# The per-test timeout a run chooses when the user sets none: a share of the run's own budget, so
+# that a few hanging tests leave time to repair (issue 14: five tests hanging 60 s each spent a
+# 180 s budget on the baseline alone), within bounds that let slow tests pass and hangs end.
+AUTO_SHARE, AUTO_MIN, AUTO_MAX = 15.0, 5.0, 60.0
+# Candidate runs: a test may take this many times the slowest test that passed at the baseline,
+# at least CANDIDATE_FLOOR seconds (start-up noise on a busy machine), at most the per-test timeout.
+CANDIDATE_FACTOR, CANDIDATE_FLOOR = 5.0, 2.0
+
+
+def per_test_seconds(settings: Settings) -> Tuple[Optional[float], str]:
+    """(seconds one test may run, None for no limit; a sentence saying how it was chosen, "" when set).
+
+    ``per_test_timeout`` when the user set it (0: off); otherwise ``timeout / AUTO_SHARE``
+    between ``AUTO_MIN`` and ``AUTO_MAX`` seconds, and never over the test command's own timeout.
+    """
+    if settings.per_test_timeout is not None:
+        return (settings.per_test_timeout or None), ""
+    chosen = round(min(AUTO_MAX, settings.test_timeout, max(AUTO_MIN, settings.timeout / AUTO_SHARE)), 1)
+    return chosen, (f"per-test timeout: {chosen:g} s, chosen from the run's {settings.timeout:g} s budget "
+                    f"(a fifteenth, between {AUTO_MIN:g} and {AUTO_MAX:g} s; --per-test-timeout sets it)")
 
 
 def sandbox_for(settings: Settings, project: Path) -> Sandbox:
@@ -83,6 +104,7 @@ class TestSuite:
     # The modules the user's environment imports from the user's tree (an editable install),
     # sent to the copy under test instead; nothing else is made importable.
     imports: ImportRedirect = field(default_factory=ImportRedirect)
+    per_test: Optional[float] = None  # seconds one test may run (our pytest plugin's SIGALRM); None: no limit
 
     @classmethod
     def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
@@ -97,7 +119,24 @@ class TestSuite:
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
         imports = probe_imports(interpreter_of(command, project), project, environ)
         return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings),
-                   deadline, sandbox_for(settings, project), imports)
+                   deadline, sandbox_for(settings, project), imports, per_test_seconds(settings)[0])
+
+    def for_candidates(self, baseline: TestReport) -> Tuple["TestSuite", str]:
+        """This suite with a short per-test timeout for runs of candidates, and a sentence saying so.
+
+        A test that hung at the baseline (a loop that does not end) is stopped after
+        ``CANDIDATE_FACTOR`` times the slowest test that passed there (at least
+        ``CANDIDATE_FLOOR`` s), not after the whole per-test timeout, in every candidate's
+        run. The sentence is "" when no test hit the per-test timeout at the baseline.
+        """
+        if not self.per_test:
+            return self, ""
+        slowest = max((r.duration for r in baseline.results if r.test_id in baseline.passed_only), default=0.0)
+        short = round(min(self.per_test, max(CANDIDATE_FLOOR, CANDIDATE_FACTOR * slowest)), 1)
+        hung = [r.test_id for r in baseline.failing if r.exc_type == "Timeout" and "per-test timeout" in r.message]
+        note = (f"{len(hung)} test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after "
+                f"{short:g} s ({CANDIDATE_FACTOR:g}x the slowest passing test, at least {CANDIDATE_FLOOR:g} s)") if hung else ""
+        return replace(self, per_test=short), note
 
     def plain(self) -> "TestSuite":
         """The same suite without the import redirection: the user's own world (imports from their tree).
@@ -124,12 +163,13 @@ class TestSuite:
         seconds left in the run, unless ``past_deadline`` (the proof run of a found fix is never cut short).
         ``protect`` are project-relative files the run may not change (read-only in the sandbox)."""
         limit = self.time_limit(timeout, past_deadline)
+        env = self.run_environment()
         return run_tests(
             root,
             self.command,
             test_ids=tuple(test_ids),
             timeout=limit,
-            env=self.environ,
+            env=env,
             imports=self.imports,
             junit_xml=self.junit_xml,
             coverage_source=[str(root)] if coverage else None,
@@ -143,10 +183,17 @@ class TestSuite:
         limit = timeout or self.timeout
         return limit if past_deadline else min(limit, max(self.deadline(), 1.0))
 
+    def run_environment(self) -> Dict[str, str]:
+        """The environment of a run: the suite's, with the per-test timeout for our plugin when there is one."""
+        env = dict(self.environ)
+        if self.per_test:
+            env[PER_TEST_TIMEOUT_ENV] = f"{self.per_test:g}"
+        return env
+
     def warm(self, root: Path, protect: Sequence[str] = ()) -> WarmProcess:
         """A warm test process for ``root`` (not started; ``WarmProcess.ready`` starts it), run like
         ``run`` runs a fresh one: the same command, environment, import redirection and sandbox, with
         ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
-        return WarmProcess(root, self.command, env=self.environ, imports=self.imports,
+        return WarmProcess(root, self.command, env=self.run_environment(), imports=self.imports,
                            wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
                            readonly=tuple(root / rel for rel in protect), start_timeout=self.timeout)

@@ -27,7 +27,7 @@ from repairloop.classify.evidence import (
 )
 from repairloop.classify.host import host_rule
 from repairloop.classify.imports import extension_rule, imports_rule, package_of
-from repairloop.types import Failure, FailureKind, TestResult, is_project_path
+from repairloop.types import DEFAULT_TEST_GLOBS, Failure, FailureKind, TestResult, is_project_path, matches_globs
 
 Rule = Callable[[Evidence], Optional[Failure]]
 
@@ -114,16 +114,26 @@ def _timeout(ev: Evidence) -> Optional[Failure]:
 def _looping_in_code_under_test(ev: Evidence) -> Optional[str]:
     """``path:line`` where a per-test timeout interrupted the project's own non-test code, else None.
 
-    The innermost frame (after the timeout's own handler) decides: a test stopped
-    while computing in the project's code is a logic fault (a bug that does not
-    terminate: the loop repairs it); one stopped in a library, a system call, or
-    the test file itself (waiting for a socket, a sleep) stays a timeout.
+    When the plugin says how much CPU time the test used (``busy_share``), that
+    decides, wherever the alarm happened to land: a test that kept computing
+    with the project's code on its stack is a logic fault (a loop or recursion
+    that does not end), located at the innermost project frame, even when the
+    alarm caught it inside a library the loop calls (``textwrap``, ``re``); one
+    that mostly waited (a socket, a lock, a sleep) stays a timeout. Without it
+    (pytest-timeout, an older record), the innermost frame decides: stopped
+    while computing in the project's code is logic; in a library, a system
+    call, or the test file itself (waiting for a socket, a sleep) a timeout.
     """
     frames = [f for f in ev.frames if PER_TEST_TIMEOUT_HANDLER not in f.path]
     if not frames or ("per-test timeout" not in ev.message and "Timeout (>" not in ev.message):
         return None  # the whole run's kill: no traceback of where the test was
-    inner = frames[-1]
     test_file = ev.result.test_id.split("::")[0]
+    share = busy_share(ev.message)
+    if share is not None:
+        project = [f for f in frames if is_project_path(f.path) and f.path != test_file
+                   and not matches_globs(f.path, DEFAULT_TEST_GLOBS)]  # a test or conftest looping is no fault of the code
+        return f"{project[-1].path}:{project[-1].line}" if share >= BUSY and project else None
+    inner = frames[-1]
     if not is_project_path(inner.path) or inner.path == test_file:
         return None
     # A call into C code has no frame of its own: the project line that makes a blocking call
@@ -131,6 +141,23 @@ def _looping_in_code_under_test(ev: Evidence) -> Optional[str]:
     if _BLOCKING_CALL.search(source_line(ev.project / inner.path, inner.line)):
         return None
     return f"{inner.path}:{inner.line}"
+
+
+# A test that used at least this share of its per-test timeout as CPU time was computing: a
+# loop spins at up to 100% of a core, a wait for a socket, a lock or a sleep at ~0% (measured:
+# 0.1% for a socket read). Kept low because a loop starved by other processes is far below 100%:
+# 13-15% measured on two cores shared with a two-worker test run.
+BUSY = 0.04
+_CPU_USED = re.compile(r"per-test timeout of ([\d.]+) s \(it used ([\d.]+) s of CPU time\)")
+
+
+def busy_share(message: str) -> Optional[float]:
+    """The share of the per-test timeout the test spent on the CPU, from the plugin's message; None
+    when the message does not say (pytest-timeout, an older plugin)."""
+    found = _CPU_USED.search(message)
+    if not found or float(found.group(1)) <= 0:
+        return None
+    return float(found.group(2)) / float(found.group(1))
 
 
 def _test_config(ev: Evidence) -> Optional[Failure]:

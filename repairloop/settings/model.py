@@ -66,7 +66,9 @@ class Settings(BaseModel):
     max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only).")
     timeout: float = Field(900.0, gt=0, description="Wall-clock seconds for the whole run.")
     test_timeout: float = Field(300.0, gt=0, description="Seconds for one run of the test command.")
-    per_test_timeout: Optional[float] = Field(60.0, ge=0, description="Seconds for one test (pytest only; SIGALRM); a hung test fails alone. 0: off.")
+    per_test_timeout: Optional[float] = Field(
+        None, ge=0, description="Seconds for one test (pytest only; SIGALRM); a hung test fails alone. Unset: chosen "
+        "from the run's timeout (a fifteenth, between 5 and 60 s). 0: off.")
     model_timeout: float = Field(120.0, gt=0, description="Seconds per model request.")
     model_retries: int = Field(3, ge=0, description="Retries of a transient model error, per request.")
     model_backoff: float = Field(1.0, ge=0, description="First backoff wait in seconds (doubles per retry, with jitter).")

@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -74,8 +75,14 @@ class _PerTestTimer:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: Any) -> Any:
+        started = time.process_time()
+
         def alarm(signum: int, frame: Any) -> None:
-            raise Timeout(f"the test ran past the per-test timeout of {self.seconds:g} s")
+            # The CPU time the process used tells computing (a loop that does not end) from
+            # waiting (a socket, a lock, a sleep), wherever the alarm happened to land.
+            used = time.process_time() - started
+            raise Timeout(f"the test ran past the per-test timeout of {self.seconds:g} s "
+                          f"(it used {used:.2f} s of CPU time)")
 
         previous = signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
