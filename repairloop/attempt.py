@@ -27,6 +27,7 @@ from repairloop.journal import (
     TestsSummary,
 )
 from repairloop.patch import AppliedPatch, apply_answer, change_signature, check_guards, check_syntax
+from repairloop.patch.compensate import assertion_names, compensation_flags
 from repairloop.patch.guards import Screened
 from repairloop.patch.overfit import assertion_literals, check_hardcoded, overfitting_flags
 from repairloop.propose.prompts import render_context
@@ -203,7 +204,7 @@ def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
 def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairContext) -> _Proposed:
     """Ask for a candidate and apply it (guards, syntax); one structural retry in the same thread."""
     journal, root = setup.journal, setup.validation.workspace.root
-    literals = assertion_literals(root, context.failing_tests)
+    literals, compared = assertion_literals(root, context.failing_tests), assertion_names(root, context.failing_tests)
     if given.proposer.engine == "llm":  # secrets stay home: redact what a model is shown
         context = redact_context(context, setup.redact)
     usage, attempts, candidates = Usage(), 0, 0
@@ -238,7 +239,7 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
                 return _Proposed(proposal, None, usage, attempts, candidates, f"rejected: {error}", notes=proposal.notes)
             feedback = redact_feedback(Feedback(answer=proposal.answer, error=error), setup.redact)
             continue
-        flags = _guard_flags(screened, literals, setup.validation.test_files)
+        flags = _guard_flags(screened, literals, setup.validation.test_files, compared)
         return _Proposed(proposal, screened.applied, usage, attempts, candidates, flags=flags, notes=proposal.notes)
     return _Proposed(proposal, None, usage, attempts, candidates, "rejected")
 
@@ -259,10 +260,12 @@ def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, O
     return ChainMove.NEXT, err.message, f"{model} failed: {err.message}", None
 
 
-def _guard_flags(screened: Screened, literals: FrozenSet[str], test_files: TestFiles) -> Tuple[Flag, ...]:
-    """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting."""
+def _guard_flags(screened: Screened, literals: FrozenSet[str], test_files: TestFiles,
+                 compared: FrozenSet[str]) -> Tuple[Flag, ...]:
+    """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting, compensation."""
     flags = [Flag(FlagKind.TEST_EDIT, path) for path in screened.test_edits]
     flags += [Flag(FlagKind.DROPPED_SCRATCH, path) for path in screened.dropped]
+    flags += compensation_flags(screened.applied, compared, test_files)
     return (*flags, *overfitting_flags(screened.applied, literals, test_files))
 
 

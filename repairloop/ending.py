@@ -110,7 +110,8 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
         notes.append("WARNING: test edits were allowed (--allow-test-edits): a passing suite proves less; "
                      + (f"the patch changes tests: {', '.join(edited)}" if edited else "the patch changes no test"))
     for it in kept:
-        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.kind is FlagKind.SUSPECTED_OVERFITTING]
+        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags
+                  if f.kind in (FlagKind.SUSPECTED_OVERFITTING, FlagKind.COMPENSATES)]
     return tuple(notes)
 
 

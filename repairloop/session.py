@@ -196,7 +196,7 @@ class Session:
         patch = union(st.kept_changes)
         flags = tuple(str(f) for it in st.history if it.decision is Decision.KEPT for f in it.flags)
         plausible = bool(patch.changes) and ending.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED)
-        self.evidence = Evidence(plausible=plausible, flags=flags)
+        self.evidence = Evidence(plausible=plausible, flags=flags, partial=ending.outcome is Outcome.PARTIALLY_FIXED)
         self.raw_patch = self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
         if not plausible or self.setup is None:
             return ending

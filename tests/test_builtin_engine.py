@@ -223,3 +223,46 @@ def test_pairs_come_after_every_single_and_start_from_partial_fixes() -> None:
     best = search.plausible(set())
     assert len(best) == 1 and "+a = 5" in best[0].diff and "+b = 6" in best[0].diff
     assert search.exhausted
+
+
+def test_a_partial_fix_at_code_the_tests_it_leaves_failing_never_run_is_known_and_a_junk_edit_does_not_hide_it() -> None:
+    # Two failing tests, two independent bugs: t1 runs line 1 only, t2 line 2 only. Fixing line 1
+    # fixes t1; t2, still failing, never runs line 1: unrelated. Adding a second edit that fixes
+    # nothing on line 2 (which t2 runs) must not make the pair win over the single edit.
+    text = "area = 1\nlabel = 2\n"
+    source = Source("m.py", text)
+
+    def mutation(line: int, new: str) -> Mutation:
+        start = source.line_starts[line - 1] + len(text.splitlines()[line - 1]) - 1
+        return Mutation("literal_off_by_one", "m.py", line, start, start + 1, new, 0.9, f"line {line} -> {new}")
+
+    candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate([mutation(1, "0"), mutation(2, "3")])]
+    targets = ("t.py::t1", "t.py::t2")
+
+    def validate(changed: Dict[str, str]) -> Verdict:
+        if "area = 0" in changed["m.py"]:
+            return Verdict("plausible", "", 1, missed_group=1, missed=1, still=("t.py::t2",))
+        return Verdict("failing", "", 0)
+
+    ran_by = {("m.py", 1): frozenset(targets[:1]), ("m.py", 2): frozenset(targets[1:])}
+    search = Search(candidates, {"m.py": text}, workers=1, ran_by=ran_by, targets=targets)
+    search.run(validate, lambda s: True, clock=lambda: 0.0)
+    best = search.plausible(set())
+    assert [len(r.candidate.mutations) for r in best] == [1, 2]  # the single edit, then the pair with a junk edit
+    assert [(r.unrelated, r.unshared) for r in best] == [(True, 1), (False, 1)]
+    blind = Search(candidates, {"m.py": text}, workers=1)  # without per-test line data nothing is known
+    blind.run(validate, lambda s: True, clock=lambda: 0.0)
+    assert [(r.unrelated, r.unshared) for r in blind.plausible(set())] == [(False, 0), (False, 0)]
+
+
+def test_at_equal_fixes_the_edit_at_a_statement_every_failing_test_runs_wins() -> None:
+    text = "a = 1\nb = 2\n"
+    source = Source("m.py", text)
+    singles = [Mutation("literal_off_by_one", "m.py", n, source.line_starts[n - 1] + 4, source.line_starts[n - 1] + 5,
+                        "9", 0.9, f"line {n}") for n in (1, 2)]
+    candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate(singles)]
+    targets = ("t.py::t1", "t.py::t2")
+    ran_by = {("m.py", 1): frozenset(targets[:1]), ("m.py", 2): frozenset(targets)}
+    search = Search(candidates, {"m.py": text}, workers=1, ran_by=ran_by, targets=targets)
+    search.run(lambda changed: Verdict("plausible", "", 2), lambda s: True, clock=lambda: 0.0)
+    assert [r.candidate.mutations[0].line for r in search.plausible(set())][:2] == [2, 1]  # line 1 came first

@@ -173,3 +173,56 @@ def test_a_test_stopped_while_computing_is_logic_wherever_the_alarm_landed() -> 
     assert per_test(1.9, TEXTWRAP) is FailureKind.TIMEOUT  # the test itself loops: no project code running
     assert per_test(1.9, Frame("tests/conftest.py", 5, "fixture"), TEXTWRAP) is FailureKind.TIMEOUT
 
+
+# -- item 4: honest words on a partial result ----------------------------------------------------
+
+TWO_BUGS = {
+    "geo/__init__.py": "",
+    "geo/shapes.py": """
+        def area(width, height):
+            return width * height + 1
+
+
+        def label(name):
+            return "shape " + name
+    """,
+    "tests/test_shapes.py": """
+        from geo.shapes import area, label
+
+
+        def test_area():
+            assert area(2, 3) == 6
+
+
+        def test_label():
+            assert label("box") == "Shape: BOX (4 sides)"
+
+
+        def test_square():
+            assert area(1, 1) >= 1
+    """,
+}
+
+
+@pytest.mark.slow
+def test_a_partial_result_never_says_the_tests_pass(tmp_path: Path, capsys) -> None:
+    project = write(tmp_path / "geo", TWO_BUGS)
+    _, out, err = run_cli(["run", str(project), "--model", "builtin", "--timeout", "300"], capsys)
+    said = " ".join((out + err).split())  # the console's panel wraps long lines
+    assert "outcome: partially_fixed" in said, said
+    assert "evidence: a partial fix: some failing tests pass with it, others still fail" in said
+    assert "full suite passed" not in said and "the tests pass" not in said.replace("no patch passes the tests", "")
+
+
+def test_the_evidence_of_a_partial_fix_never_says_the_tests_pass() -> None:
+    from repairloop.types import Evidence
+    from repairloop.types.run import Proof
+
+    held, failed = Proof(passed=True, held=2, required=2), Proof(passed=False, held=0, required=2, detail="flaky")
+    for evidence in (Evidence(plausible=True, proof=held, partial=True), Evidence(plausible=True, partial=True),
+                     Evidence(plausible=True, proof=failed, partial=True)):
+        said = evidence.summary()
+        assert said.startswith("a partial fix: some failing tests pass with it, others still fail"), said
+        assert "the tests pass" not in said and "full suite passed" not in said
+    assert "full suite passed 2 of 2" in Evidence(plausible=True, proof=held).summary()
+    assert Evidence.from_json(Evidence(plausible=True, proof=held, partial=True).to_json()).partial

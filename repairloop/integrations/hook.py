@@ -103,8 +103,9 @@ def _advice(result: RunResult, project: Path) -> List[str]:
                 "", result.patch.rstrip("\n"), "",
                 f"also saved as {patch_file}",
                 "review it (git diff), then stage and commit it (git add -p; git commit) and push again"]
-    return [f"repairloop: {failing} failing test(s); found {what} "
-            "(it passes the tests: plausible, not proven correct):",
+    why = ("it passes the tests: plausible, not proven correct" if result.outcome is Outcome.FIXED else
+           f"{len(result.still_failing)} test(s) still fail with it: review it, the rest needs another fix")
+    return [f"repairloop: {failing} failing test(s); found {what} ({why}):",
             "", result.patch.rstrip("\n"), "",
             f"saved as {patch_file}",
             f"apply it with: git apply {patch_file}   (or add --apply to the hook's args)"]

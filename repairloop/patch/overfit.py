@@ -113,6 +113,14 @@ def assertion_literals(root: Path, test_ids: Sequence[str]) -> FrozenSet[str]:
     not parse, and tests not found, contribute nothing. Raises nothing.
     """
     found: Set[str] = set()
+    for node in assertion_nodes(root, test_ids, parameters=True):
+        found |= _literals_in(node)
+    return frozenset(found)
+
+
+def assertion_nodes(root: Path, test_ids: Sequence[str], parameters: bool = False) -> Iterator[ast.AST]:
+    """The assertions (``assert``, ``assert*`` calls, ``pytest.raises``) of the tests ``test_ids`` names,
+    and their ``parametrize`` decorators when ``parameters``; missing files and tests give nothing."""
     for test_id in test_ids:
         path, _, rest = test_id.partition("::")
         names = [part.split("[")[0] for part in rest.split("::") if part]
@@ -123,13 +131,9 @@ def assertion_literals(root: Path, test_ids: Sequence[str]) -> FrozenSet[str]:
         test = _find_test(tree, names) if names else None
         if test is None:
             continue
-        for node in ast.walk(test):
-            if _is_assertion(node):
-                found |= _literals_in(node)
-        for decorator in getattr(test, "decorator_list", []):
-            if "parametrize" in ast.unparse(decorator):
-                found |= _literals_in(decorator)
-    return frozenset(found)
+        yield from (node for node in ast.walk(test) if _is_assertion(node))
+        if parameters:
+            yield from (d for d in getattr(test, "decorator_list", []) if "parametrize" in ast.unparse(d))
 
 
 def _branch_tests(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:

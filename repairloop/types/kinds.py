@@ -118,6 +118,7 @@ class FlagKind(str, enum.Enum):
     TEST_EDIT = "test_edit"  # it edits a test file, allowed by --allow-test-edits
     DROPPED_SCRATCH = "dropped_scratch"  # a scratch file it created was left out
     SUSPECTED_OVERFITTING = "suspected_overfitting"  # a branch compares with the failing test's literals
+    COMPENSATES = "compensates"  # it changes data the failing assertion compares, not the code computing it
 
 
 class JournalKind(str, enum.Enum):

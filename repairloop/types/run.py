@@ -162,16 +162,21 @@ class Evidence:
     ``plausible``: the failing tests passed with the patch in the loop's
     workspace; ``proof``: what its proof run on a fresh copy showed (None:
     nothing to prove); ``flags``: the notes raised on kept candidates.
+    ``partial``: the patch is a partial fix (some failing tests still fail), so
+    its summary never says the tests or the full suite pass.
     """
 
     plausible: bool = False
     proof: Optional[Proof] = None
     flags: Tuple[str, ...] = ()
+    partial: bool = False
 
     def summary(self) -> str:
         """One line for people: what was checked and what it showed."""
         if not self.plausible:
             return "no patch passes the tests"
+        if self.partial:
+            return self._partial_summary()
         if self.proof is None:
             return "plausible (the tests pass with the patch); not proven"
         if not self.proof.passed:
@@ -181,15 +186,26 @@ class Evidence:
                 f"on a fresh copy with only this patch, guards passed on the whole patch{flags}. "
                 "Tests passing is not proof of correctness: review it")
 
+    def _partial_summary(self) -> str:
+        what = "a partial fix: some failing tests pass with it, others still fail, none that passed breaks"
+        if self.proof is None:
+            return what + "; not proven"
+        if not self.proof.passed:
+            return f"{what} in the workspace, but the proof run failed: {self.proof.detail}"
+        flags = f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
+        return (f"{what}; proven: {self.proof.held} of {self.proof.required} full-suite run(s) on a fresh copy with "
+                f"only this patch showed the same, guards passed on the whole patch{flags}. Review it")
+
     def to_json(self) -> Dict[str, Any]:
         return {"plausible": self.plausible, "proof": self.proof.to_json() if self.proof else None,
-                "flags": list(self.flags)}
+                "flags": list(self.flags),
+                "partial": self.partial}
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Evidence":
         proof = data.get("proof")
         return cls(bool(data.get("plausible")), Proof.from_json(proof) if isinstance(proof, dict) else None,
-                   tuple(str(f) for f in data.get("flags") or ()))
+                   tuple(str(f) for f in data.get("flags") or ()), bool(data.get("partial")))
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,9 @@ from repairloop.propose.builtin.scratch import Plan, RunTests, Verdict, read_sou
 from repairloop.propose.builtin.search import Result, Search, order_candidates
 from repairloop.types import Proposal, ProposalRequest, TestFiles, TestReport, Usage
 
-PLAUSIBLE_NOTE = (
-    "A patch that passes the tests is plausible, not proven correct: the tests are the only "
-    "oracle, so review it (and its alternatives) before relying on it."
-)
+PLAUSIBLE_NOTE = ("A patch that passes the tests is plausible, not proven correct: the tests are the only "
+                  "oracle, so review it (and its alternatives) before relying on it.")
+PARTIAL_NOTE = "A partial fix: some failing tests pass with it and none that passed breaks, but others still fail."
 MAX_TRIED_IN_NOTES = 300  # the journal keeps the first ones; counts cover them all
 PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
 NO_BUDGET_BASELINE_TIMEOUT = 900.0  # seconds for the localisation run when the run has no time budget
@@ -51,7 +50,9 @@ class BuiltinProposer:
     more candidates, whichever ends first. A partial fix (it makes some failing
     tests pass, breaks none) does not end the search: it is the answer only when
     the search ends without a whole-group fix (an early partial fix is often an
-    overfitting one, ``x // y`` for a missing ``abs``). ``clock`` returns seconds.
+    overfitting one, ``x // y`` for a missing ``abs``); while every plausible one
+    only changes lines none of the tests it leaves failing runs (``maxsize += 1``
+    for a cache limit), the search goes on. ``clock`` returns seconds.
     ``open_warm`` gives each worker copy a warm test process for the failing
     tests (``pool.py``; None: every run is a fresh process).
     """
@@ -126,7 +127,7 @@ class BuiltinProposer:
             self._plan = self._make_plan(self._baseline, targets, group)
             self._search, self._search_key = self._new_search(sources), key
         best = self._search.plausible(self._returned)
-        if not best:
+        if not best or (all(r.unrelated for r in best) and not self._search.exhausted):  # search on, rather
             self._search_more(self._search, deadline)
             best = self._search.plausible(self._returned)
         if not best:
@@ -215,7 +216,8 @@ class BuiltinProposer:
                 except (SyntaxError, ValueError):
                     continue  # a file that does not parse cannot be mutated
         candidates = order_candidates(self._localisation.suspects, models, self._boosts)
-        return Search(candidates, sources, self.workers, keeps_doctests(self.test_files, sources))
+        return Search(candidates, sources, self.workers, keeps_doctests(self.test_files, sources),
+                      self._localisation.ran_by, self._plan.targets if self._plan is not None else ())
 
     # -- search policy ------------------------------------------------------------------
 
@@ -259,11 +261,11 @@ class BuiltinProposer:
         if self._plan is not None:
             notes["timeouts"] = {"failing_tests": self._plan.target_timeout, "suite": self._plan.suite_timeout}
         notes["stopped_because"] = self._stopped_because
-        notes["plausible_note"] = PLAUSIBLE_NOTE
+        notes["plausible_note"] = PLAUSIBLE_NOTE if chosen is None or chosen.verdict.complete else PARTIAL_NOTE
         notes["alternatives"] = [r.diff for r in others]
         if chosen is not None:
-            notes["chosen"] = {**chosen.candidate.to_json(), "edit_size": list(chosen.size),
-                               "fixes": chosen.verdict.fixed, "verdict": chosen.verdict.reason}  # fmt: skip
+            notes["chosen"] = {**chosen.candidate.to_json(), "edit_size": list(chosen.size), "fixes": chosen.verdict.fixed,
+                               "verdict": chosen.verdict.reason, "unshared": chosen.unshared, "unrelated": chosen.unrelated}
         return notes
 
     def _exhausted_message(self, search: Search) -> str:
@@ -280,9 +282,6 @@ class BuiltinProposer:
         )
 
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
-        return EngineExhausted(
-            message,
-            hint="the bug may need more than one or two small edits; try a model (--model) or a larger --timeout",
-            notes=notes,
-        )
+        hint = "the bug may need more than one or two small edits; try a model (--model) or a larger --timeout"
+        return EngineExhausted(message, hint=hint, notes=notes)
 

@@ -105,7 +105,7 @@ class Verdict:
     ``broke_passing`` or ``error`` (``passed``/``partial`` only between stages);
     ``fixed`` counts targets that passed; ``missed_group`` counts tests of the
     repaired group still failing (0 for a plausible patch that fixes the group),
-    ``missed`` every target (group and other failing tests) still failing.
+    ``missed`` every target (group and other failing tests) still failing, ``still`` their ids.
     """
 
     status: str
@@ -114,6 +114,7 @@ class Verdict:
     seconds: float = 0.0
     missed_group: int = 0
     missed: int = 0
+    still: Tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -177,7 +178,7 @@ def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
     else:
         reason = (f"fixes {len(fixed)} of {len(plan.targets)} failing tests and breaks none "
                   f"(still failing: {_short(still)})")  # fmt: skip
-    return Verdict("plausible", reason, len(fixed), missed_group=len(missed), missed=len(still))
+    return Verdict("plausible", reason, len(fixed), missed_group=len(missed), missed=len(still), still=tuple(still))
 
 
 def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:

@@ -14,7 +14,7 @@ import itertools
 import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from repairloop.propose.builtin.edits import Edit, apply_to_files, diff_files, edit_size
 from repairloop.propose.builtin.filemodel import FileModel
@@ -22,6 +22,7 @@ from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutate import mutations_at
 from repairloop.propose.builtin.mutation import FAMILY_ORDER, Mutation
 from repairloop.propose.builtin.scratch import Verdict
+from repairloop.propose.builtin.spectra import LineKey
 
 MAX_LINES = 40  # suspicious lines mutated; deeper ones almost never hold a one-line fix
 PAIR_POOL = 12  # singles combined pairwise when the singles are exhausted
@@ -65,23 +66,31 @@ class Result:
     verdict: Verdict
     diff: str = ""
     size: Tuple[int, int] = (0, 0)
+    # Per-test line data about the edited lines (``Search.reach``): how many of the failing tests
+    # do not run them, and whether none of the tests a partial fix leaves failing runs them.
+    unshared: int = 0
+    unrelated: bool = False
 
     @property
     def plausible(self) -> bool:
         return self.verdict.status == "plausible"
 
-    def choice_key(self) -> Tuple[int, int, int, float, int, float, float, int]:
-        """Fewest failing tests left failing, then fewest of the repaired group, then
-        fewest changed lines, the search's own belief (suspiciousness x prior), fewest
+    def choice_key(self) -> Tuple[int, int, int, int, float, int, float, float, int]:
+        """Fewest failing tests left failing, then fewest of the repaired group, then edits
+        at the statements the failing tests share (fewest of them not running an edited
+        line), then fewest changed lines, the search's own belief (suspiciousness x prior), fewest
         changed characters, suspiciousness, prior, search order.
 
         Between two one-line patches the character count is a weak signal and picks
         overfitting ones (``mid + 1`` to ``mid + 2`` over ``hi = mid`` to ``hi = mid - 1``);
-        the ranking already weighs how often each kind of edit is the fix.
+        the ranking already weighs how often each kind of edit is the fix. ``unrelated`` is
+        not in the key: a second edit that fixes nothing would make such a partial fix look
+        related (a junk edit on a line the still-failing test runs); the engine searches on
+        instead of answering one (``BuiltinProposer.propose``).
         """
         c, v = self.candidate, self.verdict
         lines, chars = self.size
-        return (v.missed, v.missed_group, lines, -round(c.suspiciousness * c.prior, 6), chars,
+        return (v.missed, v.missed_group, self.unshared, lines, -round(c.suspiciousness * c.prior, 6), chars,
                 -round(c.suspiciousness, 9), -round(c.prior, 9), c.order)  # fmt: skip
 
     def to_json(self) -> Dict[str, object]:
@@ -174,10 +183,12 @@ class Search:
     """
 
     def __init__(self, candidates: Sequence[Candidate], originals: Dict[str, str], workers: int,
-                 allowed: Callable[[Dict[str, str]], bool] = lambda changed: True) -> None:
+                 allowed: Callable[[Dict[str, str]], bool] = lambda changed: True,
+                 ran_by: Optional[Mapping[LineKey, FrozenSet[str]]] = None, targets: Sequence[str] = ()) -> None:
         self.queue: List[Candidate] = list(candidates)
         self.originals = originals
         self.allowed = allowed  # False for changed files a guard would refuse (a doctest's expected output)
+        self.ran_by, self.targets = ran_by or {}, frozenset(targets)  # Localisation.ran_by: failing tests per line
         self.workers = max(1, workers)
         self.cursor = 0
         self.generated = len(self.queue)
@@ -227,9 +238,21 @@ class Search:
         if verdict.status == "plausible":
             diff = diff_files(self.originals, changed)
             size = edit_size(self.originals, changed)
+            unshared, unrelated = self.reach(candidate, verdict)
             if self.found_at is None and verdict.complete:
                 self.found_at = (now, self.tried)
-        self.results.append(Result(candidate, verdict, diff, size))
+        self.results.append(Result(candidate, verdict, diff, size) if not diff else
+                            Result(candidate, verdict, diff, size, unshared, unrelated))
+
+    def reach(self, candidate: Candidate, verdict: Verdict) -> Tuple[int, bool]:
+        """(how many failing targets do not run an edited line, the most over the edits; True for a
+        partial fix whose edited lines none of the tests it leaves failing runs). (0, False) without
+        per-test line data (the traceback fallback): nothing is known."""
+        if not self.ran_by:
+            return 0, False
+        runs = [self.ran_by.get((m.path, m.line), frozenset()) for m in candidate.mutations]
+        unshared = max(len(self.targets - ran) for ran in runs)
+        return unshared, bool(verdict.still) and not any(ran & set(verdict.still) for ran in runs)
 
     def run(self, validate: Validate, keep_going: KeepGoing, clock: Callable[[], float]) -> None:
         """Validate candidates until ``keep_going`` says stop or none are left."""
