@@ -86,7 +86,9 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
     # baseline, flaky check (the suite in order, then the failing test alone), iteration 1, iteration 2,
     # then iteration 3's targeted run: the 6th session
     # The hook counts sessions in a file outside the workspace: unconfined, as the sandbox forbids that.
-    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "6", "REPAIRLOOP_SANDBOX": "none"}
+    # Every test run a fresh process (no warm test process, whose restarts would shift the count).
+    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "6", "REPAIRLOOP_SANDBOX": "none",
+                  "REPAIRLOOP_WARM": "false"}
     with ScriptedServer(script) as srv:
         proc = cli("run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
                    "--no-builtin", "--json", env=killed_env)

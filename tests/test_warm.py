@@ -397,3 +397,16 @@ def _cmdline(proc: Path) -> str:
         return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
     except OSError:
         return ""
+
+
+def test_a_child_that_kills_the_server_sends_the_run_fresh_and_the_server_restarts(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "calc", CALC)
+    with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
+        assert warm.ready()
+        original = candidate(root, "calc/ops.py", "return a - b",
+                             "import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return a + b")
+        assert "the warm server stopped answering" in refused(warm, ["calc/ops.py"], IDS[:1])
+        assert warm.stale and not warm.running
+        (root / "calc/ops.py").write_text(original)
+        assert warm.ready()  # a new server, from the tree as it is
+        assert both_ways(root, warm, [])["tests/test_calc.py::test_add"] == "failed"

@@ -29,6 +29,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the bench helpers, then tests/ (
 from figure import Figure, verdict  # noqa: E402
 from projects import REPO  # noqa: E402
 
+WARM_SHARE = 0.45  # of the budget kept for figure 12 (warm validation; its engine part stops when that is spent)
+
 
 def machine() -> str:
     """CPU model, cores, memory, OS and Python: the machine every figure was measured on."""
@@ -71,8 +73,9 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
     import loop_figures
     import sandbox_figure
     import speed_figures
+    import warm_figure
 
-    want = set(only or range(1, 12))
+    want = set(only or range(1, 13))
     figures: Dict[int, Figure] = {}
     steps = [(5, lambda: speed_figures.figure_startup()),
              (4, lambda: speed_figures.figure_targeted_tests(work / "f4")),
@@ -81,7 +84,8 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
              (8, lambda: sandbox_figure.figure_sandbox(work / "f8")),
              (9, lambda: answer_figures.figure_corpus(work / "f9")),
              (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
-             (11, lambda: classify_figure.figure_classification(work / "f11"))]
+             (11, lambda: classify_figure.figure_classification(work / "f11")),
+             (12, lambda: warm_figure.figure_warm(work / "f12w", WARM_SHARE * budget))]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
             figures[1], figures[2] = loop_figures.figure_overhead_and_tokens(work / "f12")
