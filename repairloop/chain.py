@@ -76,6 +76,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
             candidate_timeout=settings.builtin_candidate_timeout,
             extra_search_share=settings.builtin_extra_search,
             open_warm=journalled_warm(suite, journal, BUILTIN) if settings.warm else None,
+            scratch_dir=suite.scratch_dir,  # its copies go where the run's scratch is registered
         )
     from repairloop.propose.llm import LLMProposer
 

@@ -202,7 +202,7 @@ def classify_project(
     registry = project / ".repairloop" / "worktrees"
     ensure_excluded(project)
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
-        suite = TestSuite.for_project(settings, project, environ, lambda: settings.test_timeout)
+        suite = TestSuite.for_project(settings, project, environ, lambda: settings.test_timeout, ws.scratch)
         report = suite.run(ws.root)
         failures: Tuple[Failure, ...] = ()
         if not report.green:

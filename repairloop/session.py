@@ -67,7 +67,7 @@ class Session:
                  replay: Optional[Replay] = None, given: Optional[Mapping[str, Proposer]] = None) -> None:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
         self.clock, self.started, self.run_id = clock, started, run_id
-        self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left)
+        self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left, ws.scratch)  # gone after a kill too
         self.proof_suite = self.suite  # the proof run keeps the whole per-test timeout (candidates get a short one)
         self.state = RunState()
         # Which files are tests: the globs now, the files the baseline collected tests from added after it.

@@ -105,21 +105,25 @@ class TestSuite:
     # sent to the copy under test instead; nothing else is made importable.
     imports: ImportRedirect = field(default_factory=ImportRedirect)
     per_test: Optional[float] = None  # seconds one test may run (our pytest plugin's SIGALRM); None: no limit
+    # Where each run's temporary directories go: the run's registered scratch directory (in its
+    # workspace's temporary directory), so a killed run's are removed by the next run or `clean`.
+    scratch_dir: Optional[Path] = None
 
     @classmethod
     def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
-                    deadline: Callable[[], float]) -> "TestSuite":
+                    deadline: Callable[[], float], scratch_dir: Optional[Path] = None) -> "TestSuite":
         """The suite ``settings`` describe for ``project``: its test command (or the default
         one, which raises ProjectError when there is none), limits, environment and sandbox
         (ConfigError when ``sandbox = "bwrap"`` cannot run).
 
         The test interpreter is asked once, with the user's environment, which project modules
-        it imports from ``project`` (``runner.probe_imports``, one short subprocess).
+        it imports from ``project`` (``runner.probe_imports``, one short subprocess). ``scratch_dir``
+        is where its runs' temporary directories go (the workspace's registered ``scratch``).
         """
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
         imports = probe_imports(interpreter_of(command, project), project, environ)
         return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings),
-                   deadline, sandbox_for(settings, project), imports, per_test_seconds(settings)[0])
+                   deadline, sandbox_for(settings, project), imports, per_test_seconds(settings)[0], scratch_dir)
 
     def for_candidates(self, baseline: TestReport) -> Tuple["TestSuite", str]:
         """This suite with a short per-test timeout for runs of candidates, and a sentence saying so.
@@ -175,6 +179,7 @@ class TestSuite:
             coverage_source=[str(root)] if coverage else None,
             wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
             readonly=tuple(root / rel for rel in protect),
+            scratch_dir=self.scratch_dir,
         )
 
     def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
@@ -196,4 +201,5 @@ class TestSuite:
         ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
         return WarmProcess(root, self.command, env=self.run_environment(), imports=self.imports,
                            wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
-                           readonly=tuple(root / rel for rel in protect), start_timeout=self.timeout)
+                           readonly=tuple(root / rel for rel in protect), start_timeout=self.timeout,
+                           scratch_dir=self.scratch_dir)

@@ -163,6 +163,7 @@ def run_tests(
     wrap: Optional[CommandWrapper] = None,
     imports: Optional[ImportRedirect] = None,
     readonly: Sequence[Path] = (),
+    scratch_dir: Optional[Path] = None,
 ) -> TestReport:
     """Run the test command once in ``root`` and return its structured TestReport.
 
@@ -179,7 +180,8 @@ def run_tests(
     directory, which the caller owns. ``imports`` redirects the project's imports to ``root`` (see
     ``build_test_env``). ``output_limit`` is in bytes. ``wrap`` (a sandbox) turns
     the command into the argv that runs it confined, with the ``readonly``
-    files of ``root`` unwritable. A command that is not found gives
+    files of ``root`` unwritable. Its temporary directories go in ``scratch_dir`` (a
+    run's registered one) when given. A command that is not found gives
     exit code 127. Raises ProjectError when ``root`` is not a directory and
     ConfigError for an empty command.
     """
@@ -187,7 +189,7 @@ def run_tests(
     junit_path = (root / junit_xml) if junit_xml else None
     if junit_path is not None and junit_path.is_file():
         junit_path.unlink()  # a file left by an earlier run must never be read as this one's
-    with _Scratch(bool(coverage_source)) as scratch:
+    with _Scratch(bool(coverage_source), scratch_dir) as scratch:
         extra = pytest_arguments(scratch.results) + tuple(test_ids)
         final = with_arguments(command, extra) if is_pytest_command(command) else command
         coverage = (tuple(coverage_source or ()), scratch.coverage_file) if scratch.coverage_file else None
@@ -209,11 +211,13 @@ def run_tests(
 class _Scratch:
     """The temporary directories of one run: results (removed after), coverage (kept when it has data)."""
 
-    def __init__(self, coverage: bool) -> None:
-        self.results = Path(tempfile.mkdtemp(prefix="repairloop-results-"))
+    def __init__(self, coverage: bool, under: Optional[Path] = None) -> None:
+        if under is not None:
+            under.mkdir(parents=True, exist_ok=True)
+        self.results = Path(tempfile.mkdtemp(prefix="repairloop-results-", dir=under))
         self.results_file = self.results / "results.jsonl"
         self.witness = self.results / JUNIT_NAME
-        self._coverage = Path(tempfile.mkdtemp(prefix="repairloop-coverage-")) if coverage else None
+        self._coverage = Path(tempfile.mkdtemp(prefix="repairloop-coverage-", dir=under)) if coverage else None
         self.coverage_file = self._coverage / ".coverage" if self._coverage is not None else None
         self.keep_coverage = False
 

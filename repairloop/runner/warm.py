@@ -71,8 +71,10 @@ class WarmProcess:
 
     def __init__(self, root: Path, command: Union[Sequence[str], str], *, env: Mapping[str, str],
                  imports: Optional[ImportRedirect] = None, wrap: Optional[CommandWrapper] = None,
-                 readonly: Sequence[Path] = (), start_timeout: float = 120.0) -> None:
+                 readonly: Sequence[Path] = (), start_timeout: float = 120.0,
+                 scratch_dir: Optional[Path] = None) -> None:
         self.root = Path(root).absolute()
+        self.scratch_dir = scratch_dir  # where its temporary directory goes (a run's registered one)
         self.command = command
         self.env = env
         self.imports = imports
@@ -127,7 +129,7 @@ class WarmProcess:
             return WarmStart(False, "the test command is not pytest")
         if not hasattr(os, "fork"):
             return WarmStart(False, "this platform has no fork()")
-        self._scratch = Path(tempfile.mkdtemp(prefix="repairloop-warm-"))
+        self._scratch = Path(tempfile.mkdtemp(prefix="repairloop-warm-", dir=self.scratch_dir))
         ours, theirs = socket.socketpair()
         try:
             self._proc = self._launch(theirs)

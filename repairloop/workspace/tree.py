@@ -26,6 +26,8 @@ from repairloop.workspace.start import (
     write_bundle,
 )
 
+SCRATCH_NAME = ".repairloop-scratch"  # beside the work tree (named after the project) and "git"
+
 
 @dataclass(frozen=True)
 class StartState:
@@ -47,6 +49,10 @@ class Workspace:
         self._baseline = baseline  # the workspace commit of the start state
         self._relative = relative  # root is a subdirectory of the work tree
         self._git = git
+        # The run's other temporary directories (test results, the offline engine's copies, the proof
+        # run's copy) go here, beside the work tree in the registered directory: a killed run's are
+        # removed with its workspace by the next run or `repairloop clean`. Set by open_workspace.
+        self.scratch: Optional[Path] = None
 
     @property
     def base(self) -> str:
@@ -237,7 +243,8 @@ def open_workspace(project: Path, *, run_id: str, registry_dir: Path, base: Opti
     non-git project has no such commit and is copied from its current files.
 
     ``registry_dir`` (``<project>/.repairloop/worktrees``) gets ``<run_id>.json``
-    (pid, paths) while the workspace lives, for ``clean_stale_workspaces``.
+    (pid, paths) while the workspace lives, for ``clean_stale_workspaces``; the
+    run's other temporary directories belong in ``Workspace.scratch``, removed with it.
     Raises ProjectError (see ``check_repository``) or WorkspaceError.
     """
     project = Path(project).absolute()
@@ -264,6 +271,8 @@ def open_workspace(project: Path, *, run_id: str, registry_dir: Path, base: Opti
                 ws = _create_git(project, loc[0], loc[1], tmp, top, bundle)
             else:
                 ws = _create_copy(project, tmp, top)
+            ws.scratch = tmp / SCRATCH_NAME
+            ws.scratch.mkdir()
         except OSError as exc:  # shutil.Error is one too
             raise WorkspaceError(f"cannot create the workspace in {tmp}: {exc}",
                                  hint="check free space and permissions there (TMPDIR)") from exc
