@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from repairloop import errors
-from repairloop.errors import ProposerError
+from repairloop.errors import ConfigError, ProposerError
 from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
@@ -90,7 +90,29 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         max_completion_tokens=settings.max_completion_tokens,
         edit_format=edit_format_for(settings, name),
         on_event=journal.record,
+        price=settings.model_prices.get(name),
     )
+
+
+def check_cost_limit(settings: Settings, chain: Sequence[str]) -> None:
+    """Refuse a cost limit the run could not keep: ``max_cost`` set by the user (a flag, the
+    environment, the configuration file; not the default) with a model that has no price, neither
+    in ``model_prices`` nor in litellm's price map, whose calls would then cost "unknown".
+
+    Raises ConfigError (exit 2) before any call is made; needs litellm's price map only then.
+    """
+    if "max_cost" not in settings.model_fields_set:
+        return
+    from repairloop.propose.litellm_env import price_usd
+
+    unpriced = [m for m in chain if m != BUILTIN and m not in settings.model_prices and price_usd(m, 1, 1) is None]
+    if unpriced:
+        raise ConfigError(
+            f"a cost limit (max_cost ${settings.max_cost:g}) cannot be kept with {', '.join(unpriced)}: "
+            "litellm has no price for it, so what its calls cost would be unknown",
+            hint=f'give its price in USD per million tokens (model_prices = {{"{unpriced[0]}" = [PROMPT, COMPLETION]}} '
+                 f'in [tool.repairloop], or REPAIRLOOP_MODEL_PRICES="{unpriced[0]}=PROMPT/COMPLETION"), '
+                 "or drop the cost limit (--max-cost, max_cost)")
 
 
 def warm_up(chain: Sequence[str]) -> None:

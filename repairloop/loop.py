@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, List, Mapping, Optional, Tuple
 
-from repairloop.chain import warm_up
+from repairloop.chain import check_cost_limit, warm_up
 from repairloop.classify import classify_report
 from repairloop.errors import RepairloopError
 from repairloop.journal import (
@@ -78,6 +78,8 @@ def iterate(
     """
     project = project.resolve()
     check_repository(project)
+    # A cost limit no unpriced model can keep: exit 2 before any call (a resume keeps its run's settings).
+    check_cost_limit(settings, model_chain(settings, os.environ if environ is None else environ))
     run_id = new_run_id()
     yield from drive(settings, project, run_id, environ=environ, apply=apply, confirm=confirm,
                      clock=clock, proposers=proposers)

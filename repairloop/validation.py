@@ -163,7 +163,10 @@ def untrusted_run(setup: ValidationSetup, report: TestReport, root: Path, oracle
     """Why this run cannot judge the candidate, or "": timed out, stopped early, witnesses disagree,
     a test or protected file changed while it ran, or (a full run) tests the baseline had went missing."""
     if report.timed_out:
-        return f"the {'test suite' if full else 'failing tests'} timed out with this candidate"
+        which = "test suite" if full else "failing tests"
+        if setup.suite.deadline() <= 1.0:  # the run was cut to what was left of --timeout, and that ran out
+            return f"the run's time budget (--timeout) ran out while the {which} ran with this candidate: not judged"
+        return f"the {which} timed out with this candidate"
     if not report.complete:
         return "the test run ended before pytest finished (a crash or an early exit), so nothing it reported counts"
     if report.distrust:

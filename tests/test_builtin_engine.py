@@ -165,6 +165,7 @@ def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
     assert len(error.notes["tried"]) == 8
     assert {"operator", "path", "line", "outcome", "reason"} <= set(error.notes["tried"][0])
     assert error.notes["localisation_method"] == "coverage"
+    assert error.usage.seconds > 0 and error.usage.calls == 0  # the search took engine time (it showed 0.0 s)
 
 
 def test_an_infinitely_looping_candidate_costs_no_more_than_its_timeout(tmp_path: Path) -> None:

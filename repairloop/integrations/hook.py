@@ -37,7 +37,9 @@ def hook_settings(project: Path, flags: Mapping[str, Any], environ: Mapping[str,
     given = {k: v for k, v in flags.items() if v is not None}
     user_keys = set(read_file_layer(project)[0]) | set(read_env_layer(environ)) | set(given)
     defaults = {k: v for k, v in HOOK_DEFAULTS.items() if k not in user_keys}
-    return load_settings(project, {**defaults, **given}, environ)
+    settings = load_settings(project, {**defaults, **given}, environ)
+    # A hook default is no choice of the user's (its cost limit does not refuse an unpriced model).
+    return Settings.model_construct(_fields_set=settings.model_fields_set - set(defaults), **settings.model_dump())
 
 
 @dataclass

@@ -12,7 +12,7 @@ import logging
 import os
 import re
 from types import ModuleType
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Tuple
 
 from repairloop.propose.errors_table import classify_exception
 
@@ -56,8 +56,12 @@ def classify_model_exception(exc: BaseException) -> str:
     return classify_exception(exc)[0]
 
 
-def price_usd(model: str, prompt_tokens: int, completion_tokens: int) -> Optional[float]:
-    """USD for the given tokens from litellm's bundled price map; None when not priced."""
+def price_usd(model: str, prompt_tokens: int, completion_tokens: int,
+              price: Optional[Sequence[float]] = None) -> Optional[float]:
+    """USD for the given tokens: from ``price`` (the user's ``model_prices`` entry: USD per million
+    prompt and completion tokens) when given, else litellm's bundled price map; None when not priced."""
+    if price is not None:
+        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
     try:
         prompt, completion = load_litellm().cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
@@ -81,8 +85,12 @@ def provider_key_env(model: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
 
 
-def response_cost(response: Any, model: str) -> Optional[float]:
-    """USD of one completion: litellm's ``response_cost``, else ``completion_cost``; None if unpriced."""
+def response_cost(response: Any, model: str, price: Optional[Sequence[float]] = None,
+                  tokens: Tuple[int, int] = (0, 0)) -> Optional[float]:
+    """USD of one completion: ``tokens`` (prompt, completion) at ``price`` when the user gave one
+    (``price_usd``), else litellm's ``response_cost``, else ``completion_cost``; None if unpriced."""
+    if price is not None:
+        return price_usd(model, tokens[0], tokens[1], price)
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
     if cost is None:

@@ -18,7 +18,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Type
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Type
 
 from repairloop.errors import BudgetExhausted, ModelError, ProposerError, TransientModelError, UnrecoverableModelError
 from repairloop.propose.answer import answer_of, is_refusal, refused_param, visible
@@ -99,9 +99,9 @@ class LLMProposer:
                  api_key_env: Optional[str] = None, timeout: float = 120.0, max_retries: int = 3,
                  max_completion_tokens: int = 2048, backoff_base: float = 1.0, backoff_max: float = 30.0,
                  edit_format: str = "auto", sleep: Callable[[float], None] = time.sleep,
-                 rng: Optional[random.Random] = None,
-                 on_event: Optional[OnModelEvent] = None) -> None:
-        self.name = model
+                 rng: Optional[random.Random] = None, on_event: Optional[OnModelEvent] = None,
+                 price: Optional[Sequence[float]] = None) -> None:
+        self.name, self.price = model, price  # price: USD per million prompt, completion tokens (model_prices)
         self.api_base = api_base
         self.api_key_env = api_key_env or (provider_key_env(model) if api_base and not api_key else None)
         from_env = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
@@ -185,7 +185,7 @@ class LLMProposer:
                             f"({prompt_tokens} prompt + {self.max_completion_tokens} completion"
                             f"{' + earlier attempts' if call.attempts else ''}); {budget.tokens} left", call)
         if budget.cost_usd is not None:
-            estimate = price_usd(self.name, prompt_tokens, self.max_completion_tokens) or 0.0
+            estimate = price_usd(self.name, prompt_tokens, self.max_completion_tokens, self.price) or 0.0
             spent = call.usage.cost_usd or 0.0
             if spent + estimate > budget.cost_usd:
                 self._exhausted(Budget.COST, f"the next request may cost ${spent + estimate:.4f}; "
@@ -207,7 +207,7 @@ class LLMProposer:
 
     def _failed_cost(self) -> Optional[float]:
         # A failed request is not billed by the providers we know; keep "not priced" visible.
-        return None if price_usd(self.name, 1, 1) is None else 0.0
+        return None if price_usd(self.name, 1, 1, self.price) is None else 0.0
 
     def _after_failure(self, exc: Exception, call: _Call, budget: BudgetLeft) -> None:
         """Sleep before a transient retry; raise the ProposerError that ends the call otherwise."""
@@ -256,9 +256,9 @@ class LLMProposer:
         # Providers count reasoning in completion_tokens; counted here, it is counted too. A server that
         # sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty answer is unknown.
         counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
-        attempt = Usage(int(used_prompt) if used_prompt else prompt_tokens,
-                        int(used_completion or 0) if used_completion or not counted else counted,
-                        response_cost(response, self.name), seconds, 1)
+        used = (int(used_prompt) if used_prompt else prompt_tokens,
+                int(used_completion or 0) if used_completion or not counted else counted)
+        attempt = Usage(used[0], used[1], response_cost(response, self.name, self.price, used), seconds, 1)
         call.usage = call.usage + attempt
         hint = "try another model"
         answer = visible(content)

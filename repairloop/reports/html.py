@@ -51,7 +51,7 @@ def _diff_html(diff: str) -> str:
 
 def _table(report: RunReport) -> List[str]:
     rows = ["<table><tr><th>#</th><th>model</th><th>decision</th><th>failing</th><th>prompt tok</th>"
-            "<th>compl. tok</th><th>cost</th><th>model s</th><th>tests s</th><th>sim. max</th></tr>"]
+            "<th>compl. tok</th><th>cost</th><th>model/engine s</th><th>tests s</th><th>sim. max</th></tr>"]
     for it in report.iterations:
         r, decision = it.record, escape(it.record.decision.value)
         sim = "-" if r.similarity_max is None else f"{r.similarity_max:.2f}"

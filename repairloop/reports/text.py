@@ -52,16 +52,19 @@ def tests_said(it: IterationReport) -> str:
 
 def cost_line(it: Iteration) -> str:
     return (f"{it.usage.prompt_tokens:,} prompt + {it.usage.completion_tokens:,} completion tokens, "
-            f"{usd(it.usage.cost_usd)}; seconds: model {it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, "
+            f"{usd(it.usage.cost_usd)}; seconds: {'engine' if it.engine == 'builtin' else 'model'} "
+            f"{it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, "
             f"total {it.seconds_total:.2f}")
 
 
 def totals_line(report: RunReport) -> str:
     t = report.totals
     run = "?" if t["seconds"]["total"] is None else f"{t['seconds']['total']:.1f}"
+    engines = any(i.engine == "builtin" for i in report.result.iterations)  # the offline engine's time is its own
+    engine = f", engine {t['seconds'].get('engine') or 0.0:.1f}" if engines else ""
     return (f"{t['iterations']} iterations, {t['model_calls']} model calls, {t['prompt_tokens']:,} prompt + "
             f"{t['completion_tokens']:,} completion tokens, cost {usd(t['cost_usd'])}; seconds: model "
-            f"{t['seconds']['model']:.1f}, tests {t['seconds']['tests']:.1f}, run {run}")
+            f"{t['seconds']['model']:.1f}{engine}, tests {t['seconds']['tests']:.1f}, run {run}")
 
 
 def baseline_line(report: RunReport) -> str:
@@ -135,7 +138,7 @@ def render_markdown(report: RunReport) -> str:
     out = [f"# repairloop run {report.run_id}", ""] + [f"- {fact}" for fact in header_facts(report)]
     out += ["- totals: " + totals_line(report), ""]
     if report.iterations:
-        out += ["| # | model | decision | failing | prompt tok | compl. tok | cost | model s | tests s | sim. max |",
+        out += ["| # | model | decision | failing | prompt tok | compl. tok | cost | model/engine s | tests s | sim. max |",
                 "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for it in report.iterations:
             r = it.record

@@ -121,7 +121,8 @@ def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
         if raw is None:
             continue
         annotation = str(Settings.model_fields[name].annotation)
-        value = [p.strip() for p in raw.split(",") if p.strip()] if "List" in annotation or "list" in annotation else raw
+        listed = annotation.startswith(("typing.List", "List", "list"))  # not a Dict of lists (model_prices)
+        value = [p.strip() for p in raw.split(",") if p.strip()] if listed else raw
         # One variable at a time, so an error names the variable to fix.
         values.update(_check({name: value}, f"the environment variable {ENV_PREFIX}{name.upper()}"))
     return values

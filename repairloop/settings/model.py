@@ -63,7 +63,11 @@ class Settings(BaseModel):
         default_factory=dict, description='Edit format per model name, over edit_format ({"ollama/qwen3:8b" = "whole"}).')
     max_iterations: int = Field(8, ge=1, description="Iterations of the loop.")
     max_tokens: int = Field(200_000, ge=1, description="Tokens (prompt + completion) for the run.")
-    max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only).")
+    max_cost: float = Field(1.0, ge=0, description="USD for the run (priced models only; set, it refuses unpriced ones).")
+    model_prices: Dict[str, List[float]] = Field(
+        default_factory=dict,
+        description='USD per million tokens per model, prompt then completion ({"ollama/qwen3:8b" = [0.1, 0.4]}, one '
+                    "number for both); over litellm's price map.")
     timeout: float = Field(900.0, gt=0, description="Wall-clock seconds for the whole run.")
     test_timeout: float = Field(300.0, gt=0, description="Seconds for one run of the test command.")
     per_test_timeout: Optional[float] = Field(
@@ -139,6 +143,27 @@ class Settings(BaseModel):
                 if not str(name).strip() or fmt not in EDIT_FORMATS:
                     raise ValueError(f"{name!r} = {fmt!r}: use a model name and one of {', '.join(EDIT_FORMATS)}")
         return value
+
+    @field_validator("model_prices", mode="before")
+    @classmethod
+    def _model_prices(cls, value: Any) -> Any:
+        if isinstance(value, str):  # REPAIRLOOP_MODEL_PRICES="ollama/qwen3:8b=0.1/0.4,openai/x=0.15/0.6"
+            pairs = [p.strip().rpartition("=") for p in value.split(",") if p.strip()]
+            try:
+                value = {name.strip(): [float(x) for x in usd.split("/")] for name, _, usd in pairs}
+                value = {name: usd[0] if len(usd) == 1 else usd for name, usd in value.items()}
+            except ValueError:
+                raise ValueError("write NAME=PROMPT/COMPLETION (USD per million tokens), comma-separated") from None
+        if not isinstance(value, dict):
+            return value
+        prices = {}
+        for name, usd in value.items():
+            usd = [usd, usd] if isinstance(usd, (int, float)) else usd  # one number: both sides
+            if not str(name).strip() or not isinstance(usd, list) or len(usd) != 2 or \
+                    not all(isinstance(x, (int, float)) and x >= 0 for x in usd):
+                raise ValueError(f"{name!r} = {usd!r}: use a model name and [prompt, completion] USD per million tokens")
+            prices[name] = [float(x) for x in usd]
+        return prices
 
     @field_validator("models")
     @classmethod

@@ -88,6 +88,7 @@ class BuiltinProposer:
         self.open_warm = open_warm
         self.warm_counts = WarmCounts()
         self._started: Optional[float] = None
+        self._call_start = 0.0
         self._localisation: Optional[Localisation] = None
         self._baseline: Optional[TestReport] = None  # the localisation run (durations, failures)
         self._first_targets: Tuple[str, ...] = ()
@@ -108,7 +109,7 @@ class BuiltinProposer:
         (with ``notes``) when no plausible patch is found within
         ``max_candidates`` and ``request.budget.seconds``.
         """
-        start = self.clock()
+        start = self._call_start = self.clock()  # what this call took is engine time, found or not
         self._started = start if self._started is None else self._started
         seconds = request.budget.seconds
         deadline = None if seconds is None else start + seconds
@@ -283,5 +284,6 @@ class BuiltinProposer:
 
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
         hint = "the bug may need more than one or two small edits; try a model (--model) or a larger --timeout"
-        return EngineExhausted(message, hint=hint, notes=notes)
+        usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)  # engine time, found or not
+        return EngineExhausted(message, hint=hint, notes=notes, usage=usage)
 
