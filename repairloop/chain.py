@@ -189,6 +189,13 @@ class ReplayProposer:
                         model=self.name, usage=record.usage, notes=notes)
 
 
+def asking(link: str, recorded: Optional[RecordedAnswer]) -> str:
+    """What an iteration does with the chain's current link: a resumed run replays the answer it recorded."""
+    if recorded is not None and recorded.model == link:
+        return f"replaying {link}'s recorded answer (not asked again)"
+    return f"asking {link}"
+
+
 def _recorded_error(record: ProposalErrorEvent) -> ProposerError:
     """Rebuild the model-side error a run recorded, so a replay takes the same path."""
     kind = getattr(errors, record.error_class, None)

@@ -42,7 +42,8 @@ from repairloop.suite import TestSuite
 from repairloop.types import EventKind, Failure, LoopEvent, Proposer, RunResult, TestReport
 from repairloop.workspace import check_repository, clean_stale_workspaces, ensure_excluded, open_workspace
 
-__all__ = ["classify_project", "clean_workspaces", "default_test_command", "drive", "iterate", "repair", "resume"]
+__all__ = ["classify_project", "clean_workspaces", "default_test_command", "drive", "iterate", "new_run_id", "repair",
+           "resume", "run_dir_for"]
 
 def repair(settings: Settings, project: Path, **kwargs: object) -> RunResult:
     """Run the whole loop without a terminal and return its RunResult.
@@ -66,12 +67,14 @@ def iterate(
     confirm: Optional[Confirm] = None,
     clock: Callable[[], float] = time.monotonic,
     proposers: Optional[Mapping[str, Proposer]] = None,
+    run_id: Optional[str] = None,
 ) -> Iterator[LoopEvent]:
     """Repair ``project`` and yield LoopEvents; the last one is ``stopped`` with the RunResult.
 
     ``apply`` writes the final patch to the user's tree (after ``confirm(diff)``
     returns True when given). ``proposers`` maps chain names to Proposer objects
-    a library user brings (``settings.models`` names them). Raises
+    a library user brings (``settings.models`` names them); ``run_id`` is the new
+    run's id (``new_run_id()`` when None). Raises
     ProjectError, ConfigError, LockedError, WorkspaceError before the loop
     starts; KeyboardInterrupt and other exceptions propagate after the
     workspace is removed, the lock released and the journal says so.
@@ -80,7 +83,7 @@ def iterate(
     check_repository(project)
     # A cost limit no unpriced model can keep: exit 2 before any call (a resume keeps its run's settings).
     check_cost_limit(settings, model_chain(settings, os.environ if environ is None else environ))
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     yield from drive(settings, project, run_id, environ=environ, apply=apply, confirm=confirm,
                      clock=clock, proposers=proposers)
 

@@ -1,8 +1,7 @@
 """One run inside its workspace: the baseline, the flaky check, the iterations and the finish.
 
-``Session.run`` is the generator ``loop.drive`` yields from. One iteration is
-``attempt.run_attempt``, a function of values whose outcome only this module
-applies to the run's state; every ending is decided by ``stop``.
+``Session.run`` is the generator ``loop.drive`` yields from. One iteration is ``attempt.run_attempt``, a
+function of values whose outcome only this module applies to the run's state; ``stop`` decides every ending.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import Callable, Dict, Generator, Iterator, Mapping, Optional, Seque
 
 from repairloop import stop
 from repairloop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
-from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, build_proposer, token_counter
+from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
 from repairloop.confirm import confirm_failures, fidelity_failures
 from repairloop.describe import blocking_detail, describe_run, report_summary
@@ -184,7 +183,8 @@ class Session:
                 yield LoopEvent(EventKind.NOTE, f"{self.settings.downgrade_at:.0%} of the budget spent; "
                                         f"stepping down to {self.chain.current}")
             number = len(self.state.history) + 1
-            yield LoopEvent(EventKind.PHASE, f"iteration {number}: asking {self.chain.current}", {"iteration": number})
+            doing = asking(self.chain.current, self.replay.get((number, 0)))
+            yield LoopEvent(EventKind.PHASE, f"iteration {number}: {doing}", {"iteration": number})
             outcome = run_attempt(setup, self._attempt_input(number), self.clock)
             self._apply(outcome)
             yield LoopEvent(EventKind.ITERATION, outcome.iteration.reason, iteration=outcome.iteration)

@@ -235,6 +235,11 @@ def test_the_whole_runs_timeout_kill_stays_a_timeout_wherever_the_test_was(proje
     [
         (127, "sh: 1: pytestt: not found", {}, FailureKind.ENVIRONMENT, "not found"),
         (126, "permission denied", {}, FailureKind.ENVIRONMENT, "permission denied"),
+        # Seen on a real project: `python -m nosuchmodule` was a logic failure of <session>.
+        (1, "/usr/bin/python3: No module named nosuchmodule", {"source": "exit_code"}, FailureKind.ENVIRONMENT,
+         "module was not found: No module named nosuchmodule"),
+        (1, "/v/bin/python: Error while finding module specification for 'no.such' (ModuleNotFoundError: No "
+            "module named 'no')", {"source": "exit_code"}, FailureKind.ENVIRONMENT, "module specification for 'no.such'"),
         (4, "ImportError while loading conftest '/p/tests/conftest.py'.\ntests/conftest.py:3: in <module>\n"
             "    import nope\nE   ModuleNotFoundError: No module named 'nope'", {}, FailureKind.DEPENDENCY,
          "No module named 'nope'"),
@@ -537,3 +542,24 @@ def test_a_project_directory_imported_as_a_package_is_test_config(project: Path)
     assert failure.kind is FailureKind.TEST_CONFIG and "tests/__init__.py" in failure.hint
     relative_import = result(exc_type="ImportError", message="attempted relative import with no known parent package")
     assert one(report(relative_import), project).kind is FailureKind.TEST_CONFIG
+
+
+UNITTEST_LONGREPR = ("self = <tests.test_a.TestA testMethod=test_a>\n\n    def test_a(self):\n>       raise ValueError()\n"
+                     "E       ValueError\n\ntests/test_a.py:5: ValueError")
+
+
+@pytest.mark.parametrize("exc_type", ["ValueError", None], ids=["type-known", "type-from-text"])
+def test_an_exception_without_a_value_is_its_type_not_traceback_furniture(project: Path,
+                                                                          exc_type: Optional[str]) -> None:
+    # Seen on a real project: "ValueError: self = <tests.test_x.TestX testMethod=test_y>".
+    failure = one(report(result(exc_type=exc_type, longrepr=UNITTEST_LONGREPR)), project)
+    assert failure.message == "ValueError"
+
+
+def test_a_real_unittest_failure_without_a_value_says_its_exception(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_u.py").write_text(
+        "import unittest\n\n\nclass TestU(unittest.TestCase):\n    def test_empty(self):\n        raise KeyError()\n")
+    rep = run_tests(root, default_test_command(root))
+    assert [f.message for f in classify_report(rep, root)] == ["KeyError"]

@@ -161,7 +161,7 @@ def test_stats_name_the_recurring_code_without_a_double_colon(make_project, quie
     ("", ["--test-cmd", " "]),          # a bad value: a blank test command
     ("", ["--max-iterations", "0"]),
     ("unknown_key", []),                # an unknown key in the project's config
-    ("no_tests", []),                   # nothing to run: no test command found
+    ("no_tests", []),                   # nothing to run: found no tests
 ])
 def test_a_configuration_error_leaves_no_run_directory(setup, args, make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")

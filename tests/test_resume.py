@@ -107,6 +107,8 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
     assert doc["patch"] == expected["patch"]
     assert calls_on_resume <= calls_after_iteration_2 and calls_on_resume == 0
     assert "removed a workspace left by an earlier run" in err
+    # Seen on a real project: the resumed run said "asking openai/scripted" for answers it only replayed.
+    assert "iteration 1: replaying openai/scripted's recorded answer" in err and "iteration 1: asking" not in err
     assert not alive(pids[-1])  # the killed run's orphaned test process was stopped with it
     worktrees = git(project, "worktree", "list").strip().splitlines()
     assert len(worktrees) == 1  # the killed run's worktree is gone, the user's checkout is the only one

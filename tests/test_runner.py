@@ -423,7 +423,7 @@ def test_project_python_is_the_venv_interpreter_unresolved(tmp_path: Path) -> No
 def test_default_test_command_needs_tests_or_pytest_config(tmp_path: Path) -> None:
     with pytest.raises(ProjectError) as raised:
         default_test_command(tmp_path)
-    assert "no test command found" in raised.value.message
+    assert "found no tests" in raised.value.message  # what was missing, not only what it means (no command)
     assert "--test-cmd" in raised.value.hint
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
     assert default_test_command(tmp_path) == (sys.executable, "-m", "pytest")

@@ -529,3 +529,22 @@ def test_an_untracked_nested_repository_is_copied_as_files(tmp_path: Path) -> No
         assert "vendored/v.py" in ws.start.files
         ws.write_files({"vendored/v.py": "v = 2\n"})
         assert "+v = 2\n" in ws.diff()
+
+
+PEOPLE = "class People:\n    def is_adult(self, person):\n" + "".join(f"        x{i} = {i}\n" for i in range(8)) \
+    + "        return person.age > 18\n"
+
+
+def test_a_patch_names_the_method_it_changes_not_its_class(tmp_path: Path) -> None:
+    """Seen on a real project: `stats` grouped every repair inside a class under `class X:`, git's default
+    hunk heading (the last unindented line). The workspace gives Python files git's python diff driver."""
+    from repairloop.reports.stats import repaired_code
+
+    repo = tmp_path / "proj"
+    (repo / "calc").mkdir(parents=True)
+    (repo / "calc" / "people.py").write_text(PEOPLE)
+    init_repo(repo)
+    with open_workspace(repo, run_id="r1", registry_dir=registry(repo)) as ws:
+        diff = ws.diff_of({"calc/people.py": PEOPLE.replace("> 18", ">= 18")})
+    assert "@@ def is_adult(self, person):" in diff
+    assert repaired_code(diff) == ("calc/people.py: def is_adult(self, person):",)

@@ -26,6 +26,7 @@ PYTHON_FRAME = re.compile(r'File "(.+?)", line (\d+)(?:, in (\S+))?')
 _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist"}) | NOT_PROJECT_DIRS
 # Messages that already say what they are: no "Type: " prefix.
 _BARE_MESSAGE_TYPES = frozenset({"AssertionError", "FixtureLookupError", "Failed"})
+_FRAME_HEADER = re.compile(r"^\S+:\d+: in \S+$")  # pytest's --tb=short frame line: path:line: in name
 
 
 def relative(path: str, project: Path) -> str:
@@ -169,14 +170,26 @@ def make_evidence(result: TestResult, project: Path, python: Optional[str],
     if not exc_type or not message:
         found_type, found_message = _exception_in_text(result.longrepr)
         exc_type, message = exc_type or found_type, message or found_message
-    if not message:
-        message = (text.strip().splitlines() or [""])[-1]
-    if exc_type and exc_type not in _BARE_MESSAGE_TYPES and not message.startswith(exc_type):
+    if not message and not exc_type:
+        message = _last_said(text)
+    if exc_type and not message:
+        message = exc_type  # an exception without a value (`raise ValueError()`): its type is what it said
+    elif exc_type and exc_type not in _BARE_MESSAGE_TYPES and not message.startswith(exc_type):
         message = f"{exc_type}: {message}"
     frames = result.frames or parse_frames(result.longrepr)
     frames = tuple(replace(f, path=relative(f.path, project)) for f in frames)
     return Evidence(result, exc_type, _strip_project(message, project), text, frames, project,
                     python, modules, facts)
+
+
+def _last_said(text: str) -> str:
+    """What a failure text says last: its last ``E`` line, else its last line that is no traceback
+    furniture (``self = <...>``, a ``def`` line, ``Traceback (most recent call last):``, a frame header)."""
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    said = [line[1:].strip() for line in lines if line.startswith("E ")]
+    plain = [line.strip() for line in lines if not line.startswith((" ", "self = ", "def ", "async def ", "Traceback ",
+                                                                     "E ", ">")) and not _FRAME_HEADER.match(line)]
+    return (said or plain or [""])[-1]
 
 
 def default_location(frames: Tuple[Frame, ...]) -> Optional[str]:

@@ -35,6 +35,8 @@ _PLUGIN_OPTIONS = {
     "--snapshot-update": "syrupy", "--splinter": "pytest-splinter", "--driver": "pytest-selenium",
 }
 _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
+# The interpreter's own words for `python -m NAME` with no such module (before any test code runs).
+_NO_MODULE = re.compile(r"(?m)^\S*python[\w.]*: ((?:No module named \S+|Error while finding module specification .*))$")
 
 
 def _plugin_hint(output: str) -> str:
@@ -77,6 +79,9 @@ _SESSION_RULES: Tuple[_SessionRule, ...] = (
      "find the test that hangs (the failures name the one that was running), or raise the command's time limit"),
     (lambda r: r.exit_code == 127 or "command not found" in r.output, FailureKind.ENVIRONMENT,
      "the test command was not found: {detail}", "check --test-cmd and that its program is installed and on PATH"),
+    (lambda r: r.exit_code == 1 and bool(_NO_MODULE.search(r.output)), FailureKind.ENVIRONMENT,
+     "the test command's module was not found: {module}",
+     "check --test-cmd, and that the module is installed in the environment that runs it"),
     (lambda r: r.exit_code == 126, FailureKind.ENVIRONMENT,
      "the test command could not be executed (permission denied): {detail}", "make the test command executable"),
     (lambda r: "Fatal Python error: Segmentation fault" in r.output or signal_of(r) == signal_mod.SIGSEGV,
@@ -116,8 +121,9 @@ def session_failure(report: TestReport, project: Path, python: Optional[str],
         return _conftest_failure(report, project, python, modules)
     for matches, kind, message, hint in _SESSION_RULES:
         if matches(report):
+            module = _NO_MODULE.search(report.output)
             text = message.format(detail=_detail(report.output), signal=_signal_name(signal_of(report)),
-                                  time_limit=run_facts(report).time_limit)
+                                  time_limit=run_facts(report).time_limit, module=module.group(1) if module else "")
             hint = hint.format(plugin=_plugin_hint(report.output)) if "{plugin}" in hint else hint
             frames = tuple(replace(f, path=relative(f.path, project)) for f in parse_frames(report.output))
             return Failure(SESSION_ID, kind, False, text, location=default_location(frames), hint=hint,

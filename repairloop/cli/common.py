@@ -68,11 +68,13 @@ def guarded(action: Callable[[], int], as_json: bool = False) -> None:
         code = int(err.exit_code)
         if as_json:
             json_error(_error_kind(type(err).__name__), err.message, err.hint, code)
-    except KeyboardInterrupt:
-        err_console().print("repairloop: interrupted; your files are as they were.")
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)  # RunInterrupted: the run that was under way
+        resume = f"repairloop resume {run_id}" if run_id else "repairloop resume"
+        err_console().print(f"repairloop: interrupted; your files are as they were. `{resume}` goes on with the run.")
         code = int(ExitCode.INTERRUPTED)
         if as_json:
-            json_error("interrupted", "interrupted", "repairloop resume continues a run", code)
+            json_error("interrupted", "interrupted", f"{resume} continues the run", code, run_id=run_id)
     except Exception as err:  # a bug of ours: say so plainly, never a bare traceback
         console = err_console()
         console.print(f"repairloop: internal error: {type(err).__name__}: {err}")
@@ -93,13 +95,23 @@ def _error_kind(class_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", class_name.removesuffix("Error") or class_name).lower()
 
 
-def json_error(kind: str, message: str, hint: str, code: int) -> None:
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a run was under way outside its loop (creating or removing its workspace): ``run_id``
+    is that run's, for the message and the ``--json`` error (``repairloop resume RUN_ID``)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
+def json_error(kind: str, message: str, hint: str, code: int, *, run_id: Optional[str] = None) -> None:
     """Write ``{"error": {"kind", "message", "hint", "exit_code"}}`` (indented JSON) to stdout.
 
     ``kind`` is snake_case (``config``, ``usage``, ``interrupted``, ``internal``...);
-    ``code`` is the exit code the process is about to return.
+    ``code`` is the exit code the process is about to return; ``run_id`` is added when a run had started.
     """
-    document = {"error": {"kind": kind, "message": message, "hint": hint, "exit_code": code}}
+    error: Dict[str, Any] = {"kind": kind, "message": message, "hint": hint, "exit_code": code}
+    document = {"error": {**error, "run_id": run_id} if run_id else error}
     sys.stdout.write(json.dumps(document, indent=2) + "\n")
 
 

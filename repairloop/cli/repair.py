@@ -16,6 +16,7 @@ import typer
 
 from repairloop.cli.common import (
     PathArg,
+    RunInterrupted,
     check_usage,
     err_console,
     exit_code_of,
@@ -77,13 +78,19 @@ def _edit_format_flags(values: List[str]) -> Dict[str, Any]:
 
 
 def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]]) -> int:
-    from repairloop.loop import iterate
+    from repairloop.loop import iterate, new_run_id, run_dir_for
 
     check_usage(model=model, yes=yes, apply=apply)
     settings = project_settings(path, flags)
     console = err_console()
     confirm = None if (yes or not sys.stdin.isatty()) else _Ask(console)
-    return _show(console, iterate(settings, path, apply=apply, confirm=confirm), as_json, confirm)
+    run_id = new_run_id()
+    try:
+        return _show(console, iterate(settings, path, apply=apply, confirm=confirm, run_id=run_id), as_json, confirm)
+    except KeyboardInterrupt as exc:  # outside the loop (its own Ctrl-C ends in a result): say which run
+        if not run_dir_for(path.resolve(), run_id).is_dir():
+            raise  # it had not started: nothing to resume
+        raise RunInterrupted(run_id) from exc
 
 
 def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = None) -> int:
@@ -173,10 +180,15 @@ def classify(
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
     junit_xml: Optional[str] = typer.Option(None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."),
     test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
+    per_test_timeout: Optional[float] = typer.Option(None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Run the tests once and sort every failure into a kind, with a hint for each."""
-    flags = {"test_cmd": test_cmd, "junit_xml": junit_xml, "test_timeout": test_timeout}
+    """Run the tests once and sort every failure into a kind, with a hint for each.
+
+    Exit codes: 0 nothing fails, 1 only logic failures (repairable), 2 usage error, 3 a blocking kind.
+    """
+    flags = {"test_cmd": test_cmd, "junit_xml": junit_xml, "test_timeout": test_timeout,
+             "per_test_timeout": per_test_timeout}
     guarded(lambda: _classify(path, flags, as_json), as_json)
 
 

@@ -21,6 +21,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; co
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #d5d8dc; }
 table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #d5d8dc; padding: 2px 6px; }
 td.num { text-align: right; } ul.facts { list-style: none; padding: 0; } ul.facts li { margin: 2px 0; }
+li, td, p { overflow-wrap: anywhere; } /* a list of test ids (a::B::c[x-y], ...) wraps instead of widening the page */
 pre { background: #f6f8fa; padding: 0.6em; overflow-x: auto; font-size: 0.85em; line-height: 1.35; }
 pre.diff span { display: block; } .add { background: #e6ffec; color: #116329; } .del { background: #ffebe9; color: #82071e; }
 .hunk { color: #6e40c9; } .meta { color: #57606a; font-weight: bold; }

@@ -170,8 +170,9 @@ def default_test_command(project: Path) -> Tuple[str, ...]:
     )
     if not found:
         raise ProjectError(
-            f"no test command found in {root}",
-            hint="pass --test-cmd 'CMD' or set test_cmd in [tool.repairloop]",
+            f"found no tests in {root}: no tests/ or test/ directory, no test_*.py or *_test.py file and no "
+            "pytest configuration, so there is no test command to run",
+            hint="add tests, or pass --test-cmd 'CMD' (or set test_cmd in [tool.repairloop]) if they run another way",
         )
     return (project_python(root), "-m", "pytest")
 

@@ -50,8 +50,14 @@ class WorkspaceGit:
                        env=env, strip=strip, workspace=True)
 
     def init(self, exclude_from: Optional[Path]) -> None:
-        """Create the repository; copy the user's ``info/exclude`` lines so ignoring is the same."""
+        """Create the repository; copy the user's ``info/exclude`` lines so ignoring is the same.
+
+        Python files get git's built-in ``python`` diff driver: a hunk's heading is then the
+        nearest ``def``/``class`` (a method, not only its class), which ``stats`` groups repairs by.
+        """
         self(self.top, "init", "-q")
+        (self.git_dir / "info").mkdir(parents=True, exist_ok=True)
+        (self.git_dir / "info" / "attributes").write_text("*.py diff=python\n", encoding="utf-8")
         if exclude_from is not None and exclude_from.is_file():
             target = self.git_dir / "info" / "exclude"
             target.parent.mkdir(parents=True, exist_ok=True)

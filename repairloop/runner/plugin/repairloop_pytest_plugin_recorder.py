@@ -154,7 +154,7 @@ class Recorder:
             record.update(getattr(report, EXC_ATTR, None) or from_longrepr(report))
             record["output"] = _output_tail(report)
             record["longrepr"] = capped(report.longrepr, 100 * LONGREPR_TAIL)[-LONGREPR_TAIL:]
-            if not record.get("message"):  # e.g. "[XPASS(strict)] reason": no exception at all
+            if not record.get("message") and not record.get("exc_type"):  # "[XPASS(strict)] reason": no exception
                 record["message"] = record["longrepr"].strip().split("\n")[0][:MESSAGE_LIMIT]
         elif outcome in ("skipped", "xfailed", "xpassed"):
             record["message"] = _skip_reason(report)
