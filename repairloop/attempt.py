@@ -17,19 +17,12 @@ from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 from repairloop import stop
 from repairloop.context import build_context, group_failures
 from repairloop.errors import BudgetExhausted, PatchError, ProposerError, UnrecoverableModelError
-from repairloop.journal import (
-    CandidateRejectedEvent,
-    IterationEvent,
-    Journal,
-    ProposalErrorEvent,
-    ProposalEvent,
-    Shown,
-    TestsSummary,
-)
+from repairloop.journal import CandidateRejectedEvent, IterationEvent, Journal, ProposalErrorEvent, ProposalEvent, Shown, TestsSummary
 from repairloop.patch import AppliedPatch, apply_answer, change_signature, check_guards, check_syntax
 from repairloop.patch.compensate import assertion_names, compensation_flags
 from repairloop.patch.guards import Screened
-from repairloop.patch.overfit import assertion_literals, check_hardcoded, overfitting_flags
+from repairloop.patch.overfit import check_hardcoded, overfitting_flags
+from repairloop.patch.testliterals import assertion_literals
 from repairloop.propose.prompts import render_context
 from repairloop.redact import redact_context, redact_feedback
 from repairloop.stop import Refusal
@@ -204,7 +197,8 @@ def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
 def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairContext) -> _Proposed:
     """Ask for a candidate and apply it (guards, syntax); one structural retry in the same thread."""
     journal, root = setup.journal, setup.validation.workspace.root
-    literals, compared = assertion_literals(root, context.failing_tests), assertion_names(root, context.failing_tests)
+    failing = tuple(dict.fromkeys((*context.failing_tests, *given.failing)))
+    literals, compared = assertion_literals(root, failing), assertion_names(root, context.failing_tests)
     if given.proposer.engine == "llm":  # secrets stay home: redact what a model is shown
         context = redact_context(context, setup.redact)
     usage, attempts, candidates = Usage(), 0, 0

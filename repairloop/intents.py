@@ -22,7 +22,9 @@ def settle_pending(project: Path, recorded: Recorded) -> Iterator[LoopEvent]:
     if not recorded.pending:
         raise ProjectError(
             f"run {recorded.run_id} already finished; there is nothing to resume",
-            hint="see its summary.json, or start a new run with `repairloop run`",
+            hint=(f"see `repairloop report {recorded.run_id}`; to apply its patch to your tree: "
+                  f"git apply {recorded.run_dir / 'fix.patch'} (when the run wrote one); or start a new run "
+                  "with `repairloop run`"),
         )
     journal = Journal(recorded.run_dir)
     for intent in recorded.pending:

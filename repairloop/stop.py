@@ -229,7 +229,7 @@ def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
     are a Handover while the chain has a next link, an Ending on its last.
     """
     if facts.interrupted:
-        return Ending(StopReason.INTERRUPTED, "interrupted (Ctrl-C); your files are as they were", outcome_of(facts))
+        return Ending(StopReason.INTERRUPTED, "stopped by Ctrl-C or a termination signal; your files are as they were", outcome_of(facts))
     if facts.remaining_failing == 0:
         return Ending(StopReason.SUCCESS, "every failing test passes and nothing that passed fails", Outcome.FIXED)
     if facts.link >= len(facts.chain):

@@ -15,7 +15,8 @@ import pytest
 
 from repairloop.errors import GuardError, PatchError
 from repairloop.patch import AppliedPatch, FileChange, GuardPolicy, apply_answer, check_guards
-from repairloop.patch.overfit import assertion_literals, overfitting_flags
+from repairloop.patch.overfit import check_hardcoded, overfitting_flags
+from repairloop.patch.testliterals import assertion_literals
 from repairloop.settings import Settings
 
 ALLOW = GuardPolicy(allow_test_edits=True)
@@ -289,6 +290,71 @@ def test_special_casing_the_tests_inputs_is_flagged(tmp_path: Path) -> None:
                      "[1, 2, 3, 4] from the failing test",)
     honest = change("calc/lists.py", SOURCE, edit(SOURCE, "-n - 1:", "-n:"))
     assert overfitting_flags(honest, literals) == ()
+
+
+ORDINAL_TEST = """\
+    import pytest
+
+    from ordinals import ordinal
+
+    CASES = [(1, "1st"), (11, "11th"), (13, "13th"), (113, "113th"), (-13, "-13th"), (22, "22nd")]
+
+
+    @pytest.mark.parametrize("number, expected", CASES)
+    def test_ordinal(number, expected):
+        assert ordinal(number) == expected
+    """
+ORDINAL = """\
+def ordinal(number):
+    suffix = "th"
+    if abs(number) % 100 in (11, 12):
+        return str(number) + suffix
+    return str(number) + {1: "st", 2: "nd", 3: "rd"}.get(abs(number) % 10, "th")
+"""
+ORDINAL_FAILING = ["tests/test_ordinal.py::test_ordinal[13-13th]", "tests/test_ordinal.py::test_ordinal[113-113th]",
+                   "tests/test_ordinal.py::test_ordinal[-13--13th]"]
+
+
+def test_parametrize_through_a_module_constant_and_the_ids_give_the_tests_values(tmp_path: Path) -> None:
+    root = project(tmp_path, {"tests/test_ordinal.py": ORDINAL_TEST})
+    literals = assertion_literals(root, ORDINAL_FAILING)
+    assert {"13", "113", "-13", "'13th'", "'-13th'", "11", "'22nd'"} <= literals  # CASES, named by the decorator
+    assert {"13", "'13th'"} <= assertion_literals(tmp_path, ["tests/gone.py::test_ordinal[13-13th]"])  # the id alone
+
+
+def test_recognising_the_tests_own_values_and_returning_a_constant_is_refused(tmp_path: Path) -> None:
+    root = project(tmp_path, {"tests/test_ordinal.py": ORDINAL_TEST})
+    literals = assertion_literals(root, ORDINAL_FAILING)
+    cheat = edit(ORDINAL, '    suffix = "th"\n', '    suffix = "th"\n    if abs(number) in (13, 113):\n        return str(number) + "th"\n')
+    check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals)  # returns a computed value: only flagged
+    assert overfitting_flags(change("ordinals.py", ORDINAL, cheat), literals)
+    for cheat in (edit(ORDINAL, '    suffix = "th"\n', '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n'),
+                  edit(ORDINAL, '    suffix = "th"\n', '    if number == 13 or number == 113:\n        return None\n    suffix = "th"\n')):
+        with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
+            check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals)
+
+
+def test_inputs_spelled_as_strings_are_seen_through_int_and_abs(tmp_path: Path) -> None:
+    strings = ORDINAL_TEST.replace('(13, "13th"), (113, "113th"), (-13, "-13th")', '("13", "13th"), ("-113", "-113th")')
+    root = project(tmp_path, {"tests/test_ordinal.py": strings})
+    literals = assertion_literals(root, ["tests/test_ordinal.py::test_ordinal[-113--113th]"])  # one failing test
+    assert {"13", "113", "-113"} <= literals
+    converts = ORDINAL.replace('    suffix = "th"\n', '    number = abs(int(number))\n    suffix = "th"\n')
+    cheat = converts.replace('    suffix = "th"\n', '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n')
+    with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
+        check_hardcoded(change("ordinals.py", converts, cheat), literals)
+
+
+def test_the_right_fix_is_not_suspected_of_overfitting(tmp_path: Path) -> None:
+    root = project(tmp_path, {"tests/test_ordinal.py": ORDINAL_TEST})
+    literals = assertion_literals(root, ORDINAL_FAILING)
+    right = change("ordinals.py", ORDINAL, ORDINAL.replace("in (11, 12)", "in (11, 12, 13)"))
+    check_hardcoded(right, literals)
+    assert overfitting_flags(right, literals) == ()  # a computed value compared, 11 was there already
+    widened = "def f(x):\n    if x in (11, 12):\n        return 0\n    return x\n"
+    assert overfitting_flags(change("f.py", widened, widened.replace("(11, 12)", "(11, 12, 9)")), literals) == ()
+    assert "113" in str(overfitting_flags(change("f.py", widened, widened.replace("(11, 12)", "(11, 12, 113)")),
+                                          literals)[0])  # only the value the candidate added is named
 
 
 def test_parametrized_inputs_count_and_existing_branches_do_not(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from repairloop.errors import GuardError, PatchError
 from repairloop.journal import Journal
 from repairloop.patch import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.effect import check_effective
-from repairloop.patch.overfit import assertion_literals, check_hardcoded, overfitting_flags
+from repairloop.patch.overfit import check_hardcoded, overfitting_flags
+from repairloop.patch.testliterals import assertion_literals
 from repairloop.proof import prove, union
 from repairloop.runner import is_pytest_command
 from repairloop.settings import Settings

@@ -61,6 +61,13 @@ def test_broken_toml_is_a_config_error(tmp_path: Path) -> None:
         load_settings(tmp_path, environ={})
 
 
+def test_a_pyproject_table_in_repairloop_toml_says_where_the_keys_go(tmp_path: Path) -> None:
+    (tmp_path / "repairloop.toml").write_text("[tool.repairloop]\nmax_iterations = 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(tmp_path, environ={})
+    assert "unknown key 'tool'" in err.value.message and "drop the [tool.repairloop] line" in err.value.hint
+
+
 def test_chain_is_builtin_alone_without_model_or_key() -> None:
     assert model_chain(Settings(), environ={}) == ["builtin"]
 

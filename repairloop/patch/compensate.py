@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from repairloop.patch.model import AppliedPatch
-from repairloop.patch.overfit import assertion_nodes
+from repairloop.patch.testliterals import assertion_nodes
 from repairloop.types import Flag, FlagKind, TestFiles
 
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft"})

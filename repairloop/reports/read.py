@@ -144,7 +144,7 @@ def _fold_run_note(fold: _Fold, event: ReadEvent) -> None:
         fold.applied = True
     elif fold.status is RunStatus.INCOMPLETE:  # what ended a run that never stopped
         if isinstance(event, InterruptedEvent):
-            fold.status, fold.detail = RunStatus.INTERRUPTED, "interrupted (Ctrl-C)"
+            fold.status, fold.detail = RunStatus.INTERRUPTED, "interrupted (Ctrl-C or a termination signal)"
         elif isinstance(event, ErrorEvent):
             fold.status, fold.detail = RunStatus.ERROR, event.message
         elif isinstance(event, CrashedEvent):
@@ -196,7 +196,7 @@ def describe_event(event: ReadEvent) -> str:
     if isinstance(event, FlakyEvent):
         return "flaky, left alone: " + ", ".join(event.tests)
     if isinstance(event, InterruptedEvent):
-        return "interrupted (Ctrl-C); the user's files were left as they were"
+        return "interrupted (Ctrl-C or a termination signal); the user's files were left as they were"
     if isinstance(event, ErrorEvent):
         return f"error: {event.message}" + (f" (hint: {event.hint})" if event.hint else "")
     if isinstance(event, CrashedEvent):

@@ -39,6 +39,9 @@ def _validation_hint(err: ValidationError, origin: str) -> str:
     item = err.errors()[0]
     key = str(item["loc"][0]) if item["loc"] else ""
     if item["type"] == "extra_forbidden":
+        if key == "tool" and origin.endswith("repairloop.toml"):
+            return (f"{origin} takes the keys at its top level: drop the [tool.repairloop] line "
+                    "(that table is for pyproject.toml)")
         close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
         guess = f"did you mean '{close[0]}'? " if close else ""
         return f"{guess}fix or remove it in {origin}; every key is listed in {KEYS_DOC}"
