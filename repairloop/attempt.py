@@ -22,7 +22,7 @@ from repairloop.patch import AppliedPatch, apply_answer, change_signature, check
 from repairloop.patch.compensate import assertion_names, compensation_flags
 from repairloop.patch.guards import Screened
 from repairloop.patch.overfit import check_hardcoded, overfitting_flags
-from repairloop.patch.testliterals import assertion_literals
+from repairloop.patch.testliterals import assertion_literals, failing_inputs
 from repairloop.propose.prompts import render_context
 from repairloop.redact import redact_context, redact_feedback
 from repairloop.stop import Refusal
@@ -224,7 +224,7 @@ def _propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: Repair
             applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold, shown=context.slices)
             screened = check_guards(applied, root, setup.validation.policy)
             check_syntax(screened.applied)  # scratch files dropped
-            check_hardcoded(screened.applied, literals, setup.validation.test_files)
+            check_hardcoded(screened.applied, literals, setup.validation.test_files, failing_inputs(failing))
         except PatchError as err:
             error = err.message + (f" ({err.hint})" if err.hint else "")
             journal.record(CandidateRejectedEvent(iteration=given.number, model=given.model, answer=proposal.answer,

@@ -16,7 +16,7 @@ import pytest
 from repairloop.errors import GuardError, PatchError
 from repairloop.patch import AppliedPatch, FileChange, GuardPolicy, apply_answer, check_guards
 from repairloop.patch.overfit import check_hardcoded, overfitting_flags
-from repairloop.patch.testliterals import assertion_literals
+from repairloop.patch.testliterals import assertion_literals, failing_inputs
 from repairloop.settings import Settings
 
 ALLOW = GuardPolicy(allow_test_edits=True)
@@ -331,18 +331,22 @@ def test_recognising_the_tests_own_values_and_returning_a_constant_is_refused(tm
     for cheat in (edit(ORDINAL, '    suffix = "th"\n', '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n'),
                   edit(ORDINAL, '    suffix = "th"\n', '    if number == 13 or number == 113:\n        return None\n    suffix = "th"\n')):
         with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
-            check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals)
+            check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals, inputs=failing_inputs(ORDINAL_FAILING))
+    stored = ORDINAL.replace('    if abs(number) % 100 in (11, 12):', '    n = abs(number) % 100\n    if n in (11, 12):')
+    right = stored.replace("in (11, 12):", "in (11, 12, 13):\n        return str(number) + 'th'\n    if n in (11, 12):")
+    check_hardcoded(change("ordinals.py", stored, right), literals, inputs=failing_inputs(ORDINAL_FAILING))  # 11, 12 pass
 
 
 def test_inputs_spelled_as_strings_are_seen_through_int_and_abs(tmp_path: Path) -> None:
     strings = ORDINAL_TEST.replace('(13, "13th"), (113, "113th"), (-13, "-13th")', '("13", "13th"), ("-113", "-113th")')
     root = project(tmp_path, {"tests/test_ordinal.py": strings})
-    literals = assertion_literals(root, ["tests/test_ordinal.py::test_ordinal[-113--113th]"])  # one failing test
+    failing = ["tests/test_ordinal.py::test_ordinal[-113--113th]", "tests/test_ordinal.py::test_ordinal[13-13th]"]
+    literals = assertion_literals(root, failing[:1])  # the test the context shows
     assert {"13", "113", "-113"} <= literals
     converts = ORDINAL.replace('    suffix = "th"\n', '    number = abs(int(number))\n    suffix = "th"\n')
     cheat = converts.replace('    suffix = "th"\n', '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n')
     with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
-        check_hardcoded(change("ordinals.py", converts, cheat), literals)
+        check_hardcoded(change("ordinals.py", converts, cheat), literals, inputs=failing_inputs(failing))
 
 
 def test_the_right_fix_is_not_suspected_of_overfitting(tmp_path: Path) -> None:

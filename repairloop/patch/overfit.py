@@ -134,22 +134,24 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
     return tuple(flags[:MAX_FLAGS])
 
 
-def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files: TestFiles = TestFiles()) -> None:
+def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files: TestFiles = TestFiles(),
+                    inputs: FrozenSet[str] = frozenset()) -> None:
     """Refuse a candidate that returns the failing test's own literal when it recognises the test's input.
 
     ``if items == [1, 2, 3, 4] and n == 2: return [3, 4]`` (or ``sum(items) == 10``)
     is not a fix but the test's answer written into the code: an added branch
     whose condition compares with a test literal (or a value computed from
     one) and whose body returns a test literal is refused with GuardError, as
-    is one whose condition compares inputs with the test's values and nothing
-    else and that returns a constant (``if number in (13, 113): return "th"``);
+    is one whose condition compares inputs with nothing but ``inputs`` (the
+    failing tests' own parameters, ``testliterals.failing_inputs``) and that
+    returns a constant (``if number in (13, 113): return "th"``);
     a branch that only compares is flagged (``overfitting_flags``).
     """
     if not literals:
         return
     for change, delta in _code_deltas(applied, test_files):
-        before = {ast.dump(n) for n in _answers(delta.removed, literals)}
-        for node in _answers(delta.added, literals):
+        before = {ast.dump(n) for n in _answers(delta.removed, literals, inputs)}
+        for node in _answers(delta.added, literals, inputs):
             if ast.dump(node) not in before:
                 shown = " ".join(ast.unparse(node).split())[:120]
                 raise GuardError(
@@ -159,15 +161,15 @@ def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files:
                 )
 
 
-def _answers(nodes: Sequence[ast.AST], literals: FrozenSet[str]) -> Iterator[ast.stmt]:
+def _answers(nodes: Sequence[ast.AST], literals: FrozenSet[str], inputs: FrozenSet[str]) -> Iterator[ast.stmt]:
     """Added ``if`` statements (and conditional expressions' statements) that special-case a test literal
-    and return one, or that recognise nothing but the test's own values and return a constant."""
+    and return one, or that recognise nothing but the failing tests' own inputs and return a constant."""
     for node in (sub for top in nodes for sub in ast.walk(top)):
         if isinstance(node, ast.If) and literals_in(node.test) & literals:
             returns = [r for stmt in node.body for r in ast.walk(stmt) if isinstance(r, ast.Return)]
             if any(r.value is not None and literal_key(r.value) in literals for r in returns):
                 yield node
-            elif _only_test_values(node.test, literals) and any(
+            elif inputs and _only_test_values(node.test, inputs) and any(
                     isinstance(stmt, ast.Return) and _is_constant(stmt.value) for stmt in node.body):
                 yield node  # ``if number in (13, 113): return "th"``
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.IfExp):

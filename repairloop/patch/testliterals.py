@@ -148,6 +148,12 @@ def id_parameters(test_id: str) -> Set[str]:
     return keys
 
 
+def failing_inputs(test_ids: Sequence[str]) -> FrozenSet[str]:
+    """The parameters of the failing tests' ids (``id_parameters``), with their derived values: the inputs
+    that fail, as opposed to every value the tests mention."""
+    return frozenset(key for test_id in test_ids for key in id_parameters(test_id))
+
+
 def _number_or_text(part: str) -> Union[int, float, str]:
     try:
         return int(part)
