@@ -179,7 +179,7 @@ def _answers(nodes: Sequence[ast.AST], literals: FrozenSet[str], inputs: FrozenS
 
 
 def _only_test_values(test: ast.AST, literals: FrozenSet[str]) -> bool:
-    """True when every comparison in ``test`` that holds a literal compares an input with the test's values only."""
+    """True when ``test`` has comparisons and each compares an input with values from ``literals`` and nothing else."""
     compared = [node for node in ast.walk(test) if isinstance(node, ast.Compare)]
     if not compared:
         return False
