@@ -201,5 +201,5 @@ class TestSuite:
         ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
         return WarmProcess(root, self.command, env=self.run_environment(), imports=self.imports,
                            wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
-                           readonly=tuple(root / rel for rel in protect), start_timeout=self.timeout,
+                           readonly=tuple(root / rel for rel in protect), start_timeout=self.time_limit,
                            scratch_dir=self.scratch_dir)

@@ -280,6 +280,28 @@ def test_a_suite_that_starts_threads_at_import_is_refused(tmp_path: Path) -> Non
         assert not warm.ready() and "started threads" in warm.refused
 
 
+def test_a_start_that_hangs_ends_at_the_time_the_run_has_left(tmp_path: Path) -> None:
+    # Seen in the suite: a session hook that hung held the loop 60 s past its --timeout, because the
+    # server's start was bounded by the suite's whole timeout, not by what was left of the run.
+    root = write_project(tmp_path / "calc", {**CALC, "conftest.py": """
+        import time
+
+
+        def pytest_sessionstart(session):
+            time.sleep(120)
+    """})
+    asked: List[float] = []
+
+    def time_left() -> float:
+        asked.append(time.monotonic())
+        return 1.0
+
+    began = time.monotonic()
+    with WarmProcess(root, PYTEST, env=dict(os.environ), start_timeout=time_left) as warm:
+        assert not warm.ready() and "did not start" in warm.refused
+    assert asked and time.monotonic() - began < 100  # the hook's 120 s sleep was cut, not waited out
+
+
 def test_a_hanging_candidate_times_out_and_the_server_goes_on(calc: Tuple[Path, WarmProcess]) -> None:
     root, warm = calc
     original = candidate(root, "calc/ops.py", "return a - b", "while True:\n        pass")

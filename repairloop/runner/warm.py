@@ -32,7 +32,7 @@ import time
 import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from repairloop.runner import CommandWrapper, ImportRedirect, build_test_env, pytest_arguments, wrapped
 from repairloop.runner.assemble import assemble
@@ -64,14 +64,16 @@ class WarmProcess:
 
     ``command``, ``env``, ``imports``, ``wrap`` and ``readonly`` are what a
     fresh ``run_tests`` of the same tree would use (the server runs in one
-    sandbox for its whole life). ``start_timeout`` bounds the start (seconds).
+    sandbox for its whole life). ``start_timeout`` gives, when a start begins,
+    the seconds it may take (a run's time left: a server whose start hangs must
+    not outlive the run's ``--timeout``).
     ``why`` holds the reason of the last None from ``run``; ``stale`` is True
     when that reason was files changed under the server (``restart`` it).
     """
 
     def __init__(self, root: Path, command: Union[Sequence[str], str], *, env: Mapping[str, str],
                  imports: Optional[ImportRedirect] = None, wrap: Optional[CommandWrapper] = None,
-                 readonly: Sequence[Path] = (), start_timeout: float = 120.0,
+                 readonly: Sequence[Path] = (), start_timeout: Callable[[], float] = lambda: 120.0,
                  scratch_dir: Optional[Path] = None) -> None:
         self.root = Path(root).absolute()
         self.scratch_dir = scratch_dir  # where its temporary directory goes (a run's registered one)
@@ -143,10 +145,10 @@ class WarmProcess:
         self._reader = ours.makefile("r", encoding="utf-8")
         # Should the owner forget ``close`` (a crash), the server still ends with this object.
         weakref.finalize(self, _stop, self._proc, ours)
-        hello = self._answer(self.start_timeout)
+        hello = self._answer(self.start_timeout())
         if not hello or not hello.get("ready"):
             why = str(hello.get("why")) if hello else f"the warm server did not start: {self._log_tail()}"
-            self.close()
+            self.close(wait=0.0 if hello is None else 5.0)  # silent past its time: hung, no grace
             return WarmStart(False, why, time.monotonic() - began)
         return WarmStart(True, "", time.monotonic() - began, int(hello.get("collected") or 0))
 
@@ -243,8 +245,9 @@ class WarmProcess:
         text = _tail(self._scratch / "server.log", 2000).strip()
         return text.splitlines()[-1] if text else "no output"
 
-    def close(self) -> None:
-        """End the server (closing its channel ends its request loop) and remove its files."""
+    def close(self, wait: float = 5.0) -> None:
+        """End the server (closing its channel ends its request loop; after ``wait`` seconds it is killed)
+        and remove its files."""
         for closable in (self._reader, self._channel):
             if closable is not None:
                 try:
@@ -254,7 +257,7 @@ class WarmProcess:
         self._reader = self._channel = None
         if self._proc is not None:
             try:
-                self._proc.wait(timeout=5.0)
+                self._proc.wait(timeout=wait)
             except subprocess.TimeoutExpired:
                 pass
             _kill_group(self._proc.pid)
