@@ -302,6 +302,60 @@ def test_a_start_that_hangs_ends_at_the_time_the_run_has_left(tmp_path: Path) ->
     assert asked and time.monotonic() - began < 100  # the hook's 120 s sleep was cut, not waited out
 
 
+LATE_PLUGIN = """
+import os
+
+
+def pytest_terminal_summary(terminalreporter):
+    import {module}  # imported only when a session ends, like hypothesis's plugin does
+"""
+LATE_MODULE = """
+import os
+{extra}
+with open(os.environ["LATE_IMPORTS"], "a") as handle:
+    handle.write(str(os.getpid()) + "\\n")
+"""
+
+
+def _late_importer(tmp_path: Path, extra: str) -> Tuple[Path, Dict[str, str]]:
+    """A project, and an environment whose installed plugin imports a module (outside the project) at the
+    session's end; that module notes each process that imports it in LATE_IMPORTS."""
+    root = write_project(tmp_path / "calc", CALC)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "late_plugin.py").write_text(LATE_PLUGIN.format(module="late_module"))
+    (site / "late_module.py").write_text(LATE_MODULE.format(extra=extra))
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTEST_PLUGINS": "late_plugin",
+           "LATE_IMPORTS": str(tmp_path / "imports")}
+    return root, env
+
+
+def test_what_a_sessions_end_imports_is_imported_once_by_the_server_not_by_every_child(tmp_path: Path) -> None:
+    # Seen in make bench: hypothesis, installed but unused, is imported by its plugin's terminal
+    # summary; every warm child paid that second again, so a warm candidate cost as much as a fresh one.
+    root, env = _late_importer(tmp_path, "")
+    with WarmProcess(root, PYTEST, env=env) as warm:
+        assert warm.ready(), warm.refused
+        started = (tmp_path / "imports").read_text().split()
+        assert len(started) == 2  # the rehearsal child that found it, then the server
+        for _ in range(3):
+            report = warm.run(IDS[:1], [], 30)
+            assert report is not None and outcomes(report) == {IDS[0]: "failed"}
+        assert (tmp_path / "imports").read_text().split() == started  # no child imported it again
+    fresh = run_tests(root, PYTEST, test_ids=IDS[:1], env=env)
+    assert outcomes(fresh) == {IDS[0]: "failed"}
+
+
+def test_a_module_that_starts_a_thread_is_left_to_the_children(tmp_path: Path) -> None:
+    root, env = _late_importer(tmp_path, "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()")
+    with WarmProcess(root, PYTEST, env=env) as warm:
+        assert warm.ready(), warm.refused
+        assert len((tmp_path / "imports").read_text().split()) == 1  # the rehearsal child only
+        report = warm.run(IDS[:1], [], 30)
+        assert report is not None and outcomes(report) == {IDS[0]: "failed"}
+        assert len((tmp_path / "imports").read_text().split()) == 2  # the child imported it itself
+
+
 def test_a_hanging_candidate_times_out_and_the_server_goes_on(calc: Tuple[Path, WarmProcess]) -> None:
     root, warm = calc
     original = candidate(root, "calc/ops.py", "return a - b", "while True:\n        pass")

@@ -45,6 +45,7 @@ WARM_FD_ENV = "REPAIRLOOP_WARM_FD"
 CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"
 SKIP_ENV = "REPAIRLOOP_WARM_SKIP"  # directories inside the tree that are not the project (os.pathsep-separated)
 _FALLBACK_STATUS = 86  # a child that could not bring its modules up to date exits with this
+REHEARSAL_SECONDS = 30.0  # the most the start waits for the child that finds what a session's end imports
 
 
 class WarmServer:
@@ -68,6 +69,7 @@ class WarmServer:
             return True
         root = str(self.config.rootpath) if hasattr(self.config, "rootpath") else os.getcwd()
         skip = tuple(p for p in os.environ.get(SKIP_ENV, "").split(os.pathsep) if p)
+        _preload(self._rehearse(session, os.path.realpath(os.getcwd())))
         self.snapshot = Snapshot(os.getcwd(), skip)
         self.test_modules = frozenset(os.path.realpath(str(_item_path(i))) for i in session.items)
         self._send({"ready": True, "collected": len(session.items), "pid": os.getpid(), "rootdir": root})
@@ -89,6 +91,34 @@ class WarmServer:
         if _threads() > 1:
             return "the suite started threads while it was imported (a fork would copy the locks they hold)"
         return ""
+
+    def _rehearse(self, session: Any, tree: str) -> List[str]:
+        """Modules from outside ``tree`` that a run's session end imports, found in a child running no tests.
+
+        Plugins import some modules only when a session ends (hypothesis's
+        terminal summary imports hypothesis, about a second): every child
+        would pay that again, so the server imports them once (``_preload``).
+        The child runs no test and no candidate code; none is named when it
+        started a thread (a fork would copy the locks it holds) or did not end
+        within ``REHEARSAL_SECONDS``.
+        """
+        names_r, names_w = os.pipe()
+        tmp = tempfile.mkdtemp(prefix="warm-")
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(names_r)
+            os.close(self.fd)
+            _rehearsal_child(self, session, tree, names_w, tmp)
+        os.close(names_w)
+        deadline = time.monotonic() + REHEARSAL_SECONDS
+        try:
+            names = _read_decision(names_r, deadline)
+            status, timed_out = _wait(pid, deadline)
+        finally:
+            os.close(names_r)
+            _kill_leftovers(pid)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return names.split() if status == 0 and not timed_out else []
 
     def _send(self, message: Dict[str, Any]) -> None:
         self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
@@ -250,6 +280,42 @@ def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[
             except Exception:
                 pass
         os._exit(status)
+
+
+def _rehearsal_child(server: WarmServer, session: Any, tree: str, names: int, tmp: str) -> None:
+    """Run no tests through a session's end, then write the modules that imported from outside ``tree``."""
+    status = 3
+    try:
+        os.setpgid(0, 0)
+        before = set(sys.modules)
+        _redirect(os.devnull)
+        os.environ["TMPDIR"] = tmp
+        tempfile.tempdir = None
+        _run(server, session, [], os.path.join(tmp, "results.jsonl"))
+        new = [n for n, m in list(sys.modules.items()) if n not in before and _installed(m, tree)]
+        if _threads() == 1:
+            os.write(names, " ".join(new).encode("utf-8"))
+        status = 0
+    except BaseException:
+        pass
+    finally:
+        os._exit(status)
+
+
+def _installed(module: Any, tree: str) -> bool:
+    """Whether ``module`` was loaded from a file outside ``tree`` (the environment's, not the project's)."""
+    path = getattr(module, "__file__", None)
+    return isinstance(path, str) and not os.path.realpath(path).startswith(tree + os.sep)
+
+
+def _preload(names: List[str]) -> None:
+    """Import ``names`` (modules of the installed environment, never of the tree under test); a module that
+    fails to import is left to the children, as before."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            continue
 
 
 def _bring_up_to_date(server: WarmServer, changed: List[str]) -> str:
