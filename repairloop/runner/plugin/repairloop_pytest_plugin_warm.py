@@ -28,21 +28,19 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import select
 import shutil
-import signal
 import socket
 import sys
 import tempfile
-import threading
 import time
-from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional
 
 import pytest
+from repairloop_pytest_plugin_children import kill_leftovers, read_pipe, redirect_output, threads, wait_for
+from repairloop_pytest_plugin_preload import installed, preload
 from repairloop_pytest_plugin_reload import Snapshot, bring_up_to_date, refusal, stop_tracing
 
 WARM_FD_ENV = "REPAIRLOOP_WARM_FD"
-CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"
 SKIP_ENV = "REPAIRLOOP_WARM_SKIP"  # directories inside the tree that are not the project (os.pathsep-separated)
 _FALLBACK_STATUS = 86  # a child that could not bring its modules up to date exits with this
 REHEARSAL_SECONDS = 30.0  # the most the start waits for the child that finds what a session's end imports
@@ -69,7 +67,7 @@ class WarmServer:
             return True
         root = str(self.config.rootpath) if hasattr(self.config, "rootpath") else os.getcwd()
         skip = tuple(p for p in os.environ.get(SKIP_ENV, "").split(os.pathsep) if p)
-        _preload(self._rehearse(session, os.path.realpath(os.getcwd())))
+        preload(self._rehearse(session, os.path.realpath(os.getcwd())))
         self.snapshot = Snapshot(os.getcwd(), skip)
         self.test_modules = frozenset(os.path.realpath(str(_item_path(i))) for i in session.items)
         self._send({"ready": True, "collected": len(session.items), "pid": os.getpid(), "rootdir": root})
@@ -88,7 +86,7 @@ class WarmServer:
             return "pytest-xdist distributes the tests (-n)"
         if not traced:
             return "something replaced the import tracer while the suite was collected (a debugger or coverage)"
-        if _threads() > 1:
+        if threads() > 1:
             return "the suite started threads while it was imported (a fork would copy the locks they hold)"
         return ""
 
@@ -97,7 +95,7 @@ class WarmServer:
 
         Plugins import some modules only when a session ends (hypothesis's
         terminal summary imports hypothesis, about a second): every child
-        would pay that again, so the server imports them once (``_preload``).
+        would pay that again, so the server imports them once (``preload``).
         The child runs no test and no candidate code; none is named when it
         started a thread (a fork would copy the locks it holds) or did not end
         within ``REHEARSAL_SECONDS``.
@@ -112,11 +110,11 @@ class WarmServer:
         os.close(names_w)
         deadline = time.monotonic() + REHEARSAL_SECONDS
         try:
-            names = _read_decision(names_r, deadline)
-            status, timed_out = _wait(pid, deadline)
+            names = read_pipe(names_r, deadline)
+            status, timed_out = wait_for(pid, deadline)
         finally:
             os.close(names_r)
-            _kill_leftovers(pid)
+            kill_leftovers(pid)
             shutil.rmtree(tmp, ignore_errors=True)
         return names.split() if status == 0 and not timed_out else []
 
@@ -152,102 +150,19 @@ class WarmServer:
         os.close(decision_w)
         deadline = started + float(request["timeout"])
         try:
-            why = _read_decision(decision_r, deadline)
-            status, timed_out = _wait(pid, deadline)
+            why = read_pipe(decision_r, deadline)
+            status, timed_out = wait_for(pid, deadline)
         finally:
             os.close(decision_r)
-            _kill_leftovers(pid)
+            kill_leftovers(pid)
             shutil.rmtree(tmp, ignore_errors=True)
         if why:
             return {"ran": False, "why": why}
         return {"ran": True, "status": status, "timed_out": timed_out, "seconds": time.monotonic() - started}
 
 
-def _threads() -> int:
-    """Threads of this process: the kernel's count (C threads too) where /proc has it."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
-
-
 def _item_path(item: Any) -> Any:
     return getattr(item, "path", None) or item.fspath
-
-
-def _read_decision(fd: int, deadline: float) -> str:
-    """What the child writes on its decision pipe before running tests ("" or why not), read until it
-    closes the pipe or ``deadline`` passes (a child stuck there is then killed by ``_wait``)."""
-    parts: List[bytes] = []
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            return ""
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b"".join(parts).decode("utf-8", "replace")
-        parts.append(chunk)
-
-
-def _wait(pid: int, deadline: float) -> Tuple[Optional[int], bool]:
-    """(exit status or None when killed, timed out) of the child, killed at ``deadline``."""
-    nap = 0.0005
-    while True:
-        done, code = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return (os.WEXITSTATUS(code) if os.WIFEXITED(code) else None), False
-        if time.monotonic() >= deadline:
-            _kill_group(pid)
-            os.waitpid(pid, 0)
-            return None, True
-        time.sleep(nap)
-        nap = min(nap * 2, 0.01)
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _kill_leftovers(pgid: int) -> None:
-    """Every process a child left: its group; in a sandbox's PID namespace, all but the server's line."""
-    _kill_group(pgid)
-    if os.environ.get(CONFINED_ENV) != "1":
-        return
-    keep = _ancestors()
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in keep:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-    _reap()
-
-
-def _ancestors() -> FrozenSet[int]:
-    found = {os.getpid()}
-    pid = os.getpid()
-    while pid > 1:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-        found.add(pid)
-    return frozenset(found | {1})
-
-
-def _reap() -> None:
-    """Collect orphans re-parented to the server (it may be the namespace's subreaper)."""
-    while True:
-        try:
-            done, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if not done:
-            return
 
 
 def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any],
@@ -264,7 +179,7 @@ def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[
         os.close(decision)
         if why:
             os._exit(_FALLBACK_STATUS)
-        _redirect(request["output"])
+        redirect_output(request["output"])
         os.environ["TMPDIR"] = tmp
         tempfile.tempdir = None
         status = _run(server, session, selected, request["results"])
@@ -288,12 +203,12 @@ def _rehearsal_child(server: WarmServer, session: Any, tree: str, names: int, tm
     try:
         os.setpgid(0, 0)
         before = set(sys.modules)
-        _redirect(os.devnull)
+        redirect_output(os.devnull)
         os.environ["TMPDIR"] = tmp
         tempfile.tempdir = None
         _run(server, session, [], os.path.join(tmp, "results.jsonl"))
-        new = [n for n, m in list(sys.modules.items()) if n not in before and _installed(m, tree)]
-        if _threads() == 1:
+        new = [n for n, m in list(sys.modules.items()) if n not in before and installed(m, tree)]
+        if threads() == 1:
             os.write(names, " ".join(new).encode("utf-8"))
         status = 0
     except BaseException:
@@ -302,35 +217,12 @@ def _rehearsal_child(server: WarmServer, session: Any, tree: str, names: int, tm
         os._exit(status)
 
 
-def _installed(module: Any, tree: str) -> bool:
-    """Whether ``module`` was loaded from a file outside ``tree`` (the environment's, not the project's)."""
-    path = getattr(module, "__file__", None)
-    return isinstance(path, str) and not os.path.realpath(path).startswith(tree + os.sep)
-
-
-def _preload(names: List[str]) -> None:
-    """Import ``names`` (modules of the installed environment, never of the tree under test); a module that
-    fails to import is left to the children, as before."""
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except BaseException:
-            continue
-
-
 def _bring_up_to_date(server: WarmServer, changed: List[str]) -> str:
     snapshot = server.snapshot
     assert snapshot is not None
     if any(p not in snapshot.stats for p in changed):
         importlib.invalidate_caches()  # a new module: let the import system list its directory again
     return next((w for w in (bring_up_to_date(p, snapshot) for p in changed) if w), "")
-
-
-def _redirect(path: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
 
 
 def _run(server: WarmServer, session: Any, selected: List[Any], results: str) -> int:

@@ -1,0 +1,107 @@
+"""Forked children of the warm server: reading their pipes, waiting for them, killing what they leave
+(part of the pytest plugin; ``repairloop_pytest_plugin_warm`` forks them).
+
+Standard library only, Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import threading
+import time
+from typing import FrozenSet, List, Optional, Tuple
+
+CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"  # "1": the server runs in a sandbox's own PID namespace
+
+
+def threads() -> int:
+    """Threads of this process: the kernel's count (C threads too) where /proc has it."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def read_pipe(fd: int, deadline: float) -> str:
+    """What a child writes on the pipe ``fd`` (a run's child: "" or why it cannot run the candidate; the
+    rehearsal child: module names), read until it closes the pipe; "" when ``deadline`` passes first (a
+    child stuck there is then killed by ``wait_for``)."""
+    parts: List[bytes] = []
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return ""
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b"".join(parts).decode("utf-8", "replace")
+        parts.append(chunk)
+
+
+def wait_for(pid: int, deadline: float) -> Tuple[Optional[int], bool]:
+    """(exit status or None when killed, timed out) of the child, killed at ``deadline``."""
+    nap = 0.0005
+    while True:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return (os.WEXITSTATUS(code) if os.WIFEXITED(code) else None), False
+        if time.monotonic() >= deadline:
+            kill_group(pid)
+            os.waitpid(pid, 0)
+            return None, True
+        time.sleep(nap)
+        nap = min(nap * 2, 0.01)
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def kill_leftovers(pgid: int) -> None:
+    """Every process a child left: its group; in a sandbox's PID namespace, all but the server's line."""
+    kill_group(pgid)
+    if os.environ.get(CONFINED_ENV) != "1":
+        return
+    keep = _ancestors()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in keep:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    _reap()
+
+
+def _ancestors() -> FrozenSet[int]:
+    found = {os.getpid()}
+    pid = os.getpid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        found.add(pid)
+    return frozenset(found | {1})
+
+
+def _reap() -> None:
+    """Collect orphans re-parented to the server (it may be the namespace's subreaper)."""
+    while True:
+        try:
+            done, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not done:
+            return
+
+
+def redirect_output(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
