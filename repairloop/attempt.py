@@ -161,7 +161,8 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
                      diff=diff, similarity_to_previous=likeness.previous, similarity_max=1.0, seconds_total=clock() - began)
         _record(setup, it, context, proposed.proposal, None)
         return AttemptOutcome(it, signature=signature, degraded=proposed.degraded)
-    checked = validate(setup.validation, proposed.applied, given.failing, given.flaky)
+    checked = validate(setup.validation, proposed.applied, given.failing, given.flaky,
+                       prefilter=not (proposed.proposal is not None and proposed.proposal.validated))
     decision = checked.decision
     if decision is Decision.REVERTED and not checked.fixed and likeness.label is Decision.STAGNANT:
         decision = Decision.STAGNANT

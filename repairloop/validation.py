@@ -87,18 +87,25 @@ class Checked:
     failures: Tuple[Failure, ...] = ()
 
 
-def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, ...], flaky: Sequence[str]) -> Checked:
+def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, ...], flaky: Sequence[str],
+             prefilter: bool = True) -> Checked:
     """Write ``applied`` into the workspace, judge it, keep it or revert it.
 
-    Raises WorkspaceError when the workspace cannot be written or restored.
+    With ``prefilter`` the failing tests run alone first (warm when it can),
+    so a candidate that fixes none of them costs no full run; without it (a
+    candidate whose whole suite already passed in the proposer's own copy,
+    ``Proposal.validated``) only the fresh full run is paid. Either way the
+    fresh full run alone decides "kept". Raises WorkspaceError when the
+    workspace cannot be written or restored.
     """
     ws = setup.workspace
-    warm = setup.warm_process()
+    warm = setup.warm_process() if prefilter else None
     token = ws.checkpoint()
     try:
         ws.write_files({c.path: c.new_text for c in applied.changes})
         oracle = fingerprint(ws.root, setup.guarded)  # the candidate's own (allowed) edits included
-        checked = _judge(setup, failing, flaky, oracle, _Targeted(warm, tuple(c.path for c in applied.changes)))
+        targeted = _Targeted(warm, tuple(c.path for c in applied.changes)) if prefilter else None
+        checked = _judge(setup, failing, flaky, oracle, targeted)
     except BaseException:  # Ctrl-C or a crash mid-validation: an untested candidate never stays
         ws.revert_to(token)
         raise
@@ -129,10 +136,10 @@ class _Targeted:
 
 
 def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str], oracle: Fingerprint,
-           targeted: _Targeted) -> Checked:
+           targeted: Optional[_Targeted]) -> Checked:
     suite, root = setup.suite, setup.workspace.root
     seconds = 0.0
-    if setup.targeted and not any(t.startswith("<") for t in failing):  # <session>: the suite is the unit
+    if targeted is not None and setup.targeted and not any(t.startswith("<") for t in failing):  # <session>: the suite is the unit
         first = targeted.run(setup, failing, oracle)
         seconds += first.seconds
         untrusted = untrusted_run(setup, first, root, oracle, full=False)

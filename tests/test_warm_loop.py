@@ -82,6 +82,10 @@ def test_the_offline_engine_validates_its_candidates_warm(make_project, capsys) 
     lines = (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()
     notes = [e["engine_notes"] for e in map(json.loads, lines) if e["event"] == "iteration" and e.get("engine_notes")]
     assert notes and notes[0]["warm"]["warm_runs"] == sum(e["served"] for e in closed)
+    # The engine's answer passed the whole suite in its own copy: the loop starts no warm process of its
+    # own to re-run the failing tests alone, and keeps it on its fresh full run.
+    assert not [e for e in events if e["where"] == "loop"], events
+    assert doc["evidence"]["proof"]["passed"]
 
 
 def main_json(project: Path, capsys: pytest.CaptureFixture[str]) -> str:

@@ -148,7 +148,7 @@ class WarmProcess:
         hello = self._answer(self.start_timeout())
         if not hello or not hello.get("ready"):
             why = str(hello.get("why")) if hello else f"the warm server did not start: {self._log_tail()}"
-            self.close(wait=0.0 if hello is None else 5.0)  # silent past its time: hung, no grace
+            self.close()
             return WarmStart(False, why, time.monotonic() - began)
         return WarmStart(True, "", time.monotonic() - began, int(hello.get("collected") or 0))
 
@@ -245,9 +245,15 @@ class WarmProcess:
         text = _tail(self._scratch / "server.log", 2000).strip()
         return text.splitlines()[-1] if text else "no output"
 
-    def close(self, wait: float = 5.0) -> None:
-        """End the server (closing its channel ends its request loop; after ``wait`` seconds it is killed)
-        and remove its files."""
+    def close(self) -> None:
+        """End the server and remove its files.
+
+        The server is killed with everything it started (its process group;
+        in a sandbox, the sandbox's PID namespace with it): nothing it would
+        do at its session's end is needed, and a graceful end would cost a
+        pytest session finish (a plugin's terminal summary can import a
+        module for a second) on every close.
+        """
         for closable in (self._reader, self._channel):
             if closable is not None:
                 try:
@@ -256,10 +262,6 @@ class WarmProcess:
                     pass
         self._reader = self._channel = None
         if self._proc is not None:
-            try:
-                self._proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                pass
             _kill_group(self._proc.pid)
             self._proc.wait()
             self._proc = None

@@ -4,8 +4,9 @@ Not part of ``make test``. Every figure is measured here and now (medians of
 several runs where time varies; token counts are deterministic and measured
 once); nothing in BENCHMARKS.md is written by hand. The whole run keeps to a
 time budget (default 570 s, under ``make bench``'s ten minutes): the offline
-engine's figure, measured last, gets what is left, split equally between the
-bench cases, unless ``BENCH_FULL=1``.
+engine's figure, measured last, gets what is left, half for each way of
+validating candidates (fresh, warm), unless ``BENCH_FULL=1``
+(``engine_figure.py``).
 
 Usage: ``python tests/bench/run.py [--out FILE] [--budget SECONDS] [--only 1,5]``
 """
@@ -28,8 +29,6 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the bench helpers, then tests/ (
 
 from figure import Figure, verdict  # noqa: E402
 from projects import REPO  # noqa: E402
-
-WARM_SHARE = 0.45  # of the budget kept for figure 12 (warm validation; its engine part stops when that is spent)
 
 
 def machine() -> str:
@@ -70,6 +69,7 @@ def _revision() -> str:
 def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: float) -> Dict[int, Figure]:
     import answer_figures
     import classify_figure
+    import engine_figure
     import loop_figures
     import sandbox_figure
     import speed_figures
@@ -85,7 +85,7 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
              (9, lambda: answer_figures.figure_corpus(work / "f9")),
              (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
              (11, lambda: classify_figure.figure_classification(work / "f11")),
-             (12, lambda: warm_figure.figure_warm(work / "f12w", WARM_SHARE * budget))]
+             (12, lambda: warm_figure.figure_warm(work / "f12w"))]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
             figures[1], figures[2] = loop_figures.figure_overhead_and_tokens(work / "f12")
@@ -97,7 +97,7 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
     if 6 in want:
         left = budget - (time.monotonic() - started) - 30  # leave time to write the file
         full = os.environ.get("BENCH_FULL") == "1"
-        figures[6] = speed_figures.figure_offline_engine(REPO / "fixtures" / "bench", work / "f6", left, full)
+        figures[6] = engine_figure.figure_offline_engine(REPO / "fixtures" / "bench", work / "f6", left, full)
         _progress(figures, started)
     return {n: figures[n] for n in sorted(figures) if n in want}
 

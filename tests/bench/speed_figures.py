@@ -1,17 +1,13 @@
-"""Figures 4, 5 and 6: targeted test runs, start-up time, and the offline engine on fixtures/bench."""
+"""Figures 4 and 5: targeted test runs and start-up time."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Dict, List
 
-import correct_figure
 import projects
 import scripted
 from figure import Check, Figure, median
@@ -81,108 +77,4 @@ def figure_startup(repeat: int = 5) -> Figure:
     fig.checks.append(Check("`repairloop --help` under 1 s (STYLE.md: --help should not wait)",
                             f"{helped:.2f} s", helped < 1.0))
     fig.seconds = time.perf_counter() - began
-    return fig
-
-
-def spread_order(count: int) -> List[int]:
-    """Indices 0..count-1 in van der Corput order (0, 1/2, 1/4, 3/4, ...): any prefix samples the whole list."""
-    order: List[int] = []
-    n = 0
-    while len(order) < count:
-        n += 1
-        x, denom, k = 0.0, 1.0, n - 1
-        while k:
-            denom *= 2
-            x += (k % 2) / denom
-            k //= 2
-        index = int(x * count)
-        if index not in order:
-            order.append(index)
-    return order
-
-
-def _bench_case(case: Path, work: Path, timeout: float) -> Optional[Dict[str, Any]]:
-    """``repairloop bench DIR --json --timeout T`` on a directory holding only ``case``; its one result."""
-    one = work / case.name
-    one.mkdir(parents=True)
-    (one / case.name).symlink_to(case, target_is_directory=True)
-    args = [str(BIN / "repairloop"), "bench", str(one), "--json", "--timeout", f"{timeout:.0f}"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
-    try:
-        out, _ = proc.communicate(timeout=timeout + 60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the engine's test processes go too
-        proc.communicate()
-        return None
-    try:
-        return dict(json.loads(out)["cases"][0])
-    except (ValueError, KeyError, IndexError):
-        return None
-
-
-def _case_limit(case: Path) -> float:
-    for line in (case / "case.toml").read_text(encoding="utf-8").splitlines():
-        if line.replace(" ", "").startswith("timeout="):
-            return float(line.split("=", 1)[1].split("#")[0])
-    return 120.0
-
-
-def figure_offline_engine(cases_dir: Path, work: Path, seconds: float, full: bool) -> Figure:
-    """Figure 6: repair rate and median seconds of the offline engine on ``cases_dir``.
-
-    Every case runs with its own time limit (``case.toml``). Unless ``full``,
-    cases are taken in an order that spreads over the whole list and no new
-    case starts once ``seconds`` are spent, so ``make bench`` keeps its budget.
-    """
-    began = time.perf_counter()
-    cases = sorted(p.parent for p in cases_dir.glob("*/case.toml"))
-    rows: List[Dict[str, Any]] = []
-    for index in spread_order(len(cases)):
-        left = seconds - (time.perf_counter() - began)
-        if not full and left < 20:
-            break
-        limit = _case_limit(cases[index]) if full else min(_case_limit(cases[index]), left)
-        row = _bench_case(cases[index], work, limit)
-        if row is not None:
-            row["limit"], row["own_limit"] = limit, _case_limit(cases[index])
-            rows.append(row)
-    return _engine_figure(cases_dir, len(cases), rows, time.perf_counter() - began)
-
-
-def _engine_figure(cases_dir: Path, total: int, rows: List[Dict[str, Any]], seconds: float) -> Figure:
-    fig = Figure(6, "The offline engine on fixtures/bench", "share of the bench cases the offline engine "
-                 f"repairs with no model (`repairloop bench` on {cases_dir.name}/ cases, each with its own time "
-                 f"limit), the median seconds per case, and how many of its plausible patches are correct")
-    fig.seconds = seconds
-    # A case the bench's budget stopped before its own time limit was not measured fairly: not counted.
-    cut = [r for r in rows if r["limit"] < r["own_limit"] and r["outcome"] != "fixed" and r["seconds"] >= r["limit"] - 2]
-    rows = [r for r in rows if r not in cut]
-    if not rows:
-        fig.checks.append(Check("the bench measures at least one case", "none finished in the time left", False))
-        return fig
-    fixed = [r for r in rows if r["outcome"] == "fixed"]
-    single = [r for r in rows if r["single_mutation"]]
-    fig.rows.append(["cases measured", "fixed", "repair rate", "single-mutation cases fixed", "median s per case",
-                     "median s per fixed case", "patches editing tests"])
-    fig.rows.append([f"{len(rows)} of {total}", str(len(fixed)), f"{len(fixed) / len(rows):.0%}",
-                     f"{sum(r['outcome'] == 'fixed' for r in single)}/{len(single)}",
-                     f"{median([r['seconds'] for r in rows]):.1f}",
-                     f"{median([r['seconds'] for r in fixed]):.1f}" if fixed else "-",
-                     str(sum(bool(r["edits_tests"]) for r in rows))])
-    fig.notes.append("Cases: " + "; ".join(f"{r['name']}: {r['outcome']} ({r['stop_reason']}, {r['seconds']:.0f} s)"
-                                          for r in rows) + ".")
-    if len(rows) < total:
-        fig.notes.append(f"Only {len(rows)} of {total} cases fit in `make bench`'s ten minutes on this machine; they "
-                         "are taken in an order that spreads over the whole list. `BENCH_FULL=1 make bench` "
-                         "measures every case (expect about a minute per case on 2 busy cores).")
-    if cut:
-        fig.notes.append(f"Not counted: {len(cut)} case(s) that the bench's budget stopped before their own time "
-                         "limit: " + ", ".join(f"{r['name']} ({r['seconds']:.0f} s)" for r in cut) + ".")
-    fig.checks.append(Check("every single-mutation case measured is fixed",
-                            f"{sum(r['outcome'] == 'fixed' for r in single)}/{len(single)}",
-                            all(r["outcome"] == "fixed" for r in single)))
-    fig.checks.append(Check("no patch edits a test", str(sum(bool(r["edits_tests"]) for r in rows)),
-                            not any(r["edits_tests"] for r in rows)))
-    correct_figure.add_to(fig, rows)
     return fig

@@ -6,9 +6,9 @@ project, its failing tests run once in a fresh process (what every candidate
 paid before: interpreter, imports, collection, tests) and once in the warm
 process (a fork of a server that collected the suite once), both through the
 loop's own ``TestSuite`` (the project's command, its sandbox), then the file is
-restored. Both verdicts are compared test by test. The offline engine's repair
-rate and median seconds per case, warm and fresh, are measured on bench cases
-with ``REPAIRLOOP_WARM`` set each way.
+restored. Both verdicts are compared test by test. What the speed-up does to
+the offline engine's repair rate within ``make bench``'s budget is figure 6
+(``engine_figure.py``), which runs the bench cases both ways.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import projects
-from figure import Check, Figure, median
+from figure import Check, Figure
 
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
@@ -35,10 +35,6 @@ from test_warm import sample_candidates  # noqa: E402
 TARGET_SPEEDUP = 10.0  # the issue's target, on the 500-test project
 CANDIDATES = 20  # sampled on the 500-test project
 CASE_CANDIDATES = 12  # sampled on each fixtures/bench case
-ENGINE_LIMIT = 60.0  # seconds per case and way for the offline engine each way
-# Single-mutation bench cases the engine fixed in figure 6's earlier runs: a fixed case ends early, so its
-# seconds compare the two ways (a case that is not fixed runs to its limit either way).
-ENGINE_CASES = ("lcm_modulo", "powerset_literal", "bst_insert_attribute", "insertion_sort_swapped_args")
 MODULES, TESTS_PER_MODULE = 10, 50  # the generated project's 500 passing tests
 
 PRICING = '''"""Prices of the generated shop: the module with the one bug."""
@@ -144,37 +140,14 @@ def race(root: Path, module: str, count: int) -> Dict[str, Any]:
             "start_s": start_s, "agree": agree, "fallbacks": fallbacks, "differ": differ}
 
 
-def engine_each_way(cases_dir: Path, work: Path, seconds: float, limit: float) -> List[Dict[str, Any]]:
-    """The offline engine on ``ENGINE_CASES``, each case fresh then warm; no case starts once ``seconds``
-    are spent (the first always runs)."""
-    from speed_figures import _bench_case
-
-    began, rows = time.perf_counter(), []
-    for name in ENGINE_CASES:
-        if rows and time.perf_counter() - began > seconds:
-            break
-        row: Dict[str, Any] = {"name": name}
-        for mode in ("false", "true"):
-            os.environ["REPAIRLOOP_WARM"] = mode
-            try:
-                got = _bench_case(cases_dir / name, work / f"warm-{mode}", limit)
-            finally:
-                os.environ.pop("REPAIRLOOP_WARM", None)
-            row[mode] = got
-        if row["false"] is not None and row["true"] is not None:
-            rows.append(row)
-    return rows
-
-
-def figure_warm(work: Path, engine_seconds: float) -> Figure:
-    """Figure 12: candidates per second warm against fresh (fixtures/bench and a 500-test project), the
-    verdicts compared, and the offline engine each way."""
+def figure_warm(work: Path) -> Figure:
+    """Figure 12: candidates per second warm against fresh (fixtures/bench and a 500-test project), and the
+    verdicts compared."""
     began = time.perf_counter()
     fig = Figure(12, "Warm validation", "candidates validated per second when each candidate's failing tests "
                  "run in a fresh process against a warm forked one (the offline engine's own candidates, "
                  "sampled over its order, both ways through the loop's suite and "
-                 "sandbox), whether both give every test the same outcome, and the offline engine's repair "
-                 "rate and median seconds per case with `warm` off and on")
+                 "sandbox), and whether both give every test the same outcome")
     fig.rows.append(["project", "tests", "candidates", "fresh: candidates/s", "warm: candidates/s", "speed-up",
                      "warm start s", "went fresh", "same verdict"])
     shop = shop_project(work)
@@ -206,8 +179,7 @@ def figure_warm(work: Path, engine_seconds: float) -> Figure:
     fig.notes.append("Rates exclude the warm server's start (its own column: one pytest start, paid once per "
                      "copy); a candidate the warm path refuses runs fresh and its fresh seconds count on the "
                      "warm side. The full suite and the proof run are always fresh and are not in these rates.")
-    _engine_rows(fig, engine_each_way(projects.REPO / "fixtures" / "bench", work / "engine",
-                                      engine_seconds - (time.perf_counter() - began), ENGINE_LIMIT))
+    fig.notes.append("What this does to the offline engine's repair rate within `make bench`'s budget: figure 6.")
     fig.seconds = time.perf_counter() - began
     return fig
 
@@ -215,22 +187,3 @@ def figure_warm(work: Path, engine_seconds: float) -> Figure:
 def _count_tests(root: Path) -> int:
     return sum(p.read_text(encoding="utf-8").count("\ndef test_") + p.read_text(encoding="utf-8").startswith("def test_")
                for p in root.glob("tests/test_*.py"))
-
-
-def _engine_rows(fig: Figure, rows: List[Dict[str, Any]]) -> None:
-    if not rows:
-        fig.notes.append("The offline engine each way: no case fitted in the time left.")
-        return
-    fig.notes.append(f"The offline engine each way, on {len(rows)} bench case(s) ({ENGINE_LIMIT:.0f} s each, "
-                     "the same case fresh then warm): " + _engine_summary(rows, "false", "fresh") + "; "
-                     + _engine_summary(rows, "true", "warm") + ". Cases: " + "; ".join(
-                         f"{r['name']}: fresh {r['false']['outcome']} in {r['false']['seconds']:.0f} s, warm "
-                         f"{r['true']['outcome']} in {r['true']['seconds']:.0f} s" for r in rows) + ".")
-    fixed = {m: sum(r[m]["outcome"] == "fixed" for r in rows) for m in ("false", "true")}
-    fig.checks.append(Check("the offline engine fixes at least as many bench cases warm as fresh",
-                            f"{fixed['true']} vs {fixed['false']} of {len(rows)}", fixed["true"] >= fixed["false"]))
-
-
-def _engine_summary(rows: Sequence[Dict[str, Any]], mode: str, label: str) -> str:
-    fixed = sum(r[mode]["outcome"] == "fixed" for r in rows)
-    return (f"{label} {fixed}/{len(rows)} fixed, median {median([r[mode]['seconds'] for r in rows]):.1f} s per case")

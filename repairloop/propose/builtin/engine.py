@@ -137,7 +137,7 @@ class BuiltinProposer:
         self._returned.add(chosen.diff)
         notes = self._notes(chosen, best[1:])
         usage = Usage(0, 0, 0.0, seconds=self.clock() - start, calls=0)
-        return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes)
+        return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes, validated=True)
 
     def _search_more(self, search: Search, deadline: Optional[float]) -> None:
         """Validate further candidates in fresh worker copies until the search policy stops."""
