@@ -366,6 +366,99 @@ def test_a_hanging_candidate_times_out_and_the_server_goes_on(calc: Tuple[Path, 
     assert both_ways(root, warm, [])["tests/test_calc.py::test_add"] == "failed"
 
 
+CALENDAR = {
+    "cal/__init__.py": "",
+    "cal/days.py": """
+        BASE = 1
+        DAYS = [31, 29, 31]
+        LIMIT = 3
+        DERIVED = LIMIT * 2
+
+
+        def build():
+            return [BASE + i for i in range(3)]
+
+
+        TABLE = build()
+
+
+        def days_in(month):
+            return DAYS[month - 1]
+
+
+        def derived():
+            return DERIVED
+
+
+        def table():
+            return TABLE
+    """,
+    "tests/test_days.py": """
+        from cal.days import days_in, derived, table
+
+
+        def test_february():
+            assert days_in(2) == 28
+
+
+        def test_derived():
+            assert derived() == 6
+
+
+        def test_table():
+            assert table() == [1, 2, 3]
+    """,
+}
+DAY_IDS = ("tests/test_days.py::test_february", "tests/test_days.py::test_derived", "tests/test_days.py::test_table")
+
+
+@pytest.fixture(scope="module")
+def calendar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tuple[Path, WarmProcess]]:
+    root = write_project(tmp_path_factory.mktemp("cal"), CALENDAR)
+    with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
+        assert warm.ready(), warm.refused
+        yield root, warm
+
+
+def test_a_module_constant_whose_value_alone_changed_is_bound_anew_warm(calendar: Tuple[Path, WarmProcess]) -> None:
+    # Seen in make bench: the offline engine's mutations of a module table (DAYS, a roman numeral table) all
+    # went fresh, costing a pytest start each.
+    root, warm = calendar
+    original = candidate(root, "cal/days.py", "DAYS = [31, 29, 31]", "DAYS = [31, 28, 31]")
+    try:
+        assert both_ways(root, warm, ["cal/days.py"], DAY_IDS)["tests/test_days.py::test_february"] == "passed"
+    finally:
+        (root / "cal/days.py").write_text(original)
+    assert both_ways(root, warm, [], DAY_IDS)["tests/test_days.py::test_february"] == "failed"  # the next child is clean
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("LIMIT = 3", "LIMIT = 4", "LIMIT read when days.py is imported"),  # DERIVED = LIMIT * 2 kept the old value
+    ("BASE = 1", "BASE = 0", "which ran while the suite was imported"),  # TABLE = build() read it
+    ("DAYS = [31, 29, 31]", "DAYS = [31, 28, 31][5]", "a new module-level value raised IndexError"),
+    ("DAYS = [31, 29, 31]", "DAYS, MORE = [31, 28, 31], 1", "changed outside function bodies"),  # other targets
+])
+def test_a_constant_that_import_time_code_read_runs_fresh(calendar: Tuple[Path, WarmProcess], old: str, new: str,
+                                                         why: str) -> None:
+    root, warm = calendar
+    original = candidate(root, "cal/days.py", old, new)
+    try:
+        assert warm.run(DAY_IDS, ["cal/days.py"], 60) is None and why in warm.why, warm.why
+    finally:
+        (root / "cal/days.py").write_text(original)
+
+
+def test_a_constant_imported_by_name_elsewhere_runs_fresh(tmp_path: Path) -> None:
+    files = dict(CALENDAR)
+    files["tests/test_days.py"] = "from cal.days import DAYS, days_in\n\n\ndef test_february():\n    assert days_in(2) == DAYS[1]\n"
+    root = write_project(tmp_path / "cal", files)
+    with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
+        assert warm.ready(), warm.refused
+        candidate(root, "cal/days.py", "DAYS = [31, 29, 31]", "DAYS = [31, 28, 31]")
+        assert warm.run(DAY_IDS[:1], ["cal/days.py"], 60) is None
+        assert "DAYS read when test_days.py is imported" in warm.why
+
+
 def sample_candidates(source: str, path: str, count: int) -> List[Tuple[str, str]]:
     """``count`` single mutations of ``source`` from the offline engine's own operators, spread over its order."""
     from repairloop.propose.builtin.edits import Source, apply_to_files
@@ -406,6 +499,30 @@ def test_sampled_candidates_get_the_same_verdict_warm_and_fresh(tmp_path: Path) 
                 agreed += 1
         (root / "searching.py").write_text(source)
     assert warm_runs >= 10 and agreed == warm_runs
+
+
+def test_the_engines_mutations_of_a_module_table_run_warm_with_the_fresh_verdict(tmp_path: Path) -> None:
+    from conftest import FIXTURES
+
+    from repairloop.propose.builtin.edits import Source, apply_to_files
+    from repairloop.propose.builtin.filemodel import FileModel
+    from repairloop.propose.builtin.localise import Suspect
+    from repairloop.propose.builtin.search import order_candidates
+
+    root = Path(shutil.copytree(FIXTURES / "bench" / "leap_year_boolean", tmp_path / "case"))
+    source = (root / "leapyear.py").read_text()
+    line = source.splitlines().index(next(x for x in source.splitlines() if x.startswith("DAYS = "))) + 1
+    found = order_candidates([Suspect("leapyear.py", line, 1.0)], {"leapyear.py": FileModel(Source("leapyear.py", source))})
+    ids = tuple(sorted({r.test_id for r in run_tests(root, PYTEST, timeout=60).results}))
+    with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
+        assert warm.ready()
+        for c in found[:6]:
+            (root / "leapyear.py").write_text(apply_to_files({"leapyear.py": source}, c.edits)["leapyear.py"])
+            report = warm.run(ids, ["leapyear.py"], 10)
+            assert report is not None, (c.mutations[0].description, warm.why)  # DAYS = [...]: bound anew
+            assert outcomes(report) == outcomes(run_tests(root, PYTEST, test_ids=ids, timeout=10))
+        (root / "leapyear.py").write_text(source)
+    assert len(found) >= 6
 
 
 # -- attacks: a candidate's child must not reach the server, later children, or the guarded files -------------

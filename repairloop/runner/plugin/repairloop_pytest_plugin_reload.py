@@ -6,9 +6,12 @@ module would make new function objects while the rest of the process (names
 imported with ``from m import f``, decorators, registries, bound methods)
 keeps the old ones. Instead the child gives each existing function the code
 object compiled from the candidate's source (``function.__code__``), so every
-reference to it runs the new code. That is exact only when nothing else in
+reference to it runs the new code; a module-level assignment to plain names
+whose value alone changed (``DAYS = [...]``) is executed anew in the module's
+namespace, when nothing that ran at import read those names
+(``repairloop_pytest_plugin_shape``). That is exact only when nothing else in
 the module changed, so a change is refused (the caller falls back to a fresh
-process) unless it is confined to the bodies of functions and methods:
+process) unless it is confined to those:
 
 * the module's statements, decorators, signatures, default values, class
   bodies outside methods must be equal (as ASTs, line numbers ignored);
@@ -29,7 +32,9 @@ import os
 import sys
 import warnings
 from types import CodeType, FunctionType
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Set, Tuple
+
+from repairloop_pytest_plugin_shape import Difference, Place, difference, import_time_reads
 
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function's code, not a module's or class body's
 _ran: Set[CodeType] = set()  # code objects that ran while the suite was imported and collected
@@ -198,10 +203,47 @@ def bring_up_to_date(path: str, snapshot: Snapshot) -> str:
             old_code = compile(old, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         return f"{os.path.basename(path)} does not compile: {error}"
-    changed = changed_bodies(old_tree, new_tree)
+    changed = difference(old_tree, new_tree)
     if changed is None:
         return f"{os.path.basename(path)} changed outside function bodies (module level, a signature or a class body)"
-    return _swap_code(path, snapshot, changed, _defined(old_code), _defined(new_code))
+    why = _read_at_import(path, snapshot, changed.names, old_tree) if changed.rebinds else ""
+    return why or _swap_code(path, snapshot, changed.bodies, _defined(old_code), _defined(new_code)) or \
+        _rebind(path, snapshot, changed, filename)
+
+
+def _read_at_import(path: str, snapshot: Snapshot, names: FrozenSet[str], old_tree: ast.Module) -> str:
+    """Why the module-level ``names`` of ``path`` cannot simply be bound anew: code that ran while the suite
+    was imported read them (its results may hold the old values), or ""."""
+    shown = ", ".join(sorted(names))
+    for code in _ran:  # the tree's functions (module and class bodies: below); a library's do not name them
+        if code.co_flags & _CO_OPTIMIZED and names & set(code.co_names) \
+                and under(os.path.realpath(code.co_filename), (snapshot.root,)):
+            return f"{os.path.basename(path)}: {shown} read by {code.co_name}, which ran while the suite was imported"
+    for other in sorted(set(snapshot.sources) | {path}):
+        try:
+            with open(other, "rb") as handle:
+                tree = ast.parse(handle.read())
+        except (OSError, SyntaxError, ValueError):
+            return f"{os.path.basename(other)} cannot be read or parsed"
+        reads = import_time_reads(tree) | (import_time_reads(old_tree) if other == path else set())
+        if names & reads:
+            return f"{os.path.basename(path)}: {shown} read when {os.path.basename(other)} is imported"
+    return ""
+
+
+def _rebind(path: str, snapshot: Snapshot, changed: Difference, filename: str) -> str:
+    """Run the new module-level assignments of ``path`` in its module(s); "" or why not."""
+    for name in snapshot.modules.get(path, []):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for statement, _ in changed.rebinds:
+            try:
+                exec(compile(ast.Module(body=[statement], type_ignores=[]), filename, "exec", dont_inherit=True),
+                     module.__dict__)
+            except Exception as error:  # the candidate's value fails: a fresh import shows that as it is
+                return f"{os.path.basename(path)}: a new module-level value raised {type(error).__name__}"
+    return ""
 
 
 def _code_filename(path: str, snapshot: Snapshot) -> str:
@@ -211,9 +253,6 @@ def _code_filename(path: str, snapshot: Snapshot) -> str:
         if isinstance(given, str):
             return given
     return path
-
-
-Place = Tuple[int, str]  # (first line of a definition, its decorators included; its name) in the old source
 
 
 def _swap_code(path: str, snapshot: Snapshot, changed: Set[Place], old: List[Tuple[str, CodeType]],
@@ -257,40 +296,3 @@ def _defined(code: CodeType, prefix: str = "") -> List[Tuple[str, CodeType]]:
             if not const.co_flags & _CO_OPTIMIZED:  # a class body
                 found += _defined(const, f"{prefix}{const.co_name}.")
     return found
-
-
-def changed_bodies(old: ast.Module, new: ast.Module) -> Optional[Set[Place]]:
-    """Where the functions and methods whose body alone changed start in ``old``; None when anything else changed."""
-    changed: Set[Place] = set()
-    if not _same_shape(old.body, new.body, changed, depth=0):
-        return None
-    return changed
-
-
-def _same_shape(old: List[ast.stmt], new: List[ast.stmt], changed: Set[Place], depth: int) -> bool:
-    if len(old) != len(new):
-        return False
-    for a, b in zip(old, new):
-        if type(a) is not type(b):
-            return False
-        if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if _dump(a, body=False) != _dump(b, body=False):
-                return False
-            if _dump_all(a.body) != _dump_all(getattr(b, "body", [])):
-                changed.add((min([a.lineno] + [d.lineno for d in a.decorator_list]), a.name))
-        elif isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef) and depth == 0:
-            if _dump(a, body=False) != _dump(b, body=False) or not _same_shape(a.body, b.body, changed, depth + 1):
-                return False
-        elif ast.dump(a) != ast.dump(b):
-            return False
-    return True
-
-
-def _dump(node: ast.AST, *, body: bool) -> str:
-    fields = {k: v for k, v in ast.iter_fields(node) if body or k != "body"}
-    return repr(sorted((k, _dump_all(v) if isinstance(v, list) else ast.dump(v) if isinstance(v, ast.AST) else repr(v))
-                       for k, v in fields.items()))
-
-
-def _dump_all(nodes: List[Any]) -> str:
-    return "\n".join(ast.dump(n) if isinstance(n, ast.AST) else repr(n) for n in nodes)
