@@ -34,7 +34,7 @@ import warnings
 from types import CodeType, FunctionType
 from typing import Any, Dict, FrozenSet, List, Set, Tuple
 
-from repairloop_pytest_plugin_shape import Difference, Place, difference, import_time_reads
+from repairloop_pytest_plugin_shape import Difference, Place, difference, first_reader
 
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function's code, not a module's or class body's
 _ran: Set[CodeType] = set()  # code objects that ran while the suite was imported and collected
@@ -219,16 +219,8 @@ def _read_at_import(path: str, snapshot: Snapshot, names: FrozenSet[str], old_tr
         if code.co_flags & _CO_OPTIMIZED and names & set(code.co_names) \
                 and under(os.path.realpath(code.co_filename), (snapshot.root,)):
             return f"{os.path.basename(path)}: {shown} read by {code.co_name}, which ran while the suite was imported"
-    for other in sorted(set(snapshot.sources) | {path}):
-        try:
-            with open(other, "rb") as handle:
-                tree = ast.parse(handle.read())
-        except (OSError, SyntaxError, ValueError):
-            return f"{os.path.basename(other)} cannot be read or parsed"
-        reads = import_time_reads(tree) | (import_time_reads(old_tree) if other == path else set())
-        if names & reads:
-            return f"{os.path.basename(path)}: {shown} read when {os.path.basename(other)} is imported"
-    return ""
+    reader = first_reader(sorted(set(snapshot.sources) | {path}), names, {path: old_tree})
+    return f"{os.path.basename(path)}: {shown} read when {reader} is imported" if reader else ""
 
 
 def _rebind(path: str, snapshot: Snapshot, changed: Difference, filename: str) -> str:

@@ -16,7 +16,8 @@ Standard library only, Python 3.8+.
 from __future__ import annotations
 
 import ast
-from typing import Any, FrozenSet, List, Optional, Set, Tuple
+import os
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 Place = Tuple[int, str]  # (first line of a definition, its decorators included; its name) in the old source
 
@@ -96,6 +97,25 @@ def import_time_reads(tree: ast.Module) -> Set[str]:
             found.update(alias.name for alias in node.names)
         stack.extend(ast.iter_child_nodes(node))
     return found
+
+
+def first_reader(files: List[str], names: FrozenSet[str], also: Dict[str, ast.Module]) -> str:
+    """The base name of the first of ``files`` (paths, read now) whose import-time code reads one of
+    ``names`` (``also`` adds an earlier tree of a file: the module's old source), or ""."""
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+            if not any(n.encode("utf-8") in text for n in names) and path not in also:
+                continue  # a file that never spells the names cannot read them (and is not parsed)
+            reads = import_time_reads(ast.parse(text))
+        except (OSError, SyntaxError, ValueError):
+            return os.path.basename(path) + " (which cannot be read or parsed)"
+        if path in also:
+            reads |= import_time_reads(also[path])
+        if names & reads:
+            return os.path.basename(path)
+    return ""
 
 
 def _evaluated_at_definition(node: Any) -> List[ast.AST]:
