@@ -436,6 +436,7 @@ def test_a_module_constant_whose_value_alone_changed_is_bound_anew_warm(calendar
     ("LIMIT = 3", "LIMIT = 4", "LIMIT read when days.py is imported"),  # DERIVED = LIMIT * 2 kept the old value
     ("BASE = 1", "BASE = 0", "which ran while the suite was imported"),  # TABLE = build() read it
     ("DAYS = [31, 29, 31]", "DAYS = [31, 28, 31][5]", "a new module-level value raised IndexError"),
+    ("LIMIT = 3\n", "LIMIT = 3\nSEEN = vars()['DAYS'][1]\n", "changed outside function bodies"),  # a new statement
     ("DAYS = [31, 29, 31]", "DAYS, MORE = [31, 28, 31], 1", "changed outside function bodies"),  # other targets
 ])
 def test_a_constant_that_import_time_code_read_runs_fresh(calendar: Tuple[Path, WarmProcess], old: str, new: str,
@@ -446,6 +447,23 @@ def test_a_constant_that_import_time_code_read_runs_fresh(calendar: Tuple[Path, 
         assert warm.run(DAY_IDS, ["cal/days.py"], 60) is None and why in warm.why, warm.why
     finally:
         (root / "cal/days.py").write_text(original)
+
+
+@pytest.mark.parametrize("reader", [
+    "from cal.days import DAYS\n\nFEB = DAYS[1]\n",  # from-import
+    "import cal.days\n\nFEB = cal.days.DAYS[1]\n",  # attribute
+    "import cal.days\n\nFEB = getattr(cal.days, 'DAYS')[1]\n",  # a string
+    "import cal.days\n\n\ndef feb():\n    return vars(cal.days)['DAYS'][1]\n\n\nFEB = feb()\n",  # a function run then
+])
+def test_a_constant_another_module_read_at_import_runs_fresh(tmp_path: Path, reader: str) -> None:
+    files = dict(CALENDAR, **{"cal/feb.py": reader})
+    files["tests/test_days.py"] = "from cal.feb import FEB\n\n\ndef test_february():\n    assert FEB == 28\n"
+    root = write_project(tmp_path / "cal", files)
+    with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
+        assert warm.ready(), warm.refused
+        candidate(root, "cal/days.py", "DAYS = [31, 29, 31]", "DAYS = [31, 28, 31]")
+        assert warm.run(DAY_IDS[:1], ["cal/days.py"], 60) is None and "DAYS read" in warm.why, warm.why
+        assert outcomes(run_tests(root, PYTEST, test_ids=DAY_IDS[:1], timeout=60)) == {DAY_IDS[0]: "passed"}
 
 
 def test_a_constant_imported_by_name_elsewhere_runs_fresh(tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ def _read_at_import(path: str, snapshot: Snapshot, names: FrozenSet[str], old_tr
     was imported read them (its results may hold the old values), or ""."""
     shown = ", ".join(sorted(names))
     for code in _ran:  # the tree's functions (module and class bodies: below); a library's do not name them
-        if code.co_flags & _CO_OPTIMIZED and names & set(code.co_names) \
+        if code.co_flags & _CO_OPTIMIZED and names & (set(code.co_names) | set(code.co_consts)) \
                 and under(os.path.realpath(code.co_filename), (snapshot.root,)):
             return f"{os.path.basename(path)}: {shown} read by {code.co_name}, which ran while the suite was imported"
     reader = first_reader(sorted(set(snapshot.sources) | {path}), names, {path: old_tree})

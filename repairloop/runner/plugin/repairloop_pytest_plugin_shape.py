@@ -79,9 +79,9 @@ def _rebound(a: ast.stmt, b: ast.stmt) -> Optional[FrozenSet[str]]:
 
 
 def import_time_reads(tree: ast.Module) -> Set[str]:
-    """Names the module's import-time code reads: loaded names, attribute names and names imported with
-    ``from m import``, everywhere outside function bodies (defaults, decorators, annotations and class
-    bodies included; a lambda's body excluded)."""
+    """Names the module's import-time code reads: loaded names, attribute names, names imported with
+    ``from m import`` and strings (``getattr(m, "DAYS")``), everywhere outside function bodies (defaults,
+    decorators, annotations and class bodies included; a lambda's body excluded)."""
     found: Set[str] = set()
     stack: List[ast.AST] = list(tree.body)
     while stack:
@@ -93,6 +93,8 @@ def import_time_reads(tree: ast.Module) -> Set[str]:
             found.add(node.id)
         elif isinstance(node, ast.Attribute):
             found.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)  # getattr(m, "DAYS"), vars(m)["DAYS"]
         elif isinstance(node, ast.ImportFrom):
             found.update(alias.name for alias in node.names)
         stack.extend(ast.iter_child_nodes(node))
