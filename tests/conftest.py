@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 import pytest
 
@@ -84,9 +84,30 @@ def make_project(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
+def no_flaky_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs skip the flaky check (``confirm_runs = 0``): for tests whose behaviour does not depend on it.
+
+    The check re-runs the failing tests before repairing (the suite in order, then each failing
+    test alone); with a deterministic fixture it only adds two test sessions to every run.
+    tests/test_confirm.py and the tests that count sessions or expect a flaky verdict keep it.
+    """
+    monkeypatch.setenv("REPAIRLOOP_CONFIRM_RUNS", "0")
+
+
+@pytest.fixture
 def python_env() -> Dict[str, str]:
     """Environment for subprocesses: this interpreter's bin dir first on PATH, no color."""
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["NO_COLOR"] = "1"
     return env
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """Slow end-to-end tests first, then the rest, each part in its collection order.
+
+    ``make test`` runs on two xdist workers that take tests in collection order: a long test
+    collected last (``tests/test_warm.py`` sorts late) would run alone at the end while the other
+    worker idles. Started first, the long tests overlap and the many short ones fill the tail.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

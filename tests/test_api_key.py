@@ -117,6 +117,7 @@ def run_files_text(doc: Dict[str, Any]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_flaky_check")
 def test_run_sends_the_users_key_and_keeps_it_out_of_the_journal(make_project, capsys, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with ScriptedServer([("ok", RIGHT)]) as srv:
@@ -128,6 +129,7 @@ def test_run_sends_the_users_key_and_keeps_it_out_of_the_journal(make_project, c
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_flaky_check")
 def test_run_with_api_key_env_keeps_an_echoed_key_out(make_project, capsys, monkeypatch) -> None:
     monkeypatch.setenv("REPAIRLOOP_API_KEY_ENV", "VLLM_AUTH")
     monkeypatch.setenv("VLLM_AUTH", ODD_KEY)
@@ -141,6 +143,7 @@ def test_run_with_api_key_env_keeps_an_echoed_key_out(make_project, capsys, monk
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_flaky_check")
 def test_run_without_a_key_works_with_the_placeholder(make_project, capsys) -> None:
     with ScriptedServer([("ok", RIGHT)]) as srv:
         doc = run(make_project("off_by_one"), srv, capsys)

@@ -24,6 +24,7 @@ from repairloop.types import Decision, Iteration, Proposal, ProposalRequest, Usa
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_a_cost_limit_with_an_unpriced_model_is_refused_before_any_call(make_project, capsys) -> None:
     # Seen on a real project: --max-cost 0.0001 with a model litellm does not price ran on with
     # "cost: unknown" and no warning, so the limit could never stop it.
@@ -39,6 +40,7 @@ def test_a_cost_limit_with_an_unpriced_model_is_refused_before_any_call(make_pro
     assert not (project / ".repairloop" / "runs").exists() or not any((project / ".repairloop" / "runs").iterdir())
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_a_priced_model_keeps_the_limit_at_the_users_price(make_project, capsys, monkeypatch) -> None:
     project = make_project("off_by_one")
     monkeypatch.setenv("REPAIRLOOP_MODEL_PRICES", "openai/scripted=2/10")  # USD per million tokens
@@ -51,6 +53,7 @@ def test_a_priced_model_keeps_the_limit_at_the_users_price(make_project, capsys,
     assert first["cost_usd"] == pytest.approx(expected) and first["cost_usd"] > 0
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_without_a_cost_limit_an_unpriced_model_runs(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:

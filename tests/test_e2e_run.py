@@ -19,7 +19,7 @@ from scripted_server import ScriptedServer
 
 from repairloop.cli import main
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
 
 RIGHT = """\
 --- a/calc/lists.py

@@ -17,7 +17,7 @@ from test_e2e_run import RIGHT
 
 from repairloop.cli import main
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
 
 Check = Callable[[dict, List[Dict[str, Any]], List[dict]], None]
 

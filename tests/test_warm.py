@@ -508,7 +508,7 @@ def test_sampled_candidates_get_the_same_verdict_warm_and_fresh(tmp_path: Path) 
     agreed, warm_runs = 0, 0
     with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
         assert warm.ready()
-        for description, text in sample_candidates(source, "searching.py", 12):
+        for description, text in sample_candidates(source, "searching.py", 6):
             (root / "searching.py").write_text(text)
             report: Optional[TestReport] = warm.run(ids, ["searching.py"], 10)
             fresh = run_tests(root, PYTEST, test_ids=ids, timeout=10)
@@ -517,7 +517,7 @@ def test_sampled_candidates_get_the_same_verdict_warm_and_fresh(tmp_path: Path) 
                 assert (outcomes(report), report.timed_out) == (outcomes(fresh), fresh.timed_out), description
                 agreed += 1
         (root / "searching.py").write_text(source)
-    assert warm_runs >= 10 and agreed == warm_runs
+    assert warm_runs >= 5 and agreed == warm_runs
 
 
 def test_the_engines_mutations_of_a_module_table_run_warm_with_the_fresh_verdict(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from conftest import init_repo
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT, WRONG, run_cli, scripted_run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
 
 # A module-level change (a new constant) that a reload cannot represent: it must run fresh.
 MODULE_LEVEL = "\n".join([
