@@ -50,6 +50,7 @@ def run_json(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> Dic
     return doc
 
 
+@pytest.mark.usefixtures("no_flaky_check")  # a deterministic failure: no flaky re-run
 def test_a_hung_test_is_stopped_by_the_per_test_timeout(tmp_path, capsys) -> None:
     root = project(tmp_path, "def test_hangs():\n    time.sleep(600)\n")
     started = time.monotonic()
@@ -59,6 +60,7 @@ def test_a_hung_test_is_stopped_by_the_per_test_timeout(tmp_path, capsys) -> Non
     assert "timeout" in doc["stop_detail"]
 
 
+@pytest.mark.usefixtures("no_flaky_check")  # a deterministic failure: no flaky re-run
 def test_a_loop_that_never_ends_in_the_code_under_test_is_repaired(tmp_path, capsys) -> None:
     """A bug that makes the code under test hang is a logic fault: the offline engine fixes it."""
     root = project(tmp_path, "from app import total_below\n\n\ndef test_total():\n    assert total_below(4) == 6\n")
@@ -71,6 +73,7 @@ def test_a_loop_that_never_ends_in_the_code_under_test_is_repaired(tmp_path, cap
     assert "+        i += 1" in doc["patch"]
 
 
+@pytest.mark.usefixtures("no_flaky_check")  # a deterministic failure: no flaky re-run
 def test_a_hung_suite_is_killed_by_the_test_timeout(tmp_path, capsys) -> None:
     root = project(tmp_path, "def test_hangs():\n    time.sleep(600)\n")
     doc = run_json(root, capsys, "--test-timeout", "4")
@@ -102,12 +105,14 @@ def test_fifty_megabytes_of_output_stay_out_of_memory_and_prompt(tmp_path, capsy
     assert len(json.dumps(doc)) < 100_000
 
 
+@pytest.mark.usefixtures("no_flaky_check")  # a deterministic failure: no flaky re-run
 def test_a_segfault_is_an_environment_failure(tmp_path, capsys) -> None:
     root = project(tmp_path, "def test_crashes():\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
     doc = run_json(root, capsys)
     assert doc["exit"] == 3 and "environment" in doc["failure_kinds"]
 
 
+@pytest.mark.usefixtures("no_flaky_check")  # a deterministic failure: no flaky re-run
 def test_a_test_that_deletes_files_only_deletes_them_in_the_workspace(tmp_path, capsys) -> None:
     body = "def test_cleans_up():\n    os.remove('keep.txt')\n    os.remove('app.py')\n"
     root = project(tmp_path, body)

@@ -106,6 +106,7 @@ HANGING_PROJECT = {
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("no_flaky_check")  # the flaky re-run would wait out both hangs twice more
 def test_a_loop_that_never_ends_is_logic_and_its_candidate_runs_are_short(tmp_path: Path, capsys) -> None:
     project = write(tmp_path / "steps", HANGING_PROJECT)
     code, out, err = run_cli(["run", str(project), "--model", "builtin", "--timeout", "900", "--per-test-timeout", "6",

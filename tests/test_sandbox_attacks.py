@@ -242,7 +242,8 @@ def test_the_offline_engines_scratch_copies_run_in_the_sandbox(make_project, tmp
     try:
         done = subprocess.run([sys.executable, "-m", "repairloop", "run", str(project), "--model", "builtin",
                                "--json"], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": "bwrap"})
+                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": "bwrap",
+                                   "REPAIRLOOP_CONFIRM_RUNS": "0"})
         doc = json.loads(done.stdout)
         assert doc["outcome"] == "fixed" and doc["sandbox"]["confined"], done.stderr
         assert doc["iterations"][0]["engine"] == "builtin"
@@ -282,7 +283,7 @@ def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(make_pro
                                "--api-base", srv.base_url, "--no-builtin", "--json", "--apply"],
                               capture_output=True, text=True, timeout=300,
                               env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": mode,
-                                   "RL_PLANT_MARK": str(tmp_path / "planted-ran")})
+                                   "REPAIRLOOP_CONFIRM_RUNS": "0", "RL_PLANT_MARK": str(tmp_path / "planted-ran")})
     doc = json.loads(done.stdout)
     assert doc["outcome"] == "fixed" and doc["applied"], done.stderr
     planted = [name for name in ("planted.py", "notes.txt") if f"+++ b/{name}" in doc["patch"]]
