@@ -16,7 +16,7 @@ from scripted_server import ScriptedServer
 from repairloop.cli import main
 from repairloop.propose.prompts import SYSTEM_PROMPTS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
 
 HEAD = 'def last_n(items, n):\n    """Return the last ``n`` items of ``items``."""\n'
 

@@ -298,6 +298,7 @@ def test_litellm_prints_nothing_on_stdout(capfd: pytest.CaptureFixture[str]) -> 
     assert out == ""
 
 
+@pytest.mark.slow  # a fresh interpreter imports litellm: seconds
 def test_import_is_lazy_and_dotenv_is_not_loaded(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("REPAIRLOOP_FAKE_SECRET=leaked\n")
     script = (

@@ -31,6 +31,7 @@ def fixed_with(project: Path, answer: str, capsys: pytest.CaptureFixture[str]) -
     return doc
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_detached_head(make_project, capsys) -> None:
     project = make_project("off_by_one")
     git(project, "checkout", "-q", "--detach")
@@ -38,6 +39,7 @@ def test_detached_head(make_project, capsys) -> None:
     assert git(project, "rev-parse", "--abbrev-ref", "HEAD").strip() == "HEAD"  # still detached
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_spaces_and_non_ascii_names(tmp_path, capsys) -> None:
     project = tmp_path / "my project é"
     shutil.copytree(PROJECTS / "off_by_one", project)
@@ -52,6 +54,7 @@ def test_spaces_and_non_ascii_names(tmp_path, capsys) -> None:
     assert "listes à jour.py" in doc["patch"]
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_crlf_file_stays_crlf_and_missing_final_newline_stays_missing(make_project, capsys) -> None:
     project = make_project("off_by_one", git_repo=False)
     lists = project / "calc" / "lists.py"
@@ -66,6 +69,7 @@ def test_crlf_file_stays_crlf_and_missing_final_newline_stays_missing(make_proje
     assert not data.endswith(b"\n")
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_project_in_a_subdirectory_of_a_larger_repository(tmp_path, capsys) -> None:
     repo = tmp_path / "monorepo"
     shutil.copytree(PROJECTS / "off_by_one", repo / "services" / "calc")
@@ -75,6 +79,7 @@ def test_project_in_a_subdirectory_of_a_larger_repository(tmp_path, capsys) -> N
     assert "--- a/calc/lists.py" in doc["patch"]  # paths relative to the project, not the repository
 
 
+@pytest.mark.usefixtures("no_flaky_check")
 def test_non_git_project(make_project, capsys) -> None:
     project = make_project("plain_project", git_repo=False)
     code = main(["run", str(project), "--json"])  # the offline engine: no model, no key

@@ -81,6 +81,7 @@ def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, 
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_text_report_explains_every_iteration(real_run, capsys) -> None:
     project, result = real_run
     code, out, _ = cli(["report", "latest", "-C", str(project)], capsys)
@@ -99,6 +100,7 @@ def test_text_report_explains_every_iteration(real_run, capsys) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_json_and_markdown_reports_carry_the_same_facts(real_run, capsys) -> None:
     project, result = real_run
     _, out, _ = cli(["report", result.run_id[:15], "-C", str(project), "--format", "json"], capsys)
@@ -137,6 +139,7 @@ class _Tags(HTMLParser):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_html_report_is_one_self_contained_file_with_the_chart(real_run, capsys, tmp_path) -> None:
     project, _result = real_run
     target = tmp_path / "report.html"
@@ -162,6 +165,7 @@ def test_html_report_is_one_self_contained_file_with_the_chart(real_run, capsys,
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_runs_and_stats_over_the_real_run(real_run, capsys) -> None:
     project, result = real_run
     code, out, _ = cli(["runs", "-C", str(project)], capsys)
@@ -174,6 +178,7 @@ def test_runs_and_stats_over_the_real_run(real_run, capsys) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_the_journal_gives_back_the_live_result(real_run) -> None:
     """One model: the RunResult read back from the journal is the one the loop returned."""
     _project, result = real_run
@@ -184,6 +189,7 @@ def test_the_journal_gives_back_the_live_result(real_run) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")
 @pytest.mark.parametrize("fmt", format_names())
 def test_every_format_renders_a_live_result_and_a_journal_read_one_the_same_way(real_run, fmt) -> None:
     _project, result = real_run
@@ -196,6 +202,7 @@ def test_every_format_renders_a_live_result_and_a_journal_read_one_the_same_way(
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_the_ci_summary_renders_the_journal_read_result_as_the_live_one(real_run) -> None:
     _project, result = real_run
     read = load_run(Path(result.run_dir)).result
