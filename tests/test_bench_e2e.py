@@ -25,6 +25,7 @@ import difflib
 import io
 import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
@@ -251,3 +252,22 @@ def test_two_shards_merged_give_the_totals_of_one_run(runs, capsys) -> None:
     main(["bench", "merge", str(runs["root"] / "shard1"), str(runs["root"] / "shard2")])
     table = capsys.readouterr().out
     assert table.count("| alpha |") == 1 and "correct: 1 of the 2" in table and "(50%)" in table
+
+
+def _warm_events(run_dir: Path) -> List[Dict[str, Any]]:
+    lines = (run_dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == "warm"]
+
+
+def test_no_warm_validates_every_candidate_fresh(runs, tmp_path: Path) -> None:
+    # make bench compares the two ways; the bench ignores REPAIRLOOP_WARM (settings from the environment),
+    # so a figure that set it compared warm with warm.
+    assert any(e["action"] == "started" for e in _warm_events(runs["root"] / "whole" / "alpha"))
+    one = tmp_path / "cases"
+    shutil.copytree(runs["cases"] / "alpha", one / "alpha")
+    with pytest.MonkeyPatch.context() as mp, ScriptedServer([answer_for]) as srv:
+        mp.setenv("REPAIRLOOP_WARM", "true")  # ignored by the bench: the flag decides
+        code, out, _ = _run_captured([str(one), "--model", "openai/scripted", "--api-base", srv.base_url,
+                                      "--no-warm", "--keep", str(tmp_path / "kept"), "--json"])
+    assert code in (0, 1) and rows(json.loads(out))["alpha"]["outcome"] == "fixed"
+    assert _warm_events(tmp_path / "kept" / "alpha") == []

@@ -91,6 +91,9 @@ def _clock_text(seconds: float) -> str:
 def run(
     cases_dir: Path = typer.Argument(..., help="Directory of cases (each a project with a case.toml)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
+    warm: Optional[bool] = typer.Option(None, "--warm/--no-warm", help="Validate candidates in a warm test process "
+                                        "(default) or each in a fresh one; the environment's REPAIRLOOP_WARM is "
+                                        "ignored, like every setting from the environment."),
     model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model chain (default: the offline engine)."),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per case (a case.toml timeout may lower it)."),
@@ -101,7 +104,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document instead of a Markdown table."),
 ) -> None:
     """Run the loop on every case of CASES_DIR, each in a temporary copy; report plausible and correct patches."""
-    flags = {"workers": workers, "models": model or None, "api_base": api_base}
+    flags = {"workers": workers, "warm": warm, "models": model or None, "api_base": api_base}
     guarded(lambda: _run(cases_dir, flags, timeout, keep, shard, as_json, model), as_json)
 
 

@@ -51,20 +51,20 @@ def spread_order(count: int) -> List[int]:
 
 
 def bench_case(case: Path, work: Path, timeout: float, warm: Optional[bool] = None) -> Optional[Row]:
-    """``repairloop bench DIR --json --timeout T`` on a directory holding only ``case``; its one result.
+    """``repairloop bench run DIR --json --timeout T`` on a directory holding only ``case``; its one result.
 
-    ``warm`` sets ``REPAIRLOOP_WARM`` for the run (None: the default). None when
-    the run did not answer within ``timeout`` + 60 s or printed no result.
+    ``warm`` adds ``--warm`` or ``--no-warm`` (None: the default; the bench
+    ignores settings from the environment). None when the run did not answer
+    within ``timeout`` + 60 s or printed no result.
     """
     one = work / case.name
     one.mkdir(parents=True)
     (one / case.name).symlink_to(case, target_is_directory=True)
-    args = [str(BIN / "repairloop"), "bench", str(one), "--json", "--timeout", f"{timeout:.0f}"]
-    env = {**os.environ, "NO_COLOR": "1"}
+    args = [str(BIN / "repairloop"), "bench", "run", str(one), "--json", "--timeout", f"{timeout:.0f}"]
     if warm is not None:
-        env["REPAIRLOOP_WARM"] = "true" if warm else "false"
+        args.append("--warm" if warm else "--no-warm")
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env={**os.environ, "NO_COLOR": "1"})
     try:
         out, _ = proc.communicate(timeout=timeout + 60)
     except subprocess.TimeoutExpired:
