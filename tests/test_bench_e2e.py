@@ -269,5 +269,7 @@ def test_no_warm_validates_every_candidate_fresh(runs, tmp_path: Path) -> None:
         mp.setenv("REPAIRLOOP_WARM", "true")  # ignored by the bench: the flag decides
         code, out, _ = _run_captured([str(one), "--model", "openai/scripted", "--api-base", srv.base_url,
                                       "--no-warm", "--keep", str(tmp_path / "kept"), "--json"])
-    assert code in (0, 1) and rows(json.loads(out))["alpha"]["outcome"] == "fixed"
+    document = json.loads(out)
+    assert code in (0, 1) and rows(document)["alpha"]["outcome"] == "fixed"
+    assert document["bench"]["warm"] is False  # two benches, --warm and --no-warm, are told apart (and not merged)
     assert _warm_events(tmp_path / "kept" / "alpha") == []

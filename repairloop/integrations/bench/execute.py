@@ -50,7 +50,7 @@ def describe_bench(cases_dir: Path, cases: List[Case], options: BenchOptions) ->
     """What was run, the same on every shard of one bench: ``bench merge`` refuses shards that differ in it."""
     return {"cases_dir": cases_dir.resolve().name, "cases": [c.name for c in cases],
             "models": list(options.flags.get("models") or []), "timeout": options.timeout,
-            "workers": options.flags.get("workers")}
+            "workers": options.flags.get("workers"), "warm": options.flags.get("warm")}
 
 
 def prepare(cases_dir: Path, options: BenchOptions) -> Tuple[Dict[str, Any], List[Case]]:

@@ -2,7 +2,7 @@
 
 Each DIR is a shard's ``--keep`` directory (its ``bench.json``) or the file
 ``bench --json`` wrote. The shards must describe the same bench (cases,
-models, timeout, workers), be finished, and together hold every shard of
+models, timeout, workers, warm), be finished, and together hold every shard of
 ``--shard I/N`` exactly once; the merged rows are sorted by case name and the
 totals are computed from them, as for one run over every case.
 """
