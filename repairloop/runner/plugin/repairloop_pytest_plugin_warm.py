@@ -33,7 +33,7 @@ import socket
 import sys
 import tempfile
 import time
-from typing import Any, Dict, FrozenSet, List, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import pytest
 from repairloop_pytest_plugin_children import kill_leftovers, read_pipe, redirect_output, threads, wait_for
@@ -100,23 +100,31 @@ class WarmServer:
         started a thread (a fork would copy the locks it holds) or did not end
         within ``REHEARSAL_SECONDS``.
         """
-        names_r, names_w = os.pipe()
+        names, status, timed_out = self._in_child(lambda pipe, tmp: _rehearsal_child(self, session, tree, pipe, tmp),
+                                                  REHEARSAL_SECONDS)
+        return names.split() if status == 0 and not timed_out else []
+
+    def _in_child(self, body: Callable[[int, str], None], seconds: float) -> Tuple[str, Optional[int], bool]:
+        """Fork; the child runs ``body(pipe, tmp)`` (it never returns) without the server's channel. Returns
+        what it wrote on ``pipe``, its exit status (None when killed) and whether ``seconds`` ran out; every
+        process it left is killed and its temporary directory ``tmp`` removed."""
+        pipe_r, pipe_w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="warm-")
+        deadline = time.monotonic() + seconds
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            os.close(names_r)
-            os.close(self.fd)
-            _rehearsal_child(self, session, tree, names_w, tmp)
-        os.close(names_w)
-        deadline = time.monotonic() + REHEARSAL_SECONDS
+            os.close(pipe_r)
+            os.close(self.fd)  # candidate code gets no channel to repairloop
+            body(pipe_w, tmp)
+        os.close(pipe_w)
         try:
-            names = read_pipe(names_r, deadline)
+            written = read_pipe(pipe_r, deadline)
             status, timed_out = wait_for(pid, deadline)
         finally:
-            os.close(names_r)
+            os.close(pipe_r)
             kill_leftovers(pid)
             shutil.rmtree(tmp, ignore_errors=True)
-        return names.split() if status == 0 and not timed_out else []
+        return written, status, timed_out
 
     def _send(self, message: Dict[str, Any]) -> None:
         self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
@@ -139,23 +147,9 @@ class WarmServer:
         return self._fork(session, selected, sorted(changed), request)
 
     def _fork(self, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any]) -> Dict[str, Any]:
-        decision_r, decision_w = os.pipe()
-        tmp = tempfile.mkdtemp(prefix="warm-")
         started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(decision_r)
-            os.close(self.fd)  # candidate code gets no channel to repairloop
-            _child(self, session, selected, changed, request, decision_w, tmp)
-        os.close(decision_w)
-        deadline = started + float(request["timeout"])
-        try:
-            why = read_pipe(decision_r, deadline)
-            status, timed_out = wait_for(pid, deadline)
-        finally:
-            os.close(decision_r)
-            kill_leftovers(pid)
-            shutil.rmtree(tmp, ignore_errors=True)
+        why, status, timed_out = self._in_child(
+            lambda pipe, tmp: _child(self, session, selected, changed, request, pipe, tmp), float(request["timeout"]))
         if why:
             return {"ran": False, "why": why}
         return {"ran": True, "status": status, "timed_out": timed_out, "seconds": time.monotonic() - started}
