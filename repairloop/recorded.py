@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from repairloop.chain import RecordedAnswer
 from repairloop.errors import ConfigError, ProjectError
@@ -27,7 +27,7 @@ from repairloop.journal import (
     read_events,
     resolve_run,
 )
-from repairloop.settings import Settings
+from repairloop.settings import ENV_PREFIX, FIELD_NAMES, TRUST, Settings, Trust, load_layers
 from repairloop.types import StopReason
 from repairloop.workspace import StartState
 
@@ -49,10 +49,13 @@ class Recorded:
     warnings: Tuple[str, ...] = ()
 
 
-def load_recorded(project: Path, ref: Optional[str]) -> Recorded:
+def load_recorded(project: Path, ref: Optional[str], environ: Mapping[str, str]) -> Recorded:
     """Read run ``ref`` (an id, a unique prefix, or None/"latest") of ``project``.
 
-    Raises ProjectError when there is no such run or its journal lacks its start.
+    The journal lies in the project, so its recorded settings count as the project's: keys a
+    project may not set (``settings.trust``) come from the user's layers of ``environ`` now, with a
+    warning where that changes a recorded value. Raises ProjectError when there is no such run or
+    its journal lacks its start, ConfigError when its settings cannot be read.
     """
     run_dir = resolve_run(project, ref)
     entries, warnings = read_events(run_dir)
@@ -62,7 +65,7 @@ def load_recorded(project: Path, ref: Optional[str]) -> Recorded:
         raise ProjectError(f"the journal of {run_dir.name} has no start record",
                            hint="start a new run with `repairloop run`")
     try:
-        settings = Settings(**start.settings)
+        settings, notices = _resumed_settings(project, start.settings, run_dir.name, environ)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"cannot read the settings recorded in {run_dir.name}: {err}",
                           hint="start a new run with `repairloop run`") from None
@@ -76,8 +79,23 @@ def load_recorded(project: Path, ref: Optional[str]) -> Recorded:
         # An interrupted run stopped on purpose but is not finished: resume goes on with it.
         finished=any(isinstance(e, StoppedEvent) and e.stop_reason is not StopReason.INTERRUPTED for e in events),
         pending=tuple(pending_intents(events)),
-        warnings=tuple(warnings),
+        warnings=tuple(warnings) + notices,
     )
+
+
+def _resumed_settings(project: Path, recorded: Mapping[str, object], run_id: str,
+                      environ: Mapping[str, str]) -> Tuple[Settings, Tuple[str, ...]]:
+    """The recorded settings as a project layer under the user's current layers, and one line per recorded
+    value of a key the project may not set that is not reused (``settings.trust``)."""
+    values = {k: v for k, v in recorded.items() if k in FIELD_NAMES}
+    origin = f"the journal of run {run_id}"
+    layers = load_layers(project, None, environ, project_values=(values, origin))
+    dropped = [k for k, v in values.items() if v != getattr(layers.settings, k)
+               and TRUST[k] is not Trust.PROJECT and not k.startswith("_")]
+    notices = tuple(f"the recorded {k} = {values[k]!r} is not reused: {origin} lies in the project, which never "
+                    f"chooses it; set it again with {ENV_PREFIX}{k.upper()} or in your configuration file"
+                    for k in dropped)
+    return layers.settings, notices
 
 
 def _base(events: List[ReadEvent]) -> Optional[str]:

@@ -63,9 +63,9 @@ def test_without_a_cost_limit_an_unpriced_model_runs(make_project, capsys) -> No
 
 
 def test_a_hook_default_is_no_cost_limit_of_the_users(tmp_path: Path) -> None:
-    assert "max_cost" not in hook_settings(tmp_path, {}, {}).model_fields_set
-    assert hook_settings(tmp_path, {}, {}).max_cost == 0.10
-    assert "max_cost" in hook_settings(tmp_path, {"max_cost": 0.2}, {}).model_fields_set
+    assert "max_cost" not in hook_settings(tmp_path, {}, {}).settings.model_fields_set
+    assert hook_settings(tmp_path, {}, {}).settings.max_cost == 0.10
+    assert "max_cost" in hook_settings(tmp_path, {"max_cost": 0.2}, {}).settings.model_fields_set
 
 
 @pytest.mark.parametrize("value", [{"m": [1.0]}, {"m": [-1.0, 2.0]}, {"m": "cheap"}, "m=1/x"])

@@ -37,11 +37,11 @@ _SKIP = ("__pycache__", ".venv", "venv", ".repairloop", ".pytest_cache")
 
 def test_hook_defaults_sit_below_the_users_configuration(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.repairloop]\ntimeout = 300\n")
-    settings = hook_settings(tmp_path, {"max_iterations": 5}, {"REPAIRLOOP_MAX_COST": "0.5"})
+    settings = hook_settings(tmp_path, {"max_iterations": 5}, {"REPAIRLOOP_MAX_COST": "0.5"}).settings
     assert settings.timeout == 300 and settings.max_cost == 0.5 and settings.max_iterations == 5
     bare = tmp_path / "bare"
     bare.mkdir()
-    plain = hook_settings(bare, {}, {})
+    plain = hook_settings(bare, {}, {}).settings
     assert (plain.timeout, plain.max_cost, plain.max_iterations) == (
         HOOK_DEFAULTS["timeout"], HOOK_DEFAULTS["max_cost"], HOOK_DEFAULTS["max_iterations"])
 

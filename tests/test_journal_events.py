@@ -200,7 +200,7 @@ def test_a_journal_of_the_previous_version_still_reports_and_resumes(tmp_path: P
     assert "iteration 3: openai/scripted (llm) -> kept" in text and "totals: 3 iterations, 5 model calls" in text
     assert main(["report", "-C", str(project), "-f", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["iterations"][2]["decision"] == "kept"
-    recorded = load_recorded(project, None)
+    recorded = load_recorded(project, None, {})
     assert sorted(recorded.answers) == [(1, 0), (2, 0), (2, 1), (3, 0)]
     assert recorded.finished and recorded.pending == () and recorded.base is not None
     assert isinstance(recorded.answers[(2, 0)], ProposalEvent) and recorded.answers[(2, 0)].usage.calls == 1

@@ -163,13 +163,13 @@ def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None
 
     journal("20260101-000000-aaaa", "interrupted")
     journal("20260101-000001-bbbb", "stagnation")
-    assert not load_recorded(tmp_path, "20260101-000000-aaaa").finished
-    assert load_recorded(tmp_path, "20260101-000001-bbbb").finished
+    assert not load_recorded(tmp_path, "20260101-000000-aaaa", {}).finished
+    assert load_recorded(tmp_path, "20260101-000001-bbbb", {}).finished
     from repairloop.errors import ProjectError
     from repairloop.intents import settle_pending
 
     with pytest.raises(ProjectError, match="already finished") as err:
-        list(settle_pending(tmp_path, load_recorded(tmp_path, "20260101-000001-bbbb")))
+        list(settle_pending(tmp_path, load_recorded(tmp_path, "20260101-000001-bbbb", {})))
     assert "git apply" in err.value.hint and "fix.patch" in err.value.hint  # how to use the finished run's patch
 
 

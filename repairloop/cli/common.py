@@ -133,17 +133,26 @@ def check_usage(*, model: Optional[List[str]] = None, yes: bool = False, apply: 
 
 
 def project_settings(path: Path, flags: Dict[str, Any]) -> Any:
-    """The project's Settings (``settings.load_settings``) with ``flags`` (None values: not given) on top.
+    """The run's Settings (``settings.load_layers``) with ``flags`` (None values: not given) on top.
 
-    Warns about unknown REPAIRLOOP_* variables first. Raises ProjectError (exit 2)
+    Warns about unknown REPAIRLOOP_* variables first, and prints one notice per key of the
+    project's file that it may not set (``settings.trust``). Raises ProjectError (exit 2)
     when ``path`` is no directory, ConfigError (exit 2) for an invalid setting.
     """
-    from repairloop.settings import load_settings
+    from repairloop.settings import load_layers
 
     if not path.is_dir():
         raise not_a_directory(path)
     warn_unknown_env()
-    return load_settings(path.resolve(), flags)
+    layers = load_layers(path.resolve(), flags)
+    print_notices(layers.notices)
+    return layers.settings
+
+
+def print_notices(notices: Any) -> None:
+    """One stderr line per notice (settings a project file may not set, and were ignored)."""
+    for notice in notices:
+        err_console().print(notice, markup=False, highlight=False)
 
 
 def warn_unknown_env() -> None:

@@ -14,7 +14,16 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
-from repairloop.cli.common import PathArg, check_usage, err_console, guarded, not_a_directory, project_settings, warn_unknown_env
+from repairloop.cli.common import (
+    PathArg,
+    check_usage,
+    err_console,
+    guarded,
+    not_a_directory,
+    print_notices,
+    project_settings,
+    warn_unknown_env,
+)
 
 
 def hook(
@@ -42,7 +51,9 @@ def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[s
     if not path.is_dir():
         raise not_a_directory(path)
     warn_unknown_env()
-    settings = hook_settings(path.resolve(), flags, os.environ)
+    layers = hook_settings(path.resolve(), flags, os.environ)
+    print_notices(layers.notices)
+    settings = layers.settings
     renderer = ConsoleRenderer(err_console())
     try:
         report = run_hook(settings, path, apply=apply, on_event=renderer)

@@ -28,7 +28,7 @@ from repairloop.integrations.ci_publish import Plan, publish
 from repairloop.integrations.summary import fingerprint, markdown_summary
 from repairloop.journal import Journal
 from repairloop.loop import iterate
-from repairloop.settings import Settings
+from repairloop.settings import Settings, pull_request_event
 from repairloop.suite import sandbox_for
 from repairloop.types import ExitCode, FailureKind, LoopEvent, Outcome, RunResult
 
@@ -117,7 +117,7 @@ def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Ma
 def _refuse_unconfined_pull_request(settings: Settings, project: Path, environ: Mapping[str, str]) -> None:
     """On a pull-request event, code from a stranger's branch steers the model: refuse to run
     candidate code unconfined (ConfigError, exit 2) unless ``allow_unconfined_pr`` says so."""
-    event = ci_env.pull_request_event(environ)
+    event = pull_request_event(environ)
     if not event or settings.allow_unconfined_pr:
         return
     status = sandbox_for(settings, project).status

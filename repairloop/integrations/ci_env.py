@@ -65,20 +65,6 @@ def read_context(environ: Mapping[str, str]) -> CIContext:
     return CIContext(system, environ.get("GITHUB_REPOSITORY", ""), "", "", "", "", "")
 
 
-def pull_request_event(environ: Mapping[str, str]) -> str:
-    """The event's name when the run was triggered by a pull (merge) request, else "".
-
-    GitHub sets ``GITHUB_EVENT_NAME`` (``pull_request``, ``pull_request_target``);
-    GitLab sets ``CI_PIPELINE_SOURCE=merge_request_event`` (both documented variables).
-    """
-    github = environ.get("GITHUB_EVENT_NAME", "")
-    if github.startswith("pull_request"):
-        return github
-    if environ.get("CI_PIPELINE_SOURCE") == "merge_request_event":
-        return "merge_request_event"
-    return ""
-
-
 def bot_reason(commit: CommitInfo, ctx: CIContext, own_email: str) -> Optional[str]:
     """Why repairloop must not act on this commit (made by repairloop or a bot), else None.
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from repairloop.loop import iterate
-from repairloop.settings import Settings, load_settings, read_env_layer, read_file_layer
+from repairloop.settings import Layers, Settings, load_layers
 from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult
 
 # A hook runs while someone waits for `git push`: two minutes, ten cents, three iterations,
@@ -29,17 +29,18 @@ from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult
 HOOK_DEFAULTS: Dict[str, Any] = {"timeout": 120.0, "max_cost": 0.10, "max_iterations": 3}
 
 
-def hook_settings(project: Path, flags: Mapping[str, Any], environ: Mapping[str, str]) -> Settings:
-    """Settings for a hook run: packaged defaults < HOOK_DEFAULTS < config file < environment < flags.
+def hook_settings(project: Path, flags: Mapping[str, Any], environ: Mapping[str, str]) -> Layers:
+    """Settings for a hook run: defaults < HOOK_DEFAULTS < user file < project file < environment < flags.
 
-    A hook default applies only to keys the user set nowhere. Raises ConfigError.
+    A hook default applies only to keys no layer set. Raises ConfigError.
     """
     given = {k: v for k, v in flags.items() if v is not None}
-    user_keys = set(read_file_layer(project)[0]) | set(read_env_layer(environ)) | set(given)
-    defaults = {k: v for k, v in HOOK_DEFAULTS.items() if k not in user_keys}
-    settings = load_settings(project, {**defaults, **given}, environ)
+    layers = load_layers(project, given, environ)
+    defaults = {k: v for k, v in HOOK_DEFAULTS.items() if k not in layers.given}
+    settings = layers.settings.model_copy(update=defaults)
     # A hook default is no choice of the user's (its cost limit does not refuse an unpriced model).
-    return Settings.model_construct(_fields_set=settings.model_fields_set - set(defaults), **settings.model_dump())
+    settings = Settings.model_construct(_fields_set=layers.settings.model_fields_set, **settings.model_dump())
+    return Layers(settings, layers.given, layers.notices)
 
 
 @dataclass

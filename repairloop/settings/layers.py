@@ -1,4 +1,4 @@
-"""Loading the settings in layers: packaged defaults < config file < environment < flags.
+"""Loading the settings in layers: defaults < user file < project file (trusted keys) < environment < flags.
 
 Unknown keys are errors that name the key and the file they came from; unknown
 ``REPAIRLOOP_*`` variables are only warned about (:func:`unknown_env_warnings`).
@@ -9,13 +9,15 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from pydantic import ValidationError
 
 from repairloop.errors import ConfigError
 from repairloop.settings.model import DEFAULT_MODEL_BY_KEY, ENV_PREFIX, FIELD_NAMES, INTERNAL_ENV, KEYS_DOC, Settings
+from repairloop.settings.trust import ignored_notice, project_may_set, pull_request_event, user_config_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,30 +92,72 @@ def unknown_env_warnings(environ: Mapping[str, str]) -> List[str]:
     return warnings
 
 
-def read_file_layer(project: Path) -> Tuple[Dict[str, Any], Optional[Path]]:
-    """Read ``repairloop.toml`` or ``[tool.repairloop]`` of ``pyproject.toml``.
+def _read_toml_table(path: Path, *, pyproject: bool) -> Optional[Dict[str, Any]]:
+    """The settings table of ``path``: ``[tool.repairloop]`` of a pyproject.toml (None when it has
+    none), else the file's top level. Raises ConfigError on unreadable TOML."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as err:
+        raise ConfigError(f"cannot read {path}: {err}", hint="fix the TOML syntax") from None
+    table = data.get("tool", {}).get("repairloop") if pyproject else data
+    return dict(table) if isinstance(table, dict) else None
 
-    Returns (values, file) with file None when neither exists.
-    Raises ConfigError on unreadable TOML or unknown keys.
+
+def read_project_layer(project: Path, environ: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
+    """The keys of ``repairloop.toml`` (or else ``[tool.repairloop]`` of ``pyproject.toml``) that the project
+    may set (``settings.trust``), and one notice per key ignored.
+
+    Keys of class ``user`` are always ignored, keys of class ``spend`` on a pull-request event; they
+    are dropped before validation, so a hostile value is ignored, not an error. Raises ConfigError on
+    unreadable TOML, unknown keys or invalid values of the keys kept.
     """
     own = project / "repairloop.toml"
     pyproject = project / "pyproject.toml"
     for path in (own, pyproject):
         if not path.is_file():
             continue
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-            raise ConfigError(f"cannot read {path}: {err}", hint="fix the TOML syntax") from None
-        if path is pyproject:
-            data = data.get("tool", {}).get("repairloop")
-            if data is None:
-                continue
-            origin = f"{path} [tool.repairloop]"
-        else:
-            origin = str(path)
-        return _check(data, origin), path
-    return {}, None
+        data = _read_toml_table(path, pyproject=path is pyproject)
+        if data is None:
+            continue
+        origin = f"{path} [tool.repairloop]" if path is pyproject else str(path)
+        return filter_project_values(data, origin, environ)
+    return {}, []
+
+
+def filter_project_values(values: Mapping[str, Any], origin: str,
+                          environ: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
+    """``values`` from a project's file (``origin`` names it) without the keys it may not set, validated,
+    and the notices for the keys dropped (``trust.ignored_notice``). Raises ConfigError."""
+    pull_request = bool(pull_request_event(environ))
+    user_file = user_config_file(environ) or Path("~/.config/repairloop/config.toml")
+    kept = {k: v for k, v in values.items() if project_may_set(k, pull_request)}
+    notices = [ignored_notice(k, origin, user_file) for k in values if k not in kept]
+    return _check(kept, origin), notices
+
+
+def read_user_layer(project: Path, environ: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
+    """The user's configuration file (``trust.user_config_file``): its keys, all of them trusted.
+
+    A file that lies inside ``project`` (``HOME`` or ``XDG_CONFIG_HOME`` pointing into it) is the
+    project's, not the user's: it is ignored with a notice. Raises ConfigError on unreadable TOML or
+    unknown keys.
+    """
+    path = user_config_file(environ)
+    if path is None or not path.is_file():
+        return {}, []
+    if _inside(path, project):
+        return {}, [f"repairloop: notice: {path} is ignored: it lies inside the project under repair, whose "
+                    "files never choose its settings; keep your configuration outside the project"]
+    data = _read_toml_table(path, pyproject=False) or {}
+    return _check(data, str(path)), []
+
+
+def _inside(path: Path, project: Path) -> bool:
+    for form in {Path(os.path.abspath(path)), path.resolve()}:
+        for root in {Path(os.path.abspath(project)), project.resolve()}:
+            if form == root or root in form.parents:
+                return True
+    return False
 
 
 def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
@@ -131,22 +175,46 @@ def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
     return values
 
 
+@dataclass(frozen=True)
+class Layers:
+    """The merged settings of a run, the keys some layer set, and the notices for project keys ignored."""
+
+    settings: Settings
+    given: FrozenSet[str]
+    notices: Tuple[str, ...]
+
+
+def load_layers(
+    project: Path,
+    flags: Optional[Mapping[str, Any]] = None,
+    environ: Optional[Mapping[str, str]] = None,
+    *,
+    project_values: Optional[Tuple[Mapping[str, Any], str]] = None,
+) -> Layers:
+    """Merge, lowest first: the defaults, the user's configuration file, the project's file (the keys it
+    may set), ``REPAIRLOOP_*`` variables, ``flags`` (only options the user gave; None: not given).
+
+    ``project_values`` (values, origin) replaces the project's file (a resumed run's recorded settings,
+    which lie in the project too). Raises ConfigError naming the key and its source on any invalid value.
+    """
+    environ = os.environ if environ is None else environ
+    user, notices = read_user_layer(project, environ)
+    if project_values is None:
+        from_project, ignored = read_project_layer(project, environ)
+    else:
+        from_project, ignored = filter_project_values(project_values[0], project_values[1], environ)
+    merged: Dict[str, Any] = {**user, **from_project, **read_env_layer(environ)}
+    merged.update(check_flags(flags or {}))
+    return Layers(Settings(**merged), frozenset(merged), tuple(notices + ignored))
+
+
 def load_settings(
     project: Path,
     flags: Optional[Mapping[str, Any]] = None,
     environ: Optional[Mapping[str, str]] = None,
 ) -> Settings:
-    """Merge the layers for ``project``; ``flags`` holds only options the user gave.
-
-    Raises ConfigError naming the key and its source on any invalid value.
-    """
-    environ = os.environ if environ is None else environ
-    merged: Dict[str, Any] = {}
-    merged.update(read_file_layer(project)[0])
-    merged.update(read_env_layer(environ))
-    given = {k: v for k, v in (flags or {}).items() if v is not None}
-    merged.update(_check(given, "the command-line flags"))
-    return Settings(**merged)
+    """``load_layers(...).settings``: the merged settings, without the notices."""
+    return load_layers(project, flags, environ).settings
 
 
 def edit_format_for(settings: Settings, model: str) -> str:

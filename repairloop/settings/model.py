@@ -7,7 +7,9 @@ them and a test keeps the two equal); loading the layers on top of them is
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -52,7 +54,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     test_cmd: Optional[str] = Field(None, description="Test command; default: the project's python -m pytest.")
-    junit_xml: Optional[str] = Field(None, description="JUnit XML file a non-pytest test command writes.")
+    junit_xml: Optional[str] = Field(
+        None, description="JUnit XML file a non-pytest test command writes, relative to the project, inside it.")
     models: List[str] = Field(default_factory=list, description="Model chain (litellm names, or 'builtin').")
     fallback_to_builtin: bool = Field(True, description="Append the offline engine to every model chain.")
     api_base: Optional[str] = Field(None, description="Base URL of an OpenAI-compatible server.")
@@ -123,6 +126,17 @@ class Settings(BaseModel):
         # An empty string would silently mean "unset" further on; say so instead.
         if value is not None and not value.strip():
             raise ValueError("must not be empty (leave it out to use the default)")
+        return value
+
+    @field_validator("junit_xml")
+    @classmethod
+    def _inside_project(cls, value: Optional[str]) -> Optional[str]:
+        # repairloop deletes this file before a run, creates it and lets the sandbox write it: a path
+        # outside the tree under test would hand a host file to the tests.
+        if value is not None and (os.path.isabs(value) or ".." in Path(value).parts):
+            raise ValueError("must be a path inside the project, relative to it (no leading / and no '..')")
+        if value is not None and Path(value).parts[:1] in ((".git",), (".repairloop",)):
+            raise ValueError("must not lie in .git/ or .repairloop/ (git's and repairloop's own files)")
         return value
 
     @field_validator("edit_format")
