@@ -23,7 +23,7 @@ from repairloop.classify import classify_report
 from repairloop.journal import Journal
 from repairloop.patch import AppliedPatch, GuardPolicy
 from repairloop.suite import TestSuite
-from repairloop.types import Decision, Failure, ResultSource, TestFiles, TestReport
+from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport
 from repairloop.warm import JournalledWarm, WarmSlot
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
@@ -34,7 +34,7 @@ class ValidationSetup:
     """What validating candidates needs, built once per run.
 
     ``targeted`` is True when the test command takes test ids (pytest), so the
-    failing tests can run alone first; ``python`` is the project's interpreter;
+    failing tests can run alone first; ``interpreter`` asks the project's interpreter (classify);
     ``guarded`` tells the files no run may change (tests, protected files);
     ``baseline_ids`` are the tests the baseline's full run collected;
     ``warm`` runs the failing tests in a warm process first (``warm.py``;
@@ -48,7 +48,7 @@ class ValidationSetup:
     test_files: TestFiles
     final_runs: int
     targeted: bool
-    python: Optional[str]
+    interpreter: Optional[InterpreterQuery]
     guarded: Callable[[str], bool] = lambda path: False
     baseline_ids: FrozenSet[str] = frozenset()
     warm: bool = False
@@ -114,7 +114,7 @@ def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, 
         return checked
     if checked.report is None:
         return checked
-    failures = classify_report(checked.report, ws.root, python=setup.python)
+    failures = classify_report(checked.report, ws.root, interpreter=setup.interpreter)
     return Checked(checked.decision, checked.reason, checked.fixed, checked.broke, checked.failing,
                    checked.report, checked.seconds, failures)
 
@@ -180,8 +180,9 @@ def untrusted_run(setup: ValidationSetup, report: TestReport, root: Path, oracle
         return f"the test results cannot be trusted: {report.distrust}"
     changed = changed_files(oracle, fingerprint(root, setup.guarded))
     if changed:
-        return ("while the tests ran, the candidate's code changed test or protected file(s): "
-                + ", ".join(changed[:5]) + "; tests are the oracle and may not be rewritten")
+        return ("while the tests ran, the candidate's code changed test, protected or compiled bytecode file(s): "
+                + ", ".join(changed[:5]) + "; tests are the oracle and may not be rewritten, nor the code "
+                "an import runs")
     if full and report.source is not ResultSource.EXIT_CODE and setup.baseline_ids:
         seen = {r.test_id for r in report.results}
         missing = sorted(t for t in setup.baseline_ids if "::" in t and t not in seen)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -183,15 +184,19 @@ class WarmProcess:
             return self._refuse(self.refused or "the warm server is not running (it restarts before the next candidate)")
         assert self._scratch is not None and self._channel is not None
         self._requests += 1
-        results = self._scratch / f"run-{self._requests}.jsonl"
-        output = self._scratch / f"run-{self._requests}.out"
-        request = {"id": self._requests, "tests": list(test_ids), "changed": list(changed),
+        # Names no earlier child can guess: one that planted a file (a FIFO, a link) where the next
+        # request writes must not be able to stall or steer it.
+        name = f"run-{self._requests}-{secrets.token_hex(8)}"
+        results, output = self._scratch / f"{name}.jsonl", self._scratch / f"{name}.out"
+        request = {"id": name, "tests": list(test_ids), "changed": list(changed),
                    "results": str(results), "output": str(output), "timeout": timeout}
         try:
             self._channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
             answer = self._answer(timeout + ANSWER_GRACE)
         except OSError as error:
             answer = {"ran": False, "stale": True, "why": f"the warm server's channel broke: {error}"}
+        if answer is not None and answer.get("id") != name:  # not this request's answer: trust none
+            answer = {"ran": False, "stale": True, "why": "the warm server answered another request"}
         try:
             return self._report(answer, test_ids, results, output, timeout)
         finally:

@@ -2,8 +2,11 @@
 
 A candidate's code runs while its tests run and can rewrite a test file (an
 assertion turned into ``pass``) or add one (a ``conftest.py``) before pytest
-reads it. Comparing the fingerprint of those files before and after a run
-tells; the loop then refuses the candidate (DESIGN.md "The verdict").
+reads it, or write compiled bytecode that a later import runs instead of a
+source or a test. Comparing the fingerprint of those files before and after a
+run tells; the loop then refuses the candidate (DESIGN.md "The verdict").
+Bytecode is always fingerprinted: test runs write none (PYTHONDONTWRITEBYTECODE)
+and remove any before they start (``runner.remove_bytecode``).
 """
 
 from __future__ import annotations
@@ -12,18 +15,19 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, List
 
-from repairloop.types import NOT_PROJECT_DIRS
+from repairloop.types import NOT_PROJECT_DIRS, is_bytecode
 from repairloop.workspace.gitcmd import hash_file
 
 # Directories a fingerprint never walks into: repositories' data, caches, environments.
-_SKIPPED = NOT_PROJECT_DIRS | {".git", ".repairloop", "__pycache__", ".pytest_cache", ".mypy_cache",
-                               "node_modules", ".hypothesis"}
+_SKIPPED = NOT_PROJECT_DIRS | {".git", ".repairloop", ".pytest_cache", ".mypy_cache", "node_modules",
+                               ".hypothesis"}
 
 Fingerprint = Dict[str, str]  # project-relative POSIX path -> sha256 of the bytes (or the symlink target)
 
 
 def fingerprint(root: Path, guarded: Callable[[str], bool]) -> Fingerprint:
-    """sha256 of every file under ``root`` whose project-relative path ``guarded`` accepts.
+    """sha256 of every file under ``root`` whose project-relative path ``guarded`` accepts, and of every
+    compiled bytecode file.
 
     Symbolic links are fingerprinted by their target text and never followed
     into directories. Unreadable files hash as "unreadable".
@@ -34,7 +38,7 @@ def fingerprint(root: Path, guarded: Callable[[str], bool]) -> Fingerprint:
         base = Path(directory)
         for name in files + [d for d in dirs if (base / d).is_symlink()]:
             rel = (base / name).relative_to(root).as_posix()
-            if guarded(rel):
+            if guarded(rel) or is_bytecode(rel):
                 try:
                     prints[rel] = hash_file(base / name) or ""
                 except OSError:
@@ -43,5 +47,7 @@ def fingerprint(root: Path, guarded: Callable[[str], bool]) -> Fingerprint:
 
 
 def changed_files(before: Fingerprint, after: Fingerprint) -> List[str]:
-    """Paths created, deleted or changed between two fingerprints, sorted."""
-    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    """Paths created, deleted or changed between two fingerprints, sorted; bytecode only when created or
+    changed (a run starts by removing what an earlier one left)."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)
+                  and not (is_bytecode(p) and p not in after))

@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import threading
 import time
 from typing import FrozenSet, List, Optional, Tuple
 
 CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"  # "1": the server runs in a sandbox's own PID namespace
+
+
+def not_dumpable() -> bool:
+    """Make this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``, Linux): a process of the same user,
+    such as a forked child running candidate code, can then neither ``ptrace`` it nor open its
+    ``/proc/<pid>/mem`` (ptrace access mode checks, proc(5)). Children forked from it inherit the flag.
+    Returns whether it took (False off Linux)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(4, 0, 0, 0, 0)) == 0  # PR_SET_DUMPABLE is 4 (linux/prctl.h)
+    except (OSError, AttributeError):
+        return False
 
 
 def threads() -> int:
@@ -74,6 +89,43 @@ def kill_leftovers(pgid: int) -> None:
             except OSError:
                 pass
     _reap()
+
+
+def tmp_entries() -> Optional[FrozenSet[str]]:
+    """What ``/tmp`` holds now, in a sandbox (its private /tmp); None unconfined (the host's /tmp) or
+    when it cannot be listed."""
+    if os.environ.get(CONFINED_ENV) != "1":
+        return None
+    try:
+        return frozenset(os.listdir("/tmp"))
+    except OSError:
+        return None
+
+
+def sweep_tmp(keep: Optional[FrozenSet[str]]) -> None:
+    """In a sandbox, remove what a child added to its private ``/tmp`` (all but ``keep``, what it held
+    before any child ran), so a file an earlier candidate left at a fixed path is never read by a later
+    one's tests. Never a mount point or what holds one (the tree under test is bound there), and nothing
+    when ``keep`` is None (unconfined: that /tmp is the host's) or the mounts cannot be read."""
+    if keep is None or os.environ.get(CONFINED_ENV) != "1":
+        return
+    try:
+        names = os.listdir("/tmp")
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            mounts = [line.split()[4] for line in handle if len(line.split()) > 4]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join("/tmp", name)
+        if name in keep or any(m == path or m.startswith(path + "/") for m in mounts):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _ancestors() -> FrozenSet[int]:

@@ -5,20 +5,23 @@ command with ``REPAIRLOOP_WARM_FD`` naming an inherited socket. After
 collection it answers ``{"ready": true, "collected": N}`` (or ``{"ready":
 false, "why": ...}``) and serves one JSON line per request::
 
-    {"id": 1, "tests": [nodeids], "changed": [paths], "results": file, "output": file, "timeout": seconds}
+    {"id": "run-1-…", "tests": [nodeids], "changed": [paths], "results": file, "output": file, "timeout": seconds}
 
 For each request it forks. The child brings the changed modules up to date
 (``repairloop_pytest_plugin_reload``), tells the server on a pipe whether it
 could (before any candidate code runs), then runs the tests through pytest's
 own run protocol, the recorder writing the usual records to ``results`` and
 the terminal's output going to ``output``, and exits with pytest's exit
-status. The server itself never runs candidate code: it answers ``{"id": 1,
-"ran": true, "status": code, "timed_out": bool}``, or ``{"id": 1, "ran":
+status. The server itself never runs candidate code: it answers ``{"id": …,
+"ran": true, "status": code, "timed_out": bool}``, or ``{"id": …, "ran":
 false, "why": ..., "stale": bool}`` when the request must run in a fresh
 process instead (``stale``: files changed under the server, start a new one).
 After each child every process the child left is killed: its process group,
 and in a sandbox (``REPAIRLOOP_WARM_CONFINED``, a PID namespace of its own)
-every process but the server and its ancestors.
+every process but the server and its ancestors; there, what the child added to
+the sandbox's private ``/tmp`` is removed too. The server is not dumpable
+(``prctl``), so no child can ``ptrace`` it or write its memory, and each child
+reads bytecode only from its own empty ``sys.pycache_prefix``.
 
 Standard library and pytest only, Python 3.8+.
 """
@@ -36,7 +39,16 @@ import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import pytest
-from repairloop_pytest_plugin_children import kill_leftovers, read_pipe, redirect_output, threads, wait_for
+from repairloop_pytest_plugin_children import (
+    kill_leftovers,
+    not_dumpable,
+    read_pipe,
+    redirect_output,
+    sweep_tmp,
+    threads,
+    tmp_entries,
+    wait_for,
+)
 from repairloop_pytest_plugin_preload import installed, preload
 from repairloop_pytest_plugin_reload import Snapshot, bring_up_to_date, refusal, stop_tracing
 
@@ -57,9 +69,12 @@ class WarmServer:
         self.reader = self.channel.makefile("r", encoding="utf-8")
         self.snapshot: Optional[Snapshot] = None
         self.test_modules: FrozenSet[str] = frozenset()
+        self.tmp: Optional[FrozenSet[str]] = None  # what the sandbox's /tmp held before any child ran
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: Any) -> bool:
+        not_dumpable()  # before any child exists: candidate code may not write this process's memory
+        self.tmp = tmp_entries()  # before any child exists too (the rehearsal's is one)
         traced = stop_tracing()
         why = self._refusal(session, traced)
         if why:
@@ -124,6 +139,7 @@ class WarmServer:
             os.close(pipe_r)
             kill_leftovers(pid)
             shutil.rmtree(tmp, ignore_errors=True)
+            sweep_tmp(self.tmp)
         return written, status, timed_out
 
     def _send(self, message: Dict[str, Any]) -> None:
@@ -165,6 +181,9 @@ def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[
     status = 3
     try:
         os.setpgid(0, 0)
+        # Bytecode only from this child's own empty directory: what an earlier child left in the
+        # server's is never run (nothing is written: PYTHONDONTWRITEBYTECODE).
+        sys.pycache_prefix = os.path.join(tmp, "pycache")
         try:
             why = _bring_up_to_date(server, changed)
         except Exception as error:  # a reload that breaks is a reason to go fresh, never a verdict
