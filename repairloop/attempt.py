@@ -53,8 +53,7 @@ class AttemptSetup:
     """What every attempt of a run uses, built once by the session.
 
     ``redact`` masks secrets in what a model is shown; ``count_tokens`` counts
-    prompt tokens; ``python`` is the project's interpreter (for classifying
-    the failures a kept candidate leaves).
+    prompt tokens.
     """
 
     validation: ValidationSetup

@@ -35,7 +35,7 @@ from repairloop.journal import (
 )
 from repairloop.recorded import Recorded
 from repairloop.redact import Redactor, redact_record, secret_values
-from repairloop.runner import default_test_command, project_python
+from repairloop.runner import default_test_command
 from repairloop.session import Confirm, Session
 from repairloop.settings import Settings, model_chain
 from repairloop.suite import TestSuite
@@ -177,7 +177,7 @@ def resume(
 
     project = project.resolve()
     check_repository(project)
-    recorded = load_recorded(project, ref)
+    recorded = load_recorded(project, ref, os.environ if environ is None else environ)
     for warning in recorded.warnings:
         yield LoopEvent(EventKind.NOTE, warning)
     if recorded.finished:
@@ -211,7 +211,7 @@ def classify_project(
         report = suite.run(ws.root)
         failures: Tuple[Failure, ...] = ()
         if not report.green:
-            failures = classify_report(report, ws.root, python=project_python(project))
+            failures = classify_report(report, ws.root, interpreter=suite.interpreter)
             failures += fidelity_failures(suite, ws.root, report)
         if failures and blocking_kind(failures, settings.retry_kinds) is None:  # as `run` does before spending
             found = confirm_failures(suite, ws.root, report.failing_ids, report, settings.confirm_runs)

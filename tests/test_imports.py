@@ -24,7 +24,7 @@ import pytest
 
 from repairloop import suite as suite_module
 from repairloop.confirm import fidelity_failures
-from repairloop.runner import interpreter_of, probe_imports, project_python
+from repairloop.runner import ProjectInterpreter, interpreter_of, probe_imports, project_python
 from repairloop.settings import Settings
 from repairloop.types import FailureKind, TestReport
 
@@ -217,13 +217,13 @@ def test_the_redirect_makes_nothing_else_importable(editable_env, copy_of) -> No
 
 def test_the_probe_maps_what_the_interpreter_imports_from_the_tree(editable_env) -> None:
     python, projects = editable_env
-    redirect = probe_imports(python, projects / "srcproj", environ())
+    redirect = probe_imports(ProjectInterpreter(python, environ()), projects / "srcproj")
     # the static .pth puts src/ on sys.path: everything there resolves to the user's tree, and only that
     assert {n: (k, loc) for n, k, loc in redirect.entries} == {
         "srcpkg": ("package", ("src/srcpkg",)), "unlisted": ("package", ("src/unlisted",))}
-    assert probe_imports(python, projects / "nsproj", environ()).entries == (
+    assert probe_imports(ProjectInterpreter(python, environ()), projects / "nsproj").entries == (
         ("acme", "namespace", ("src/acme",)),)
-    assert probe_imports(sys.executable, projects / "srcproj", environ()).entries == ()  # not installed there
+    assert probe_imports(ProjectInterpreter(sys.executable, environ()), projects / "srcproj").entries == ()  # not installed there
 
 
 def test_the_users_tree_and_the_copy_disagree_when_an_ignored_file_is_missing(tmp_path: Path, copy_of) -> None:
@@ -299,5 +299,5 @@ def test_a_virtualenv_inside_the_project_is_not_the_projects_code(tmp_path: Path
                           capture_output=True, text=True, check=True).stdout.strip()
     Path(site, "thirdparty.py").write_text("VALUE = 1\n")
     Path(site, "shapes-path.pth").write_text(str(project) + "\n")  # the project itself on sys.path, as pip -e does
-    redirect = probe_imports(str(python), project, environ())
+    redirect = probe_imports(ProjectInterpreter(str(python), environ()), project)
     assert redirect.names == ("shapes",), redirect.entries

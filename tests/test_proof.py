@@ -41,7 +41,7 @@ def setup(make_project, tmp_path: Path) -> Iterator[ValidationSetup]:
         policy = GuardPolicy()
         yield ValidationSetup(workspace=ws, suite=suite, journal=Journal(tmp_path / "run"), policy=policy,
                               test_files=policy.test_files, final_runs=2, targeted=is_pytest_command(suite.command),
-                              python=None, guarded=policy.guards_verdict)
+                              interpreter=None, guarded=policy.guards_verdict)
 
 
 def proof_of(setup: ValidationSetup, patch: AppliedPatch) -> stop.Ending:

@@ -161,7 +161,7 @@ def per_test(used: float, *frames: Frame) -> FailureKind:
     result = TestResult("tests/test_a.py::test_a", TestOutcome.FAILED, exc_type="Timeout", message=message,
                         frames=(Frame("tests/test_a.py", 3, "test_a"), *frames, PLUGIN_FRAME))
     report = TestReport(("pytest",), 1, results=(result,), source=ResultSource.PLUGIN)
-    return classify_report(report, Path("/nonexistent"), python=None)[0].kind
+    return classify_report(report, Path("/nonexistent"))[0].kind
 
 
 def test_a_test_stopped_while_computing_is_logic_wherever_the_alarm_landed() -> None:

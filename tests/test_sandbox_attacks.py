@@ -209,13 +209,16 @@ def test_hostile_candidate_reaches_nothing_in_the_sandbox(make_project, tmp_path
 def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(make_project, tmp_path: Path) -> None:
     doc, stderr, left = attack_run(make_project, tmp_path, "none")
     assert doc["outcome"] == "fixed", stderr
-    assert doc["sandbox"] == {"confined": False, "backend": "none", "detail": 'sandbox = "none" in the settings',
-                              "network": True}
+    box = doc["sandbox"]
+    assert {k: box[k] for k in ("confined", "backend", "detail", "network", "program")} == {
+        "confined": False, "backend": "none", "detail": 'sandbox = "none" in the settings', "network": True,
+        "program": ""}
+    assert {"OPENAI_API_KEY", "DATABASE_PASSWORD"} <= set(box["env_withheld"]) and box["env_passed"] == []
     assert any(n.startswith("WARNING: candidate code ran UNCONFINED") for n in doc["notes"])
     assert "UNCONFINED" in stderr  # the console said it before the baseline, and in the final panel
     report = subprocess.run([sys.executable, "-m", "repairloop", "report", "latest", "--project", doc["run_dir"] + "/../../.."],
                             capture_output=True, text=True, timeout=60)
-    assert "WARNING: candidate code ran unconfined" in report.stdout, report.stderr  # and `repairloop report`
+    assert "WARNING: candidate code ran UNCONFINED" in report.stdout, report.stderr  # and `repairloop report`
     # the checks above have teeth: unconfined, the same code gets out
     assert left["vartmp"] and left["connections"] >= 1 and left["alive"]
     # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ; redaction

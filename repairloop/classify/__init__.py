@@ -24,7 +24,7 @@ from repairloop.classify.evidence import project_modules, run_facts
 from repairloop.classify.packages import distribution_for
 from repairloop.classify.rules import classify_result
 from repairloop.classify.session import SESSION_ID, session_failure, signal_of
-from repairloop.types import Failure, FailureKind, TestReport
+from repairloop.types import Failure, FailureKind, InterpreterQuery, TestReport
 
 __all__ = [
     "BLOCKING_PRIORITY", "SESSION_ID", "blocking_kind", "classify_report", "distribution_for",
@@ -42,7 +42,7 @@ BLOCKING_PRIORITY: Tuple[FailureKind, ...] = (
 )
 
 
-def classify_report(report: TestReport, project: Path, *, python: Optional[str] = None) -> Tuple[Failure, ...]:
+def classify_report(report: TestReport, project: Path, *, interpreter: Optional[InterpreterQuery] = None) -> Tuple[Failure, ...]:
     """Classify every failing result of ``report`` (DESIGN.md "Failure kinds").
 
     Returns one ``Failure`` per failing ``TestResult`` (collection errors
@@ -50,8 +50,8 @@ def classify_report(report: TestReport, project: Path, *, python: Optional[str] 
     run was killed (timeout, signal) or is not green without a failing result
     (exit 127, exit 4 conftest error, exit 5 no tests, ...). A green report
     gives (). ``project`` is the root that frame paths are relative to.
-    ``python`` is the project's interpreter, asked whether a package is
-    installed and at which version (None: this process). Never raises on odd
+    ``interpreter`` asks the project's interpreter, confined, whether a package
+    is installed and at which version (None: this process is asked). Never raises on odd
     input: evidence no rule recognises is ``logic``.
     """
     project = Path(project)
@@ -61,11 +61,11 @@ def classify_report(report: TestReport, project: Path, *, python: Optional[str] 
         return project_modules(project)
 
     facts = run_facts(report)
-    failures = tuple(classify_result(r, project, python, modules, facts) for r in report.failing)
+    failures = tuple(classify_result(r, project, interpreter, modules, facts) for r in report.failing)
     killed = report.timed_out or signal_of(report) is not None
     if report.green or (failures and not killed):
         return failures
-    return failures + (session_failure(report, project, python, modules),)
+    return failures + (session_failure(report, project, interpreter, modules),)
 
 
 def blocking_kind(failures: Sequence[Failure], retry_kinds: Sequence[str] = ("logic",)) -> Optional[FailureKind]:

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Tuple
 
-from repairloop.types import NOT_PROJECT_DIRS, Failure, FailureKind, Frame, TestReport, TestResult, is_project_path
+from repairloop.types import (
+    NOT_PROJECT_DIRS,
+    Failure,
+    FailureKind,
+    Frame,
+    InterpreterQuery,
+    TestReport,
+    TestResult,
+    is_project_path,
+)
 
 # An exception line of pytest (``E   ValueError: x``) or of Python (``ValueError: x``).
 _EXC_LINE = re.compile(
@@ -135,7 +144,7 @@ class Evidence:
     text: str
     frames: Tuple[Frame, ...]
     project: Path
-    python: Optional[str]
+    interpreter: Optional[InterpreterQuery]
     modules: Callable[[], FrozenSet[str]] = field(compare=False, default=frozenset)
     facts: RunFacts = RunFacts()
 
@@ -162,7 +171,7 @@ def _strip_project(text: str, project: Path) -> str:
     return text
 
 
-def make_evidence(result: TestResult, project: Path, python: Optional[str],
+def make_evidence(result: TestResult, project: Path, interpreter: Optional[InterpreterQuery],
                   modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> Evidence:
     """Normalise ``result``: exception type and message, project-relative frames."""
     text = "\n".join(part for part in (result.longrepr, result.message) if part)
@@ -179,7 +188,7 @@ def make_evidence(result: TestResult, project: Path, python: Optional[str],
     frames = result.frames or parse_frames(result.longrepr)
     frames = tuple(replace(f, path=relative(f.path, project)) for f in frames)
     return Evidence(result, exc_type, _strip_project(message, project), text, frames, project,
-                    python, modules, facts)
+                    interpreter, modules, facts)
 
 
 def _last_said(text: str) -> str:

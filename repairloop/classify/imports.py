@@ -201,7 +201,7 @@ def _missing_name(ev: Evidence, owner: str, name: str) -> Failure:
     top = owner.split(".")[0]
     if top in _STDLIB and top != "__future__":
         return _missing_stdlib_name(ev, owner, name)
-    info = probe_module(top, ev.python)
+    info = probe_module(top, ev.interpreter)
     if not info.found:
         return ev.failure(FailureKind.LOGIC)
     dist = info.dist or distribution_for(owner)

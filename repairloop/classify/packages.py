@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from typing import Optional
+
+from repairloop.types import InterpreterQuery
 
 # Import name -> PyPI distribution, where they differ (or where the casing is
 # the usual stumbling block). Sources: each project's PyPI page, and the
@@ -94,24 +94,18 @@ def _probe_here(module: str) -> ModuleInfo:
 
 
 @functools.lru_cache(maxsize=256)
-def probe_module(module: str, python: Optional[str] = None) -> ModuleInfo:
-    """Is top-level ``module`` importable by interpreter ``python`` (None: this process)?
+def probe_module(module: str, interpreter: Optional[InterpreterQuery] = None) -> ModuleInfo:
+    """Is top-level ``module`` importable by the project's interpreter (None: this process)?
 
-    With ``python`` a short subprocess asks that interpreter (at most 60
-    seconds); results are cached per (module, python). Never raises: a probe
-    that fails reports "not found".
+    ``interpreter`` runs a short query confined like a test run (at most 60 seconds); results
+    are cached per (module, interpreter). Never raises: a probe that fails reports "not found".
     """
-    if python is None:
+    if interpreter is None:
         return _probe_here(module)
     dist_guess = distribution_for(module)
+    out = interpreter(["-c", _PROBE, module, dist_guess], 60.0)
     try:
-        # Not runner.proc: workers never import each other, and this one-shot,
-        # bounded query needs no process-group handling or output caps.
-        done = subprocess.run(
-            [python, "-c", _PROBE, module, dist_guess], capture_output=True, text=True,
-            timeout=60, cwd=tempfile.gettempdir(), check=False,
-        )
-        data = json.loads(done.stdout.strip().splitlines()[-1])
+        data = json.loads((out or "").strip().splitlines()[-1])
         return ModuleInfo(bool(data["found"]), data.get("dist"), data.get("version"))
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError, KeyError, TypeError):
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError):
         return ModuleInfo(False, dist_guess, None)

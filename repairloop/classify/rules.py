@@ -27,7 +27,15 @@ from repairloop.classify.evidence import (
 )
 from repairloop.classify.host import host_rule
 from repairloop.classify.imports import extension_rule, imports_rule, package_of
-from repairloop.types import DEFAULT_TEST_GLOBS, Failure, FailureKind, TestResult, is_project_path, matches_globs
+from repairloop.types import (
+    DEFAULT_TEST_GLOBS,
+    Failure,
+    FailureKind,
+    InterpreterQuery,
+    TestResult,
+    is_project_path,
+    matches_globs,
+)
 
 Rule = Callable[[Evidence], Optional[Failure]]
 
@@ -218,10 +226,10 @@ def _logic(ev: Evidence) -> Optional[Failure]:
 RULES: Tuple[Rule, ...] = (_environment, _timeout, _test_config, _syntax, imports_rule, _conftest, _logic)
 
 
-def classify_result(result: TestResult, project: Path, python: Optional[str],
+def classify_result(result: TestResult, project: Path, interpreter: Optional[InterpreterQuery],
                     modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> Failure:
     """The first rule of ``RULES`` that recognises ``result`` decides its kind; ``facts`` are the run's."""
-    ev = make_evidence(result, project, python, modules, facts)
+    ev = make_evidence(result, project, interpreter, modules, facts)
     for rule in RULES:
         failure = rule(ev)
         if failure is not None:

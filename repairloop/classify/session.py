@@ -17,7 +17,7 @@ from typing import Callable, FrozenSet, Optional, Tuple
 
 from repairloop.classify.evidence import default_location, parse_frames, relative, run_facts
 from repairloop.classify.rules import classify_result
-from repairloop.types import Failure, FailureKind, TestOutcome, TestReport, TestResult
+from repairloop.types import Failure, FailureKind, InterpreterQuery, TestOutcome, TestReport, TestResult
 
 SESSION_ID = "<session>"
 
@@ -114,11 +114,11 @@ def _detail(output: str) -> str:
     return lines[-1][:300] if lines else "(no output)"
 
 
-def session_failure(report: TestReport, project: Path, python: Optional[str],
+def session_failure(report: TestReport, project: Path, interpreter: Optional[InterpreterQuery],
                     modules: Callable[[], FrozenSet[str]]) -> Failure:
     """The ``<session>`` failure of ``report``: exit code and signal rules, then the text rules."""
     if report.exit_code == 4 and "while loading conftest" in report.output:
-        return _conftest_failure(report, project, python, modules)
+        return _conftest_failure(report, project, interpreter, modules)
     for matches, kind, message, hint in _SESSION_RULES:
         if matches(report):
             module = _NO_MODULE.search(report.output)
@@ -129,14 +129,14 @@ def session_failure(report: TestReport, project: Path, python: Optional[str],
             return Failure(SESSION_ID, kind, False, text, location=default_location(frames), hint=hint,
                            frames=frames)
     pseudo = TestResult(SESSION_ID, TestOutcome.ERROR, phase="session", longrepr=report.output)
-    failure = classify_result(pseudo, project, python, modules)
+    failure = classify_result(pseudo, project, interpreter, modules)
     if failure.kind is FailureKind.LOGIC and not failure.exc_type:
         return replace(failure, message=f"the test command failed (exit {report.exit_code}) with no "
                        f"per-test results: {_detail(report.output)}")
     return failure
 
 
-def _conftest_failure(report: TestReport, project: Path, python: Optional[str],
+def _conftest_failure(report: TestReport, project: Path, interpreter: Optional[InterpreterQuery],
                       modules: Callable[[], FrozenSet[str]]) -> Failure:
     """A conftest.py that failed to load (pytest exit 4): classified by its cause, like any import.
 
@@ -146,7 +146,7 @@ def _conftest_failure(report: TestReport, project: Path, python: Optional[str],
     """
     start = report.output.find("while loading conftest")
     pseudo = TestResult(SESSION_ID, TestOutcome.ERROR, phase="session", longrepr=report.output[max(start - 40, 0):])
-    failure = classify_result(pseudo, project, python, modules)
+    failure = classify_result(pseudo, project, interpreter, modules)
     if failure.kind is FailureKind.LOGIC and not failure.exc_type:
         return replace(failure, kind=FailureKind.TEST_CONFIG, retryable=False,
                        message=f"a conftest.py failed to load: {_detail(report.output)}",

@@ -26,7 +26,9 @@ TRAILER = "Repairloop-Fingerprint"  # marks repairloop's own commits
 BRANCH_PREFIX = "repairloop/"
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX")
-_CONFIG = ("-c", "core.quotepath=false", "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
+# No hooks, no file-system monitor command, no signing (workspace.gitcmd's reasons).
+_CONFIG = ("-c", "core.quotepath=false", "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null",
+           "-c", "core.fsmonitor=false")
 GIT_TIMEOUT = 120.0  # seconds for one git command (a push over a slow network included)
 
 

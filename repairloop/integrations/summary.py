@@ -75,8 +75,8 @@ def sandbox_line(result: RunResult) -> str:
     if box is None:
         return "sandbox: not recorded"
     if not box.confined:
-        return f"**WARNING: candidate code ran unconfined**: {cell(box.detail, 300)}"
-    return f"sandbox: {box.backend}, network {'open' if box.network else 'off'}"
+        return f"**WARNING: candidate code ran unconfined**: {cell(box.describe(), 600)}"
+    return cell(box.describe(), 600)
 
 
 def _totals_line(result: RunResult) -> str:

@@ -99,14 +99,20 @@ class SandboxEvent:
     backend: str  # "bwrap", or "none" when unconfined
     detail: str  # the bwrap used, or why the run is unconfined
     network: bool = False
+    program: str = ""
+    origin: str = ""
+    withheld: Tuple[str, ...] = ()
+    passed: Tuple[str, ...] = ()
 
     @classmethod
     def of(cls, status: SandboxStatus) -> "SandboxEvent":
-        return cls(confined=status.confined, backend=status.backend, detail=status.detail, network=status.network)
+        return cls(confined=status.confined, backend=status.backend, detail=status.detail, network=status.network,
+                   program=status.program, origin=status.origin, withheld=status.withheld, passed=status.passed)
 
     @property
     def status(self) -> SandboxStatus:
-        return SandboxStatus(self.confined, self.backend, self.detail, self.network)
+        return SandboxStatus(self.confined, self.backend, self.detail, self.network, self.program, self.origin,
+                             tuple(self.withheld), tuple(self.passed))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from repairloop.patch.testedits import doctest_edits, edited_tests
 from repairloop.textutil import REDACTION_MARKER, adds_marker
 from repairloop.types import matches_globs, project_relative
 
-_PRIVATE = {".git": "git's own data", ".repairloop": "repairloop's run data"}
+_PRIVATE = {".git": "git's own data", ".repairloop": "repairloop's run data",
+            "__pycache__": "compiled bytecode, which the interpreter would run instead of the source"}
+
 
 
 normalize_path = project_relative  # a model-written path as relative POSIX (patch.apply's name)
@@ -35,7 +37,8 @@ def resolve_inside(root: Path, path: str) -> Path:
     """``root / path`` resolved (symlinks followed), checked to stay inside ``root``.
 
     Raises GuardError for an absolute path, a path that escapes with ``..`` or
-    through a symlink, and anything under ``.git/`` or ``.repairloop/``.
+    through a symlink, and anything under ``.git/``, ``.repairloop/`` or ``__pycache__/``
+    (compiled bytecode files are refused as binary files, ``check_guards``).
     """
     hint = "name project files by their path relative to the project root, e.g. src/pkg/module.py"
     if PurePosixPath(path).is_absolute() or PureWindowsPath(path).drive or path.startswith("~"):

@@ -190,9 +190,7 @@ def describe_event(event: ReadEvent) -> str:
         files = ", ".join(event.files)
         return f"{event.action} {'started' if isinstance(event, IntentEvent) else 'done'}" + (f": {files}" if files else "")
     if isinstance(event, SandboxEvent):
-        if not event.confined:
-            return f"WARNING: candidate code ran unconfined: {event.detail}"
-        return f"sandbox: {event.backend}, network {'open' if event.network else 'off'}"
+        return ("WARNING: " if not event.confined else "") + event.status.describe()
     if isinstance(event, FlakyEvent):
         return "flaky, left alone: " + ", ".join(event.tests)
     if isinstance(event, InterruptedEvent):

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.runner.assemble import assemble, witnessed
@@ -31,9 +31,11 @@ from repairloop.runner.command import (
 )
 from repairloop.runner.crosscheck import JUNIT_NAME
 from repairloop.runner.imports import ImportRedirect, probe_imports
+from repairloop.runner.interpreter import ProjectInterpreter
 from repairloop.runner.proc import ProcessResult, run_process
 from repairloop.runner.results import read_plugin_results
-from repairloop.types import TestReport
+from repairloop.runner.wrapping import CommandWrapper, wrapped
+from repairloop.types import NOT_PROJECT_DIRS, TestReport, is_bytecode, within
 
 # Read by the bundled plugin: seconds one test may run before it fails as "Timeout".
 PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
@@ -45,6 +47,7 @@ __all__ = [
     "CommandWrapper",
     "ImportRedirect",
     "ProcessResult",
+    "ProjectInterpreter",
     "build_test_env",
     "default_test_command",
     "interpreter_of",
@@ -72,37 +75,6 @@ PYTEST_ARGS = ("--continue-on-collection-errors",)
 def pytest_arguments(scratch: Path) -> Tuple[str, ...]:
     """The arguments added to every pytest command, with its cache in ``scratch``."""
     return PYTEST_ARGS + ("-o", f"cache_dir={scratch / 'pytest-cache'}")
-
-
-class CommandWrapper(Protocol):
-    """Turns a test command's argv into the argv that runs it confined (``workspace.sandbox``).
-
-    ``tree`` is the copy under test (the command runs in it and may write there;
-    a sandbox may discard those writes when the command ends); ``outputs`` are
-    the files and directories whose writes must be kept (the results and
-    coverage files, the JUnit XML); ``env`` is the command's environment;
-    ``readonly`` are files inside ``tree`` the command may not change (the
-    tests and the files that configure them).
-    """
-
-    def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
-                 env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]: ...
-
-
-def wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], tree: Path,
-             outputs: Sequence[Path], env: Mapping[str, str], readonly: Sequence[Path] = ()) -> Union[Sequence[str], str]:
-    """``command`` as ``wrap`` makes it; a program that is not found stays unwrapped, so the
-    run still ends as 127 "command not found" (nothing of it runs, confined or not)."""
-    if wrap is None:
-        return command
-    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(a) for a in command]
-    if not argv:
-        return command
-    program = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
-    if program is None or not os.path.exists(os.path.join(tree, program)):
-        return command
-    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], tree=tree, outputs=outputs, env=env,
-                readonly=readonly)
 
 
 def build_test_env(
@@ -139,7 +111,7 @@ def build_test_env(
         addopts.append(f"--junitxml={shlex.quote(str(junit_witness))}")
     env["PYTEST_ADDOPTS"] = " ".join(part for part in addopts if part)
     env["REPAIRLOOP_RESULTS"] = str(results_file)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the workspace
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the workspace (run_tests removes any)
     env["NO_COLOR"] = "1"
     env["PY_COLORS"] = "0"  # pytest's own switch; output is read by programs
     if coverage is not None:
@@ -186,9 +158,8 @@ def run_tests(
     ConfigError for an empty command.
     """
     root = _checked_root(root, command)
-    junit_path = (root / junit_xml) if junit_xml else None
-    if junit_path is not None and junit_path.is_file():
-        junit_path.unlink()  # a file left by an earlier run must never be read as this one's
+    junit_path = _junit_file(root, junit_xml)
+    remove_bytecode(root)  # a .pyc an earlier run's code left in the tree never runs instead of its source
     with _Scratch(bool(coverage_source), scratch_dir) as scratch:
         extra = pytest_arguments(scratch.results) + tuple(test_ids)
         final = with_arguments(command, extra) if is_pytest_command(command) else command
@@ -198,6 +169,8 @@ def run_tests(
         runnable = wrapped(final, wrap, root, scratch.outputs(junit_path if wrap is not None else None), run_env,
                             readonly)
         done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
+        if junit_path is not None and (junit_path.is_symlink() or not within(junit_path, root)):
+            junit_path = None  # turned into a link out of the tree while the tests ran: never read
         plugin = read_plugin_results(scratch.results_file, root)
         report = assemble(final, done, plugin, junit_path, root, timeout)
         report = witnessed(report, plugin, scratch.witness, root, is_pytest_command(command), command)
@@ -206,6 +179,42 @@ def run_tests(
             scratch.keep_coverage = True
             report = replace(report, coverage_file=str(data))
         return report
+
+
+def remove_bytecode(root: Path) -> List[str]:
+    """Delete every compiled bytecode file (``*.pyc``, ``*.pyo``) under ``root``, virtualenvs and ``.git``
+    left alone; returns their project-relative paths.
+
+    Test runs write none (``PYTHONDONTWRITEBYTECODE``), so any found was written by a run's own code:
+    an unchecked hash-based .pyc (PEP 552) would otherwise run instead of its source, or of a test.
+    """
+    removed: List[str] = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in NOT_PROJECT_DIRS and d not in (".git", ".repairloop")
+                   and not os.path.islink(os.path.join(directory, d))]
+        for name in files:
+            if is_bytecode(name):
+                path = Path(directory) / name
+                try:
+                    path.unlink()
+                except OSError:
+                    continue
+                removed.append(path.relative_to(root).as_posix())
+    return removed
+
+
+def _junit_file(root: Path, junit_xml: Optional[str]) -> Optional[Path]:
+    """The JUnit XML file of this run in ``root``, emptied of any earlier run's; None when unset or when
+    the tree's own files (a symbolic link a test made) lead it outside ``root``: repairloop never
+    deletes, creates or binds a file outside the tree under test for it."""
+    if not junit_xml or os.path.isabs(junit_xml) or ".." in Path(junit_xml).parts:
+        return None
+    path = root / junit_xml
+    if not within(path.parent, root):
+        return None
+    if path.is_symlink() or path.is_file():
+        path.unlink()  # a file left by an earlier run must never be read as this one's
+    return None if path.exists() else path
 
 
 class _Scratch:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 
 from repairloop.errors import ProjectError
-from repairloop.types import matches_globs
+from repairloop.types import matches_globs, within
 
 _PYTEST_NAMES = ("pytest", "py.test")
 _VENV_DIRS = (".venv", "venv")
@@ -93,6 +93,8 @@ def project_python(project: Path) -> str:
     when repairloop itself is installed apart (pipx); else repairloop's own
     interpreter. Paths are absolute but never resolved: resolving follows a
     venv's symlink to the base interpreter, which lacks the venv's packages.
+    The project's own interpreters are chosen here but only ever run in the
+    sandbox (test runs, ``ProjectInterpreter``).
     """
     root = Path(project).absolute()
     homes = [root / name for name in _VENV_DIRS]
@@ -104,7 +106,9 @@ def project_python(project: Path) -> str:
                 return str(candidate)
     for name in ("python", "python3"):
         found = shutil.which(name)
-        if found and _imports_pytest(found):
+        # Asking means running it here, on the host: never a program of the project's (a relative or
+        # in-project PATH entry would find one).
+        if found and os.path.isabs(found) and not within(Path(found), root) and _imports_pytest(found):
             return found
     return sys.executable
 

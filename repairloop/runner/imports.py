@@ -8,9 +8,10 @@ never what the tests exercise (TECH-NOTES section 2). Nothing else may become
 importable: an uninstalled src layout fails for the user, so it must fail here
 too (DESIGN.md: "the baseline verdict equals the user's own command's").
 
-``probe_imports`` asks the test interpreter itself, once per run, where each
-candidate top-level name resolves (``importlib.util.find_spec`` with the
-current directory left out, as a test command started elsewhere sees it) and
+``probe_imports`` asks the test interpreter itself, once per run and confined
+like a test run (``runner.interpreter``), where each candidate top-level name
+resolves (``importlib.util.find_spec`` with the current directory left out, as
+a test command started elsewhere sees it) and
 keeps the names that resolve inside the project. ``ImportRedirect.environment``
 then gives a test process the variables that make exactly those names import
 from a copy (``plugin/redirect``: a start-up hook and a meta path finder).
@@ -20,11 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
+
+from repairloop.types import InterpreterQuery
 
 REDIRECT_DIR = Path(os.path.abspath(__file__)).parent / "plugin" / "redirect"
 IMPORTS_ENV = "REPAIRLOOP_IMPORTS"  # read by plugin/redirect/repairloop_imports.py
@@ -147,25 +148,20 @@ def _relative(path: str, roots: Sequence[str]) -> str:
     return path
 
 
-def probe_imports(python: str, project: Path, environ: Mapping[str, str], *,
-                  timeout: float = PROBE_TIMEOUT) -> ImportRedirect:
-    """Ask ``python`` (run with ``environ``) which project modules it imports from ``project``.
+def probe_imports(ask: InterpreterQuery, project: Path, *, timeout: float = PROBE_TIMEOUT) -> ImportRedirect:
+    """Ask the test interpreter (``ask``, confined like a test run) which project modules it imports
+    from ``project``.
 
-    Runs one short subprocess in a temporary directory, so the current
-    directory adds nothing. Never raises: an interpreter that cannot be run
-    or answers nonsense gives an empty ImportRedirect (nothing redirected).
+    Never raises: an interpreter that cannot be run or answers nonsense gives an empty
+    ImportRedirect (nothing redirected).
     """
     project = Path(project).absolute()
     roots = list(dict.fromkeys([str(project), str(project.resolve())]))
     args = json.dumps({"roots": roots, "names": candidate_names(project)})
-    env = dict(environ)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    out = ask(["-c", _PROBE, args], timeout)
     try:
-        # Not proc.run_process: a bounded one-shot query needs no process-group handling.
-        done = subprocess.run([python, "-c", _PROBE, args], capture_output=True, text=True, env=env,
-                              cwd=tempfile.gettempdir(), timeout=timeout, check=False)
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        data = json.loads((out or "").strip().splitlines()[-1])
+    except (ValueError, IndexError):
         return ImportRedirect()
     entries = []
     for name, entry in sorted(data.items()) if isinstance(data, dict) else ():

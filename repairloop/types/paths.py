@@ -6,7 +6,7 @@ import os
 import posixpath
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Dict, FrozenSet, Sequence, Set, Tuple
 
 from repairloop.types.results import TestReport
@@ -35,6 +35,20 @@ DEFAULT_PROTECTED_GLOBS: Tuple[str, ...] = (
 
 # Directories whose files are not the project's own code: installed packages, virtual environments.
 NOT_PROJECT_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
+
+
+def within(path: Path, parent: Path) -> bool:
+    """True when ``path`` resolves to ``parent`` or somewhere below it (symbolic links followed)."""
+    try:
+        path.resolve().relative_to(parent.resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def is_bytecode(path: str) -> bool:
+    """True for a compiled Python file (``.pyc``, ``.pyo``): code that runs in place of its source."""
+    return path.endswith((".pyc", ".pyo"))
 
 
 def is_project_path(path: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Sequence, Tuple
 
 from repairloop.types.kinds import Decision
 
@@ -150,3 +150,18 @@ class Proposer(Protocol):
     engine: str
 
     def propose(self, request: ProposalRequest) -> Proposal: ...
+
+
+class InterpreterQuery(Protocol):
+    """Asks the project's own interpreter a question about its environment, confined like a test run.
+
+    ``args`` follow the interpreter (``["-c", code, arg]``); ``timeout`` is in seconds. Returns what it
+    printed on stdout, or None when it could not run, failed or timed out. Implemented by
+    ``runner.ProjectInterpreter`` (in the sandbox, with the test runs' filtered environment): the host
+    process never executes a program the project supplies (DESIGN.md, "Workspace, sandbox and side
+    effects").
+    """
+
+    def __call__(self, args: Sequence[str], timeout: float) -> Optional[str]: ...
+
+    def __hash__(self) -> int: ...  # answers are cached per interpreter

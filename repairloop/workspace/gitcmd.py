@@ -13,10 +13,12 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from repairloop.errors import ProjectError, WorkspaceError
 
-# Every command: raw UTF-8 paths, no user hooks (a post-checkout hook must not
-# run on our worktree), no signing prompts.
+# Every command: raw UTF-8 paths, no hooks (a post-checkout hook must not run on our worktree), no
+# file-system monitor (``core.fsmonitor`` names a command git runs on every status or ls-files: in a
+# repository's own config it is the repository's choice, not the user's), no signing prompts.
 _BASE_CONFIG = (
-    "-c", "core.quotepath=false", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+    "-c", "core.quotepath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+    "-c", "commit.gpgsign=false",
 )
 # Commands inside the workspace also store bytes as they are, so diff() is byte-exact.
 _WS_CONFIG = ("-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
@@ -88,12 +90,3 @@ def hash_file(path: Path) -> Optional[str]:
     if not path.is_file():
         return None
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def within(path: Path, parent: Path) -> bool:
-    """True when ``path`` resolves to ``parent`` or somewhere below it (symlinks followed)."""
-    try:
-        path.resolve().relative_to(parent.resolve())
-        return True
-    except ValueError:
-        return False

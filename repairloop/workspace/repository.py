@@ -56,14 +56,18 @@ def check_repository(project: Path) -> None:
 
     Refused: not a directory; a git repo without commits; a merge, rebase,
     cherry-pick or revert in progress (or unmerged paths); a bare repository;
-    a directory where ``.repairloop/`` cannot be written. A non-git directory is
-    fine (the workspace is then a temporary copy).
+    a directory where ``.repairloop/`` cannot be written; a ``.repairloop/`` the
+    repository tracks, or one that is (or holds) a symbolic link: it would be the
+    project's files taken for repairloop's own, or its writes sent outside the
+    project. A non-git directory is fine (the workspace is then a temporary copy).
     """
     project = Path(project)
     if not project.is_dir():
         raise ProjectError(f"{project} is not a directory", hint="pass the project's root directory")
     if locate(project) is not None:
         _check_git_state(project)
+        _check_state_untracked(project)
+    _check_state_links(project)
     # os.access is no test as root; creating something is (and we need the dir anyway).
     try:
         state = project / ".repairloop"
@@ -75,6 +79,25 @@ def check_repository(project: Path) -> None:
         raise ProjectError(f"cannot write to {project} ({exc.strerror}); repairloop keeps its runs "
                            "in .repairloop/ there",
                            hint="make the directory writable, or run on a writable clone") from exc
+
+
+def _check_state_untracked(project: Path) -> None:
+    tracked = run_git(project, "ls-files", "-z", "--", EXCLUDE_LINE)
+    if tracked:
+        raise ProjectError(f"the repository at {project} tracks files under .repairloop/ "
+                           f"({tracked.split(chr(0))[0]}...): repairloop keeps its own runs there and would take "
+                           "these for its own", hint="remove them from the repository (git rm -r --cached .repairloop)")
+
+
+def _check_state_links(project: Path) -> None:
+    state = project / ".repairloop"
+    linked = [p for p in (state, state / "runs", state / "worktrees", state / "lock") if p.is_symlink()]
+    if state.is_dir() and not state.is_symlink() and (state / "runs").is_dir():
+        linked += [p for p in (state / "runs").iterdir() if p.is_symlink()]
+    if linked:
+        raise ProjectError(f"{linked[0]} is a symbolic link: repairloop writes its runs, lock and workspaces "
+                           "there, and never through a link out of the project",
+                           hint=f"remove the link (rm {linked[0]}), then run again")
 
 
 def ensure_excluded(project: Path) -> bool:

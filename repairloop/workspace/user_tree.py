@@ -14,7 +14,8 @@ from typing import Dict, List, Optional, Tuple
 
 from repairloop.errors import ProjectError, WorkspaceError
 from repairloop.textutil import numstat_paths
-from repairloop.workspace.gitcmd import GitFailed, hash_file, run_git, within
+from repairloop.types import within
+from repairloop.workspace.gitcmd import GitFailed, hash_file, run_git
 from repairloop.workspace.tree import StartState
 
 # (bytes or symlink target, mode, is_symlink); None = the file does not exist.
