@@ -42,6 +42,12 @@ def test_corpus_size() -> None:
     assert {c.distance for c in cases} <= set(rb.DISTANCES)
 
 
+def test_readme_lists_every_case() -> None:
+    readme = (CASES / "README.md").read_text(encoding="utf-8")
+    for case_dir in CASE_DIRS:
+        assert f"`{case_dir.name}`" in readme, f"README.md does not list {case_dir.name}"
+
+
 def test_every_directory_is_a_case() -> None:
     dirs = sorted(p for p in CASES.iterdir() if p.is_dir())
     assert dirs == CASE_DIRS
