@@ -501,19 +501,26 @@ def command_argv(test_cmd: str) -> List[str]:
 
 @dataclass
 class TestRun:
-    """One run of a case's test command: exit code, per-test outcomes and the output's tail."""
+    """One run of a case's test command: exit code, per-test outcomes, the output's tail and
+    the (file, line) of every traceback frame it printed."""
 
     returncode: int
     outcomes: Dict[str, str]
     tail: str
+    frames: List[Tuple[str, int]] = field(default_factory=list)
 
 
 _OUTCOME_RE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+)$")
+_FRAME_RE = re.compile(r'^\s*File "(.+?)", line (\d+), in ')
+# distances whose buggy function must (or must not) be a frame of a failing test's traceback
+IN_TRACEBACK = ("in_frame",)
+NOT_IN_TRACEBACK = ("returned_value", "callee", "other_module_method", "fixture_helper")
 
 
 def run_tests(case: RealBug, project: Path) -> TestRun:
-    """Run the case's test command in ``project`` with ``-rA``; parse the short summary."""
-    argv = command_argv(case.test_cmd) + ["-rA", "--tb=short", "-p", "no:cacheprovider"]
+    """Run the case's test command in ``project`` with ``-rA`` and native tracebacks; parse
+    the short summary and the traceback frames."""
+    argv = command_argv(case.test_cmd) + ["-rA", "--tb=native", "-p", "no:cacheprovider"]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     try:
@@ -523,13 +530,35 @@ def run_tests(case: RealBug, project: Path) -> TestRun:
     except subprocess.TimeoutExpired:
         return TestRun(-1, {}, f"timed out after {TEST_TIMEOUT} s")
     outcomes: Dict[str, str] = {}
+    frames: List[Tuple[str, int]] = []
     for line in done.stdout.splitlines():
         m = _OUTCOME_RE.match(line)
         if m:
-            rest = m.group(2)
-            outcomes[rest] = m.group(1)
+            outcomes[m.group(2)] = m.group(1)
+        f = _FRAME_RE.match(line)
+        if f:
+            frames.append((f.group(1), int(f.group(2))))
     tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-    return TestRun(done.returncode, outcomes, tail)
+    return TestRun(done.returncode, outcomes, tail, frames)
+
+
+def frames_in_fixed_functions(case: RealBug, project: Path, run: TestRun) -> List[str]:
+    """The listed fixed functions (as they are in ``project``) that hold a frame of ``run``."""
+    hits = []
+    for listed in case.fixed_functions:
+        path, _, qualname = listed.partition("::")
+        target = project / path
+        if qualname == MODULE_LEVEL or not target.exists():
+            continue
+        spans = [(a, b) for a, b, name in _scopes(target.read_text(encoding="utf-8"))
+                 if name == qualname]
+        resolved = target.resolve()
+        for file, line in run.frames:
+            frame_path = Path(file) if os.path.isabs(file) else project / file
+            if frame_path.resolve() == resolved and any(a <= line <= b for a, b in spans):
+                hits.append(listed)
+                break
+    return hits
 
 
 def outcome_of(run: TestRun, nodeid: str) -> Optional[str]:
@@ -547,7 +576,10 @@ def check(case: RealBug, workdir: Path, cache: Optional[Path] = None) -> CheckRe
 
     (a) every failing test fails with the bug; (b) every failing test passes with the fix;
     (c) the whole test command passes with the fix; (d) ``bug.patch`` touches only the
-    listed fixed functions, and every listed function is touched.
+    listed fixed functions, and every listed function is touched; (e) the distance agrees
+    with the tracebacks of the bug run: ``in_frame`` needs a fixed function among their
+    frames, and ``returned_value``, ``callee``, ``other_module_method`` and
+    ``fixture_helper`` need none there.
     """
     started = time.monotonic()
     result = CheckResult(case.name)
@@ -583,6 +615,13 @@ def check(case: RealBug, workdir: Path, cache: Optional[Path] = None) -> CheckRe
             result.problems.append(f"(a) {nodeid} is {bug_outcome or 'not run'} with the bug")
     if bug_run.returncode == 0:
         result.problems.append("(a) test_cmd passes with the bug")
+    in_traceback = frames_in_fixed_functions(case, bug_dir, bug_run)
+    if case.distance in IN_TRACEBACK and not in_traceback:
+        result.problems.append(f"(e) distance {case.distance} but no traceback frame is in a "
+                               "fixed function")
+    if case.distance in NOT_IN_TRACEBACK and in_traceback:
+        result.problems.append(f"(e) distance {case.distance} but {in_traceback[0]} is a "
+                               "traceback frame")
     wanted = set(case.failing_tests)
     for rest, outcome in bug_run.outcomes.items():
         nodeid = rest.split(" - ")[0]
