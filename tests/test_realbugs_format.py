@@ -87,6 +87,13 @@ def test_case_format(case_dir: Path) -> None:
             assert path.split("/")[0] in kept, f"{path} is outside files_kept"
 
 
+def test_toml_subset_parser_reads_every_case_as_tomllib_does() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    for case_dir in CASE_DIRS:
+        text = (case_dir / "case.toml").read_text(encoding="utf-8")
+        assert rb.parse_toml_subset(text) == tomllib.loads(text), case_dir.name
+
+
 def test_diff_parser_counts_lines() -> None:
     text = (
         "diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n+++ b/pkg/m.py\n"

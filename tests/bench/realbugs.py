@@ -9,7 +9,8 @@ library (``load_cases``, ``materialise``, ``check``) and a script::
     python tests/bench/realbugs.py materialise CASE DEST [--fixed]
     python tests/bench/realbugs.py table
 
-Standard library only (``tomllib``; on Python < 3.11 the ``tomli`` backport).
+Standard library only (``tomllib``; on Python < 3.11 the ``tomli`` backport when it is
+installed, else a small parser of the TOML subset the cases use).
 Only PyPI is reached, through ``pip download``, and only for an sdist not yet cached.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import importlib
 import os
 import re
 import shlex
@@ -35,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the backport is a dependency of repairloop below 3.11
-    import tomli as tomllib
+tomllib: Any
+try:  # tomllib from Python 3.11; before it the tomli backport, a dependency of repairloop
+    tomllib = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+except ImportError:  # pragma: no cover - Python < 3.11 without tomli
+    tomllib = None
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CASES_ROOT = REPO_ROOT / "fixtures" / "realbugs"
@@ -118,8 +121,62 @@ class CheckResult:
         return not self.problems
 
 
+def parse_toml_subset(text: str) -> Dict[str, Any]:
+    """Parse the TOML that ``case.toml`` files use, without a TOML library.
+
+    Only what the cases need: ``key = value`` lines whose value is a basic string or an array
+    of basic strings (which may span lines and end with a trailing comma), and whole-line
+    comments. Basic strings are read as JSON strings, whose escapes TOML shares.
+    """
+    import json
+
+    data: Dict[str, Any] = {}
+    pending = ""
+    for line in text.splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line + "\n"
+        key, sep, value = pending.partition("=")
+        if not sep:
+            raise ValueError(f"not a key = value line: {line!r}")
+        value = value.strip()
+        if value.startswith("[") and not _array_closed(value):
+            continue
+        value = re.sub(r",\s*\]$", "]", value)
+        data[key.strip()] = json.loads(value)
+        pending = ""
+    if pending:
+        raise ValueError("unterminated array")
+    return data
+
+
+def _array_closed(value: str) -> bool:
+    """True when ``value`` (starting with ``[``) has its closing ``]`` outside strings."""
+    in_string = escaped = False
+    depth = 0
+    for ch in value:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
+
+
 def read_case_toml(path: Path) -> Dict[str, Any]:
-    """Parse one ``case.toml``."""
+    """Parse one ``case.toml`` (with ``tomllib``, or ``parse_toml_subset`` without one)."""
+    if tomllib is None:  # pragma: no cover - Python < 3.11 without tomli
+        return parse_toml_subset(Path(path).read_text(encoding="utf-8"))
     with open(path, "rb") as fh:
         data: Dict[str, Any] = tomllib.load(fh)
     return data
@@ -657,9 +714,10 @@ def case_table(cases: Sequence[RealBug]) -> str:
     ]
     for c in cases:
         repo, _, sha = c.source[len("https://github.com/"):].partition("/commit/")
+        text = c.description.replace("|", "\\|").replace("<", "&lt;")
         rows.append(
             f"| `{c.name}` | {c.library} | {c.version} | [{repo}@{sha[:10]}]({c.source}) "
-            f"| {c.distance} | {c.description} |"
+            f"| {c.distance} | {text} |"
         )
     return "\n".join(rows) + "\n"
 
