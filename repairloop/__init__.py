@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from repairloop.loop import repair as repair
+    from repairloop.loop.driver import repair as repair
 
 
 def __getattr__(name: str) -> Any:
     if name == "repair":
-        from repairloop.loop import repair
+        from repairloop.loop.driver import repair
 
         return repair
     raise AttributeError(name)

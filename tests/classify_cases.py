@@ -111,7 +111,7 @@ def run_case(case: Case, workdir: Path, environ: Optional[Mapping[str, str]] = N
     The environment replaces ``os.environ`` while it runs (the installed-package
     probes ask the interpreter with the process's environment) and is restored.
     """
-    from repairloop.loop import classify_project
+    from repairloop.loop.driver import classify_project
     from repairloop.settings import Settings
 
     project, site = prepare(case, workdir)

@@ -18,9 +18,9 @@ from importgraph import Edge, cycles, edges, graph, package_files
 
 PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
 SKIP = ("plugin",)  # the pytest plugin runs in the project's process: stdlib + pytest only
-WORKERS = {"runner", "classify", "context", "propose", "patch", "stop", "journal", "workspace", "redact"}
-LOOP_LAYER = {"loop", "session", "suite", "attempt", "validation", "ending", "proof", "describe", "state", "chain", "recorded",
-              "intents", "confirm", "warm"}
+WORKERS = {"runner", "classify", "context", "propose", "patch", "journal", "workspace", "redact"}
+# The loop layer is one package, ``loop/`` (DESIGN.md's module map): the root holds no more of it.
+LOOP_LAYER = {"loop"}
 # The bottom of the graph: records and enums (types), text helpers several layers need (textutil).
 BOTTOM = {"types", "textutil"}
 
@@ -50,7 +50,7 @@ ROOMS: Dict[str, Set[str]] = {
     "rich": {"cli", "reports"},
     "git": {"workspace"},
     "unidiff": {"patch"},
-    "rapidfuzz": {"patch", "stop"},
+    "rapidfuzz": {"patch", "loop"},  # the similarity behind stagnation is loop/stop.py's
     "litellm": {"propose"},
     "openai": {"propose"},
     "coverage": {"propose"},  # the offline engine reads per-test coverage data
@@ -232,8 +232,8 @@ BASE = {
     "textutil.py": "",
     "errors.py": "from repairloop.types import X\n",
     "patch/__init__.py": "from repairloop.patch.guards import check\n",
-    "patch/guards.py": "from repairloop.types import X\nfrom .model import Policy\n",
-    "patch/model.py": "",
+    "patch/guards.py": "from repairloop.types import X\nfrom .changes import Policy\n",
+    "patch/changes.py": "",
     "context/__init__.py": "",
     "context/source.py": "from repairloop.types import X\n",
     "propose/__init__.py": "",
@@ -242,8 +242,9 @@ BASE = {
     "propose/builtin/__init__.py": "from . import engine\n",
     "propose/builtin/engine.py": "from ..prompts import render\nfrom repairloop.propose.builtin import search\n",
     "propose/builtin/search.py": "",
-    "session.py": "from repairloop.attempt import run\n",
-    "attempt.py": "",
+    "loop/__init__.py": "",
+    "loop/session.py": "from repairloop.loop.attempt import run\n",
+    "loop/attempt.py": "",
 }
 
 
@@ -270,8 +271,8 @@ def test_the_clean_synthetic_tree_passes_every_rule(tmp_path: Path) -> None:
     ("context/source.py", "from .. import patch\n", "context/source.py:1 context -> patch (relative)"),
     ("patch/guards.py", "def f():\n    from repairloop.context import source\n", "patch/guards.py:2 patch -> context (absolute)"),
     ("types.py", "from repairloop import errors\n", "types.py:1 types -> errors (absolute)"),
-    ("patch/model.py", "import importlib\nm = importlib.import_module('repairloop.context.source')\n",
-     "patch/model.py:2 patch -> context (dynamic)"),
+    ("patch/changes.py", "import importlib\nm = importlib.import_module('repairloop.context.source')\n",
+     "patch/changes.py:2 patch -> context (dynamic)"),
 ])
 def test_table_fails_on_a_bad_import_in_any_form(tmp_path: Path, source: str, text: str, expected: str) -> None:
     assert table_violations(tree(tmp_path, {source: text}), ALLOWED) == [expected]
@@ -279,15 +280,15 @@ def test_table_fails_on_a_bad_import_in_any_form(tmp_path: Path, source: str, te
 
 @pytest.mark.parametrize("text", ["from ..types import X\n", "from ...repairloop import types\n"])
 def test_relative_imports_may_not_leave_their_module(tmp_path: Path, text: str) -> None:
-    bad = relative_violations(tree(tmp_path, {"patch/model.py": text}))
-    assert len(bad) == 1 and bad[0].startswith("patch/model.py:1 from ") and "out of patch" in bad[0], bad
+    bad = relative_violations(tree(tmp_path, {"patch/changes.py": text}))
+    assert len(bad) == 1 and bad[0].startswith("patch/changes.py:1 from ") and "out of patch" in bad[0], bad
 
 
 @pytest.mark.parametrize("text", [
     "import importlib\nm = importlib.import_module('repairloop.types')\n",
-    "from importlib import import_module\nm = import_module('repairloop.patch.model')\n",
+    "from importlib import import_module\nm = import_module('repairloop.patch.changes')\n",
     "m = __import__('repairloop.types')\n",
-    "import importlib\nm = importlib.import_module('.model', package='repairloop.patch')\n",
+    "import importlib\nm = importlib.import_module('.changes', package='repairloop.patch')\n",
     "import importlib\nname = 'repairloop.' + 'types'\nm = importlib.import_module(name)\n",
 ])
 def test_dynamic_imports_of_project_modules_fail(tmp_path: Path, text: str) -> None:
@@ -311,11 +312,45 @@ def test_the_offline_engine_may_not_import_the_llm_proposer(tmp_path: Path, text
 
 
 @pytest.mark.parametrize("extra, cycle", [
-    ({"attempt.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from repairloop.session import Session\n"},
-     ["repairloop.attempt", "repairloop.session"]),
-    ({"patch/model.py": "from .guards import check\n"}, ["repairloop.patch.guards", "repairloop.patch.model"]),
+    ({"loop/attempt.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from repairloop.loop.session import Session\n"},
+     ["repairloop.loop.attempt", "repairloop.loop.session"]),
+    ({"patch/changes.py": "from .guards import check\n"}, ["repairloop.patch.changes", "repairloop.patch.guards"]),
     ({"propose/builtin/search.py": "def f():\n    from repairloop.propose.builtin.engine import go\n"},
      ["repairloop.propose.builtin.engine", "repairloop.propose.builtin.search"]),
 ])
 def test_import_cycles_fail_however_the_import_is_written(tmp_path: Path, extra: Dict[str, str], cycle: List[str]) -> None:
     assert cycle_violations(tree(tmp_path, extra)) == [cycle]
+
+
+# -- the folders show the layers, and each name says one thing --------------------------------------
+
+ROOT_MODULES = {"__init__.py", "__main__.py", "errors.py", "redact.py", "textutil.py", "py.typed", "defaults.toml"}
+
+
+def test_the_package_root_holds_no_layer_of_its_own() -> None:
+    """Every layer is a folder (DESIGN.md's module map); the root keeps the entry points and the bottom helpers."""
+    loose = sorted(p.name for p in PACKAGE.iterdir() if p.is_file() and p.name not in ROOT_MODULES)
+    assert loose == []
+
+
+def duplicate_names(package: Path) -> Dict[str, List[str]]:
+    """Module base names (``__init__`` aside) and class names that occur more than once in ``package``."""
+    found: Dict[str, List[str]] = {}
+    for path in package_files(package, SKIP):
+        rel = str(path.relative_to(package))
+        if path.name != "__init__.py":
+            found.setdefault(f"module {path.stem}", []).append(rel)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(f"class {node.name}", []).append(rel)
+    return {name: places for name, places in found.items() if len(places) > 1}
+
+
+def test_no_two_modules_and_no_two_classes_share_a_name() -> None:
+    assert duplicate_names(PACKAGE) == {}
+
+
+def test_a_shared_name_is_found(tmp_path: Path) -> None:
+    package = tree(tmp_path, {"context/session.py": "class Plan:\n    pass\n", "loop/session.py": "class Plan:\n    pass\n"})
+    assert duplicate_names(package) == {"module session": ["context/session.py", "loop/session.py"],
+                                        "class Plan": ["context/session.py", "loop/session.py"]}

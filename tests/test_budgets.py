@@ -16,7 +16,7 @@ from test_e2e_run import RIGHT, run_cli, scripted_run
 from test_resume import project_with_hook
 
 from repairloop.integrations.hook import hook_settings
-from repairloop.loop import repair
+from repairloop.loop.driver import repair
 from repairloop.reports.text import cost_line
 from repairloop.settings import Settings
 from repairloop.types import Decision, Iteration, Proposal, ProposalRequest, Usage

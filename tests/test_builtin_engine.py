@@ -23,7 +23,7 @@ from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
-from repairloop.propose.builtin.scratch import Plan, Verdict
+from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
 from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestFiles, TestReport
 
@@ -176,7 +176,7 @@ def test_an_infinitely_looping_candidate_costs_no_more_than_its_timeout(tmp_path
     original = (project / "count.py").read_text()
     looping = original.replace("n -= 1", "n += 1")
     timeout = 2.0
-    plan = Plan(("tests/test_count.py::test_three",), frozenset(), timeout, timeout)
+    plan = ValidationPlan(("tests/test_count.py::test_three",), frozenset(), timeout, timeout)
     with WorkerPool(project, 1, tmp_path / "scratch") as pool:
         verdict = pool.validate({"count.py": looping}, {"count.py": original}, run_tests, plan,
                                 clock=__import__("time").monotonic, time_left=lambda: None)  # fmt: skip

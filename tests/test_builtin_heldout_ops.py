@@ -28,7 +28,7 @@ from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutate import mutate_source
 from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
-from repairloop.propose.builtin.scratch import Plan, Verdict
+from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
 from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestFiles, TestOutcome, TestReport, TestResult
 
@@ -394,7 +394,7 @@ def test_a_candidate_failing_the_probe_runs_nothing_else(tmp_path: Path) -> None
         return _run_tests(root, test_ids, timeout, with_coverage)
 
     targets = ("tests/test_m.py::test_a", "tests/test_m.py::test_b")
-    plan = Plan(targets, frozenset(), 30.0, 30.0, probe=targets[:1], probe_timeout=30.0)
+    plan = ValidationPlan(targets, frozenset(), 30.0, 30.0, probe=targets[:1], probe_timeout=30.0)
     original = {"m.py": "def f():\n    return 1\n"}
     with WorkerPool(root, 1, tmp_path / "scratch") as pool:
         wrong = pool.validate({"m.py": "def f():\n    return 3\n"}, original, recording, plan, time.monotonic, lambda: None)

@@ -18,7 +18,7 @@ from conftest import init_repo
 
 from repairloop.cli import main
 from repairloop.propose.builtin.mutation import Mutation
-from repairloop.propose.builtin.scratch import Plan, Verdict, judge_suite, judge_targets
+from repairloop.propose.builtin.scratch import ValidationPlan, Verdict, judge_suite, judge_targets
 from repairloop.propose.builtin.search import Candidate, Result
 from repairloop.settings import DEFAULT_MODEL_BY_KEY
 from repairloop.types import TestOutcome, TestReport, TestResult
@@ -31,7 +31,7 @@ def report(outcomes: Dict[str, TestOutcome], exit_code: int = 1) -> TestReport:
     return TestReport(("pytest",), exit_code, results=results, source="plugin")
 
 
-PLAN = Plan(targets=(GROUP, OTHER), allowed_failing=frozenset(), target_timeout=10.0, suite_timeout=10.0,
+PLAN = ValidationPlan(targets=(GROUP, OTHER), allowed_failing=frozenset(), target_timeout=10.0, suite_timeout=10.0,
             group=(GROUP,))  # fmt: skip
 P, F = TestOutcome.PASSED, TestOutcome.FAILED
 

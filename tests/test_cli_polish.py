@@ -65,7 +65,7 @@ def test_version_and_help_import_nothing_heavy() -> None:
         "from repairloop.cli import main\n"
         "codes = [main(['--version']), main(['--help'])]\n"
         "heavy = [m for m in ('pydantic', 'git', 'litellm', 'rapidfuzz', 'unidiff', 'repairloop.settings',\n"
-        "                     'repairloop.loop') if m in sys.modules]\n"
+        "                     'repairloop.loop.driver') if m in sys.modules]\n"
         "sys.stderr.write(repr((codes, heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT)

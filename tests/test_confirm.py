@@ -1,4 +1,4 @@
-"""Flaky before spending: failing tests re-run in the suite's order and alone (``repairloop.confirm``).
+"""Flaky before spending: failing tests re-run in the suite's order and alone (``repairloop.loop.flaky``).
 
 Real projects in temporary directories and real pytest runs through the
 suite the loop uses; nothing of repairloop is mocked.
@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 from typing import Dict
 
-from repairloop import suite as suite_module
-from repairloop.confirm import confirm_failures, with_flaky
+from repairloop.loop import suite as suite_module
+from repairloop.loop.flaky import confirm_failures, with_flaky
 from repairloop.settings import Settings
 from repairloop.types import Failure, FailureKind
 

@@ -58,7 +58,7 @@ from repairloop.journal import (
     read_events,
     run_dir_for,
 )
-from repairloop.recorded import load_recorded
+from repairloop.loop.resume import load_recorded
 from repairloop.reports import load_run, render
 from repairloop.types import (
     Budget,
@@ -245,7 +245,7 @@ def test_unknown_kinds_fields_and_values_are_read_tolerantly(tmp_path: Path) -> 
 RENAMES = [
     # (module, the field as declared, renamed, modules whose type check must fail: a writer and a reader)
     ("repairloop/journal/iteration_events.py", "    shown: Optional[Shown] = None", "    seen: Optional[Shown] = None",
-     {"repairloop/attempt.py", "repairloop/reports/read.py"}),
+     {"repairloop/loop/attempt.py", "repairloop/reports/read.py"}),
     ("repairloop/types/model_events.py", "    wait: float  # seconds", "    delay: float  # seconds",
      {"repairloop/propose/llm.py", "repairloop/reports/read.py"}),
 ]

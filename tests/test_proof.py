@@ -7,19 +7,19 @@ from typing import Iterator
 
 import pytest
 
-from repairloop import stop
 from repairloop.errors import GuardError, PatchError
 from repairloop.journal import Journal
+from repairloop.loop import stop
+from repairloop.loop.proof import prove, union
+from repairloop.loop.suite import TestSuite
+from repairloop.loop.validation import ValidationSetup
 from repairloop.patch import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.effect import check_effective
 from repairloop.patch.overfit import check_hardcoded, overfitting_flags
 from repairloop.patch.testliterals import assertion_literals
-from repairloop.proof import prove, union
 from repairloop.runner import is_pytest_command
 from repairloop.settings import Settings
-from repairloop.suite import TestSuite
 from repairloop.types import Outcome, StopReason
-from repairloop.validation import ValidationSetup
 from repairloop.workspace import open_workspace
 from repairloop.workspace.fresh import start_copy
 

@@ -19,8 +19,8 @@ from conftest import init_repo
 
 from repairloop.classify import classify_report
 from repairloop.cli import main
+from repairloop.loop.suite import TestSuite, per_test_seconds
 from repairloop.settings import Settings
-from repairloop.suite import TestSuite, per_test_seconds
 from repairloop.types import FailureKind, Frame, ResultSource, TestOutcome, TestReport, TestResult
 
 

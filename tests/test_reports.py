@@ -40,7 +40,7 @@ from repairloop.journal import (
     TestsSummary,
     run_dir_for,
 )
-from repairloop.loop import repair
+from repairloop.loop.driver import repair
 from repairloop.reports import (
     FORMATS,
     RunReport,

@@ -152,7 +152,7 @@ def test_resume_settles_an_apply_that_was_cut_short(make_project, capsys) -> Non
 
 def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None:
     from repairloop.journal import Journal, StartEvent, StoppedEvent, run_dir_for
-    from repairloop.recorded import load_recorded
+    from repairloop.loop.resume import load_recorded
     from repairloop.settings import Settings
     from repairloop.types import Outcome, StopReason
 
@@ -166,7 +166,7 @@ def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None
     assert not load_recorded(tmp_path, "20260101-000000-aaaa", {}).finished
     assert load_recorded(tmp_path, "20260101-000001-bbbb", {}).finished
     from repairloop.errors import ProjectError
-    from repairloop.intents import settle_pending
+    from repairloop.loop.intents import settle_pending
 
     with pytest.raises(ProjectError, match="already finished") as err:
         list(settle_pending(tmp_path, load_recorded(tmp_path, "20260101-000001-bbbb", {})))
@@ -174,8 +174,8 @@ def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None
 
 
 def test_a_recorded_answer_holding_a_masked_value_is_asked_again() -> None:
-    from repairloop.chain import ReplayProposer
     from repairloop.journal import ProposalEvent
+    from repairloop.loop.chain import ReplayProposer
     from repairloop.types import Proposal, ProposalRequest, RepairContext, Usage
 
     asked: List[int] = []

@@ -162,7 +162,7 @@ def test_user_state_is_identical_after_every_ending(make_project, tmp_path, endi
     project = prepare(make_project, ending)
     before = snapshot(project)
     if ending == "exception":
-        from repairloop.loop import repair
+        from repairloop.loop.driver import repair
         from repairloop.settings import Settings
 
         with pytest.raises(RuntimeError, match="a bug inside the loop"):

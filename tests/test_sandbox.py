@@ -18,11 +18,11 @@ import pytest
 from conftest import init_repo
 from test_ci import load_action
 
-from repairloop import suite as suites
 from repairloop.cli import main
 from repairloop.errors import ConfigError
+from repairloop.loop import suite as suites
+from repairloop.loop.suite import looks_secret, unconfined_warning
 from repairloop.settings import Settings
-from repairloop.suite import looks_secret, unconfined_warning
 from repairloop.workspace.sandbox import SandboxPolicy, bwrap_candidates, open_sandbox
 
 

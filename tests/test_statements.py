@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from repairloop.errors import GuardError
-from repairloop.patch.model import AppliedPatch, FileChange
+from repairloop.patch.changes import AppliedPatch, FileChange
 from repairloop.patch.overfit import overfitting_flags
 from repairloop.patch.statements import statement_delta
 from repairloop.patch.tamper import check_tamper

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from repairloop import stop
+from repairloop.loop import stop
 from repairloop.patch import change_signature as sig
 from repairloop.types import Budget, Decision, Iteration, Outcome, StopReason, Usage
 

@@ -151,7 +151,7 @@ def test_a_journal_planted_in_the_project_never_chooses_a_resumed_runs_confineme
     """A run directory committed to a repository (or left in a tarball) is the project's data: resume takes
     the keys a project may not set from the user's layers now, and says which recorded values it drops."""
     from repairloop.journal import Journal, StartEvent
-    from repairloop.recorded import load_recorded
+    from repairloop.loop.resume import load_recorded
 
     project = make_project("off_by_one")
     recorded = Settings(sandbox="none", sandbox_env_allow=["GITHUB_TOKEN"], max_iterations=2).model_dump()

@@ -573,8 +573,8 @@ def test_a_child_that_rewrites_another_source_file_makes_the_server_restart(calc
 
 
 def test_in_the_sandbox_a_child_cannot_write_a_guarded_file_nor_leave_processes(tmp_path: Path) -> None:
+    from repairloop.loop.suite import TestSuite
     from repairloop.settings import Settings
-    from repairloop.suite import TestSuite
 
     root = write_project(tmp_path / "calc", CALC)
     mark = f"{os.getpid()}.{id(root) % 997}"

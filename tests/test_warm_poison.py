@@ -26,10 +26,10 @@ from test_e2e_run import RIGHT
 from test_warm import CALC, IDS, candidate
 
 from repairloop.cli import main
+from repairloop.loop.suite import TestSuite
 from repairloop.runner import run_tests
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
-from repairloop.suite import TestSuite
 
 TOUCH_THE_SERVER = """import ctypes, os
     denied = []

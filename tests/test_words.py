@@ -12,8 +12,8 @@ import pytest
 import typer.main
 from conftest import REPO_ROOT, init_repo
 
-from repairloop import loop
 from repairloop.cli import app, main
+from repairloop.loop import driver as loop
 
 
 def test_an_interrupted_json_run_names_its_run(make_project, monkeypatch, capsys) -> None:

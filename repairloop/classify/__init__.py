@@ -23,7 +23,7 @@ from typing import FrozenSet, Optional, Sequence, Tuple
 from repairloop.classify.evidence import project_modules, run_facts
 from repairloop.classify.packages import distribution_for
 from repairloop.classify.rules import classify_result
-from repairloop.classify.session import SESSION_ID, session_failure, signal_of
+from repairloop.classify.whole_run import SESSION_ID, session_failure, signal_of
 from repairloop.types import Failure, FailureKind, InterpreterQuery, TestReport
 
 __all__ = [

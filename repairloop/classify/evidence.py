@@ -135,7 +135,7 @@ def run_facts(report: TestReport) -> RunFacts:
 
 
 @dataclass(frozen=True)
-class Evidence:
+class FailureEvidence:
     """One failing result as the rules see it. ``text`` is pytest's failure text plus the message."""
 
     result: TestResult
@@ -172,7 +172,7 @@ def _strip_project(text: str, project: Path) -> str:
 
 
 def make_evidence(result: TestResult, project: Path, interpreter: Optional[InterpreterQuery],
-                  modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> Evidence:
+                  modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> FailureEvidence:
     """Normalise ``result``: exception type and message, project-relative frames."""
     text = "\n".join(part for part in (result.longrepr, result.message) if part)
     exc_type, message = result.exc_type, result.message.strip()
@@ -187,7 +187,7 @@ def make_evidence(result: TestResult, project: Path, interpreter: Optional[Inter
         message = f"{exc_type}: {message}"
     frames = result.frames or parse_frames(result.longrepr)
     frames = tuple(replace(f, path=relative(f.path, project)) for f in frames)
-    return Evidence(result, exc_type, _strip_project(message, project), text, frames, project,
+    return FailureEvidence(result, exc_type, _strip_project(message, project), text, frames, project,
                     interpreter, modules, facts)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from repairloop.classify.evidence import Evidence
+from repairloop.classify.evidence import FailureEvidence
 from repairloop.types import Failure, FailureKind
 
 _NO_DISPLAY = re.compile(r"no display name and no \$DISPLAY|couldn't connect to display|could not connect to display|"
@@ -23,7 +23,7 @@ _ERRNO = re.compile(r"\[Errno (\d+)\][^:]*(?::\s*'([^']+)')?")
 _PERMISSION, _READ_ONLY, _NO_SPACE = 13, 30, 28
 
 
-def _innermost_file(ev: Evidence) -> str:
+def _innermost_file(ev: FailureEvidence) -> str:
     """The file name of the innermost frame; a frozen stdlib module ("<frozen os>") as "os.py"."""
     if not ev.frames:
         return ""
@@ -33,7 +33,7 @@ def _innermost_file(ev: Evidence) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def host_rule(ev: Evidence) -> Optional[Failure]:
+def host_rule(ev: FailureEvidence) -> Optional[Failure]:
     """environment for something the machine lacks, else None."""
     if ev.exc_type == "FileNotFoundError" and _innermost_file(ev) == "subprocess.py":
         program = _ERRNO.search(ev.message)
@@ -56,7 +56,7 @@ def host_rule(ev: Evidence) -> Optional[Failure]:
     return _os_error(ev)
 
 
-def _os_error(ev: Evidence) -> Optional[Failure]:
+def _os_error(ev: FailureEvidence) -> Optional[Failure]:
     if ev.exc_type not in ("PermissionError", "OSError", "IOError"):
         return None
     errno = _ERRNO.search(ev.message)

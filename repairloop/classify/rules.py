@@ -19,14 +19,14 @@ from typing import Callable, FrozenSet, Optional, Tuple
 from repairloop.classify import services
 from repairloop.classify.evidence import (
     PYTHON_FRAME,
-    Evidence,
+    FailureEvidence,
     RunFacts,
     make_evidence,
     relative,
     source_line,
 )
 from repairloop.classify.host import host_rule
-from repairloop.classify.imports import extension_rule, imports_rule, package_of
+from repairloop.classify.import_rules import extension_rule, imports_rule, package_of
 from repairloop.types import (
     DEFAULT_TEST_GLOBS,
     Failure,
@@ -37,7 +37,7 @@ from repairloop.types import (
     matches_globs,
 )
 
-Rule = Callable[[Evidence], Optional[Failure]]
+Rule = Callable[[FailureEvidence], Optional[Failure]]
 
 # The file of the runner's pytest plugin, whose SIGALRM handler raises the per-test Timeout.
 PER_TEST_TIMEOUT_HANDLER = "repairloop_pytest_plugin"
@@ -74,7 +74,7 @@ _PLUGIN_FIXTURES = {
 }
 
 
-def _environment(ev: Evidence) -> Optional[Failure]:
+def _environment(ev: FailureEvidence) -> Optional[Failure]:
     if ev.exc_type == "MemoryError":
         return ev.failure(FailureKind.ENVIRONMENT, hint="the test ran out of memory: free memory or raise the limit")
     if ev.facts.time_limit and (ev.exc_type == "Crash" or _WORKER_CRASH.search(ev.message)):
@@ -98,7 +98,7 @@ def _environment(ev: Evidence) -> Optional[Failure]:
     return host_rule(ev) or extension_rule(ev)
 
 
-def _timeout(ev: Evidence) -> Optional[Failure]:
+def _timeout(ev: FailureEvidence) -> Optional[Failure]:
     # pytest-timeout's failure (TECH-NOTES 5.4): "Failed: Timeout (>1.0s) from pytest-timeout."
     # "Timeout" is also the runner's record of the test a whole-run timeout kill interrupted.
     if ev.facts.time_limit and (ev.exc_type == "Crash" or _WORKER_CRASH.search(ev.message)):
@@ -119,7 +119,7 @@ def _timeout(ev: Evidence) -> Optional[Failure]:
     return ev.failure(FailureKind.TIMEOUT, hint="the test exceeded its time limit: find the hang or raise the timeout")
 
 
-def _looping_in_code_under_test(ev: Evidence) -> Optional[str]:
+def _looping_in_code_under_test(ev: FailureEvidence) -> Optional[str]:
     """``path:line`` where a per-test timeout interrupted the project's own non-test code, else None.
 
     When the plugin says how much CPU time the test used (``busy_share``), that
@@ -168,7 +168,7 @@ def busy_share(message: str) -> Optional[float]:
     return float(found.group(2)) / float(found.group(1))
 
 
-def _test_config(ev: Evidence) -> Optional[Failure]:
+def _test_config(ev: FailureEvidence) -> Optional[Failure]:
     fixture = _FIXTURE.search(ev.text)
     if fixture:
         name = fixture.group(1)
@@ -190,7 +190,7 @@ def _test_config(ev: Evidence) -> Optional[Failure]:
     return None
 
 
-def _syntax(ev: Evidence) -> Optional[Failure]:
+def _syntax(ev: FailureEvidence) -> Optional[Failure]:
     if ev.exc_type not in SYNTAX_TYPES and not (ev.exc_type is None and _SYNTAX_LINE.search(ev.text)):
         return None
     # The runner's plugin appends the file that failed to compile as the last frame;
@@ -212,14 +212,14 @@ def _syntax(ev: Evidence) -> Optional[Failure]:
                       hint=f"fix the syntax at {path}:{line}" + (f": {source}" if source else ""))
 
 
-def _conftest(ev: Evidence) -> Optional[Failure]:
+def _conftest(ev: FailureEvidence) -> Optional[Failure]:
     # After the import rules: a conftest that imports a missing package is a dependency.
     if "while loading conftest" in ev.text:
         return ev.failure(FailureKind.TEST_CONFIG, hint="fix the conftest.py named in the message")
     return None
 
 
-def _logic(ev: Evidence) -> Optional[Failure]:
+def _logic(ev: FailureEvidence) -> Optional[Failure]:
     return ev.failure(FailureKind.LOGIC)
 
 

@@ -78,7 +78,7 @@ def _edit_format_flags(values: List[str]) -> Dict[str, Any]:
 
 
 def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]]) -> int:
-    from repairloop.loop import iterate, new_run_id, run_dir_for
+    from repairloop.loop.driver import iterate, new_run_id, run_dir_for
 
     check_usage(model=model, yes=yes, apply=apply)
     settings = project_settings(path, flags)
@@ -130,7 +130,7 @@ def resume(
     """Continue a killed or interrupted run from its journal, without paying again for recorded answers."""
 
     def body() -> int:
-        from repairloop.loop import resume as resume_run
+        from repairloop.loop.driver import resume as resume_run
 
         if not path.is_dir():
             raise not_a_directory(path)
@@ -146,7 +146,7 @@ def clean(path: Path = PathArg) -> None:
     """Remove workspaces left behind by killed runs (never touches your files)."""
 
     def body() -> int:
-        from repairloop.loop import clean_workspaces
+        from repairloop.loop.driver import clean_workspaces
 
         if not path.is_dir():
             raise not_a_directory(path)
@@ -193,7 +193,7 @@ def classify(
 
 
 def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
-    from repairloop.loop import classify_project
+    from repairloop.loop.driver import classify_project
     from repairloop.reports.console import render_classification, summary_counts
 
     settings = project_settings(path, flags)

@@ -24,12 +24,12 @@ from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.integrations import branch as git
 from repairloop.integrations import ci_env, github_actions
-from repairloop.integrations.ci_publish import Plan, publish
+from repairloop.integrations.ci_publish import PublishPlan, publish
 from repairloop.integrations.summary import fingerprint, markdown_summary
 from repairloop.journal import Journal
-from repairloop.loop import iterate
+from repairloop.loop.driver import iterate
+from repairloop.loop.suite import sandbox_for
 from repairloop.settings import Settings, pull_request_event
-from repairloop.suite import sandbox_for
 from repairloop.types import ExitCode, FailureKind, LoopEvent, Outcome, RunResult
 
 DEFAULT_AUTHOR = "repairloop[bot] <repairloop-bot@users.noreply.github.com>"
@@ -154,14 +154,14 @@ def _drain(events: Any, on_event: Callable[[LoopEvent], None]) -> RunResult:
     return result
 
 
-def _plan(options: CIOptions, ctx: ci_env.CIContext, repo: git.Repo, environ: Mapping[str, str]) -> Plan:
+def _plan(options: CIOptions, ctx: ci_env.CIContext, repo: git.Repo, environ: Mapping[str, str]) -> PublishPlan:
     """Everything publishing needs, checked before the loop: base branch, its remote tip, the forge."""
     base = options.base or ctx.ref or git.current_branch(repo)
     if not base:
         raise ConfigError("cannot tell which branch the failing commit is on (detached HEAD, no CI branch variable)",
                           hint="pass --base BRANCH")
     forge = ci_env.make_forge(ctx, environ, options.api_timeout) if options.open_pr else None
-    return Plan(base=base, base_tip=git.remote_sha(repo, options.remote, base), remote=options.remote,
+    return PublishPlan(base=base, base_tip=git.remote_sha(repo, options.remote, base), remote=options.remote,
                 forge=forge, repository=ctx.repository or _remote_url(repo, options.remote))
 
 

@@ -29,7 +29,7 @@ CI_CONFIG = (".github/workflows/", ".github/actions/", ".gitlab-ci.yml", ".gitla
 
 
 @dataclass(frozen=True)
-class Plan:
+class PublishPlan:
     """What publishing needs, settled before the loop: the base branch and its remote tip then, the forge."""
 
     base: str
@@ -64,7 +64,7 @@ def commit_message(result: RunResult, head: git.CommitInfo, fp: str) -> str:
             f"{git.TRAILER}: {fp}\nRepairloop-Base: {head.sha}\n")
 
 
-def publish(plan: Plan, settings: Settings, project: Path, repo: git.Repo, head: git.CommitInfo,
+def publish(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo, head: git.CommitInfo,
             result: RunResult, fp: str, author: Tuple[str, str], journal: Journal) -> Published:
     """Commit, verify, push and (when ``plan.forge``) open the pull request. Raises ForgeError, ProjectError."""
     out = Published()
@@ -97,7 +97,7 @@ def publish(plan: Plan, settings: Settings, project: Path, repo: git.Repo, head:
     return out
 
 
-def _checked_push(plan: Plan, settings: Settings, project: Path, repo: git.Repo, name: str,
+def _checked_push(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo, name: str,
                   commit: str, fp: str, key: str, journal: Journal, out: Published) -> bool:
     """Re-run the tests on ``commit``, refuse if the base moved meanwhile, then push. True when pushed."""
     green, detail = verify_commit(settings, project, repo, commit)
@@ -149,7 +149,7 @@ def verify_commit(settings: Settings, project: Path, repo: git.Repo, commit: str
     again (TECH-NOTES 8.3). The test command is the loop's: the configured one,
     else the project's own interpreter (``.venv``) running pytest.
     """
-    from repairloop.loop import classify_project, default_test_command
+    from repairloop.loop.driver import classify_project, default_test_command
 
     command = settings.test_cmd or shlex.join(default_test_command(project))
     with tempfile.TemporaryDirectory(prefix="repairloop-verify-") as tmp:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from repairloop.loop import iterate
+from repairloop.loop.driver import iterate
 from repairloop.settings import Layers, Settings, load_layers
 from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult
 

@@ -12,8 +12,8 @@ Only this package imports unidiff; rapidfuzz is shared with ``stop.py``.
 from __future__ import annotations
 
 from repairloop.patch.apply import apply_answer, parse_answer
+from repairloop.patch.changes import AppliedPatch, FileChange, FileEdit, GuardPolicy, Hunk
 from repairloop.patch.guards import check_guards
-from repairloop.patch.model import AppliedPatch, FileChange, FileEdit, GuardPolicy, Hunk
 from repairloop.patch.signature import change_signature
 from repairloop.patch.syntax import check_syntax
 

@@ -15,11 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from repairloop.errors import PatchError
 from repairloop.patch.blocks import has_blocks, parse_blocks
-from repairloop.patch.diffparse import parse_unified_diff
-from repairloop.patch.elision import check_elisions
-from repairloop.patch.guards import normalize_path, resolve_inside
-from repairloop.patch.locate import locate
-from repairloop.patch.model import (
+from repairloop.patch.changes import (
     ADDED,
     CONTEXT,
     MATCH_RANK,
@@ -29,6 +25,10 @@ from repairloop.patch.model import (
     FileEdit,
     Hunk,
 )
+from repairloop.patch.diffparse import parse_unified_diff
+from repairloop.patch.elision import check_elisions
+from repairloop.patch.guards import normalize_path, resolve_inside
+from repairloop.patch.locate import locate
 from repairloop.patch.thinking import split_thinking
 from repairloop.patch.whole import parse_whole
 from repairloop.types import CodeSlice

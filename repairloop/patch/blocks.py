@@ -18,7 +18,7 @@ import re
 from typing import List, Optional, Tuple
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
+from repairloop.patch.changes import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
 from repairloop.textutil import common_ends
 
 SEARCH = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$")

@@ -27,7 +27,7 @@ import difflib
 from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from repairloop.patch.model import AppliedPatch
+from repairloop.patch.changes import AppliedPatch
 from repairloop.patch.testliterals import assertion_nodes
 from repairloop.types import Flag, FlagKind, TestFiles
 

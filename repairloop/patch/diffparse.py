@@ -16,7 +16,7 @@ from unidiff.patch import Hunk as UnidiffHunk
 from unidiff.patch import PatchSet
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
+from repairloop.patch.changes import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
 
 DEV_NULL = "/dev/null"
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[^\n]*\n(.*?)^[ \t]*(?:```|~~~)[ \t]*$", re.S | re.M)

@@ -15,7 +15,7 @@ import ast
 from typing import Callable, Optional
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import AppliedPatch, FileChange
+from repairloop.patch.changes import AppliedPatch, FileChange
 from repairloop.textutil import doctest_examples
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import List, Optional, Tuple
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import AppliedPatch, FileChange
+from repairloop.patch.changes import AppliedPatch, FileChange
 
 _COMMENT = re.compile(r"^(?:#+|//+|/\*+|<!--)\s*(.*?)\s*(?:\*/|-->)?$")
 _BRACKETED = re.compile(r"^[\[(<{]\s*(.*?)\s*[\])>}]$")

@@ -16,8 +16,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import List, Tuple
 
 from repairloop.errors import GuardError
+from repairloop.patch.changes import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.effect import check_effective
-from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.newfiles import check_new_files, split_scratch
 from repairloop.patch.protected import protected_sections
 from repairloop.patch.tamper import check_tamper

@@ -18,7 +18,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from rapidfuzz import fuzz
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import ADDED, REMOVED, Hunk
+from repairloop.patch.changes import ADDED, REMOVED, Hunk
 
 _WS = re.compile(r"\s+")
 KEYS: Tuple[Callable[[str], str], ...] = (

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Set, Tuple
 
 from repairloop.errors import GuardError, PatchError
-from repairloop.patch.model import AppliedPatch, FileChange, GuardPolicy
+from repairloop.patch.changes import AppliedPatch, FileChange, GuardPolicy
 
 MAX_SCANNED_FILES = 3000  # project files read to look for an import of a new module
 _SKIP_DIRS = frozenset({".git", ".repairloop", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox"})

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import GuardError
-from repairloop.patch.model import AppliedPatch, FileChange
+from repairloop.patch.changes import AppliedPatch, FileChange
 from repairloop.patch.statements import StatementDelta, statement_delta
 from repairloop.patch.testliterals import literal_key, literals_in
 from repairloop.types import Flag, FlagKind, TestFiles

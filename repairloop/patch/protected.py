@@ -16,7 +16,7 @@ import sys
 from fnmatch import fnmatchcase
 from typing import Any, Dict, List, Optional, Tuple
 
-from repairloop.patch.model import FileChange
+from repairloop.patch.changes import FileChange
 
 if sys.version_info >= (3, 11):
     import tomllib

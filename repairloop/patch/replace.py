@@ -1,6 +1,6 @@
 """Whole-code answers, second half: the versions a plan collected, checked and turned into FileEdits.
 
-``whole.py`` reads the blocks into a Plan (per definition and per whole file,
+``whole.py`` reads the blocks into a BlockPlan (per definition and per whole file,
 every version with the answer line it came from); here one version of each
 is kept (refusing two different ones), definitions whose new text is the
 current one are dropped, and the rest become hunks located by their line.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
+from repairloop.patch.changes import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
 from repairloop.patch.outline import Definition
 from repairloop.textutil import common_ends
 
@@ -32,7 +32,7 @@ class Target:
 
 
 @dataclass
-class Plan:
+class BlockPlan:
     """What the blocks ask for: per (path, qualname) and per whole file, each version with its block line."""
 
     defs: Dict[Tuple[str, str], List[Tuple[Tuple[str, ...], int]]] = field(default_factory=dict)
@@ -64,7 +64,7 @@ def _versions(items: Sequence[Tuple[object, int]], same_as_old: object, what: st
     return next(iter(changed), None)
 
 
-def file_edits(plan: Plan, targets: Dict[str, Target]) -> List[FileEdit]:
+def file_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
     edits = []
     for path, items in plan.files.items():
         if any(p == path for p, _ in plan.defs):
@@ -86,7 +86,7 @@ def file_edits(plan: Plan, targets: Dict[str, Target]) -> List[FileEdit]:
     return edits
 
 
-def def_edits(plan: Plan, targets: Dict[str, Target]) -> List[FileEdit]:
+def def_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
     per_file: Dict[str, List[Tuple[Definition, List[str]]]] = {}
     for (path, qualname), items in plan.defs.items():
         target = targets[path]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 
 from repairloop.errors import PatchError
-from repairloop.patch.model import AppliedPatch
+from repairloop.patch.changes import AppliedPatch
 
 
 def check_syntax(applied: AppliedPatch) -> None:

@@ -24,8 +24,8 @@ from typing import AbstractSet, Dict, FrozenSet, Iterator, Optional, Sequence, S
 
 from repairloop.errors import GuardError
 from repairloop.patch import forgery
+from repairloop.patch.changes import FileChange
 from repairloop.patch.forgery import dotted_name
-from repairloop.patch.model import FileChange
 from repairloop.patch.statements import parse_module, statement_delta
 
 # Names that skip a test or expect it to fail (pytest and unittest).

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Set, Tuple
 
+from repairloop.patch.changes import FileChange, line_opcodes
 from repairloop.patch.forgery import dotted_name
-from repairloop.patch.model import FileChange, line_opcodes
 from repairloop.patch.statements import parse_module
 from repairloop.patch.tamper import count_assertions
 from repairloop.textutil import doctest_examples

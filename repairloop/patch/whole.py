@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import PatchError
+from repairloop.patch.changes import FileEdit
 from repairloop.patch.fences import CodeBlock, code_blocks
 from repairloop.patch.guards import resolve_inside
-from repairloop.patch.model import FileEdit
 from repairloop.patch.outline import (
     DEF_TYPES,
     Definition,
@@ -49,7 +49,7 @@ from repairloop.patch.outline import (
     statement_keys,
     syntax_error,
 )
-from repairloop.patch.replace import Plan, Target, def_edits, file_edits, reindent
+from repairloop.patch.replace import BlockPlan, Target, def_edits, file_edits, reindent
 from repairloop.types import CodeSlice
 
 HINT = ("give each function or method you change complete, in a ```python block with its file path on "
@@ -67,7 +67,7 @@ def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]]) -> 
     if not blocks:
         return []
     targets = _shown_targets(root, shown or ())
-    plan = Plan()
+    plan = BlockPlan()
     for block in blocks:
         _plan_block(block, root, targets, plan)
     edits = file_edits(plan, targets) + def_edits(plan, targets)
@@ -117,7 +117,7 @@ def _resolve(label: str, root: Path, targets: Dict[str, Target]) -> str:
     return tails[0] if len(tails) == 1 else label
 
 
-def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: Plan) -> None:
+def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: BlockPlan) -> None:
     tree = parse_module(block.code)
     if tree is None and not block.language and not block.label:
         return  # an unmarked block that is not Python: output, a shell session
@@ -170,7 +170,7 @@ def _whole_file(block: CodeBlock, tree: ast.Module, target: Target) -> bool:
                      f"({first_new(tree, new)})", hint=HINT)
 
 
-def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Target], plan: Plan) -> None:
+def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Target], plan: BlockPlan) -> None:
     lines = block.code.split("\n")
     touched: Set[str] = set()
     for node in tree.body:
@@ -215,7 +215,7 @@ def _shown(target: Target, qualname: str, node: DefNode) -> bool:
 
 
 def _plan_def(node: DefNode, container: str, lines: List[str], block: CodeBlock, candidates: List[Target],
-              plan: Plan) -> Set[str]:
+              plan: BlockPlan) -> Set[str]:
     target, old = _find(node, container, candidates, block)
     _check_stubs(node, old.qualname, target, block)
     if isinstance(node, ast.ClassDef) and isinstance(old.node, ast.ClassDef):

@@ -19,8 +19,8 @@ from typing import Optional
 
 from repairloop.journal import JOURNAL, Shown, TestsSummary, resolve_run
 from repairloop.reports.formats import FORMATS, Format, format_names, formats_help, render
-from repairloop.reports.model import IterationDetail, IterationReport, RunReport, RunStatus
 from repairloop.reports.read import describe_event, load_run
+from repairloop.reports.run_report import IterationDetail, IterationReport, RunReport, RunStatus
 from repairloop.reports.stats import Stats, compute_stats, load_runs, parse_since, render_runs, render_stats, run_row
 
 __all__ = [

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
-from repairloop.reports.model import RunReport, RunStatus
+from repairloop.reports.run_report import RunReport, RunStatus
 from repairloop.textutil import usd
 from repairloop.types import Decision, EventKind, Failure, LoopEvent, Outcome, RunResult, TestReport
 

@@ -16,7 +16,7 @@ from repairloop.errors import ConfigError
 from repairloop.reports.console import render_console
 from repairloop.reports.html import render_html
 from repairloop.reports.jsondoc import render_json
-from repairloop.reports.model import RunReport
+from repairloop.reports.run_report import RunReport
 from repairloop.reports.text import render_markdown, render_text
 
 

@@ -12,7 +12,7 @@ from html import escape
 from typing import List
 
 from repairloop.reports.chart import ChartPoint, chart_svg
-from repairloop.reports.model import IterationReport, RunReport
+from repairloop.reports.run_report import IterationReport, RunReport
 from repairloop.reports.text import cost_line, header_facts, similarity, tests_said, totals_line, trim_lines
 from repairloop.textutil import usd
 

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any, Dict
 
-from repairloop.reports.model import IterationReport, RunReport
+from repairloop.reports.run_report import IterationReport, RunReport
 
 
 def report_document(report: RunReport) -> Dict[str, Any]:

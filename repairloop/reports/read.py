@@ -47,7 +47,7 @@ from repairloop.journal import (
     WorkspaceEvent,
     read_events,
 )
-from repairloop.reports.model import IterationDetail, RunReport, RunStatus, seconds_between
+from repairloop.reports.run_report import IterationDetail, RunReport, RunStatus, seconds_between
 from repairloop.types import Failure, Iteration, Outcome, RunResult, SandboxStatus, StopReason, TestFiles, failure_kinds
 
 

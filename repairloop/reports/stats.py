@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from repairloop.errors import ConfigError
 from repairloop.journal import list_runs
-from repairloop.reports.model import RunReport
 from repairloop.reports.read import load_run
+from repairloop.reports.run_report import RunReport
 from repairloop.textutil import usd
 
 RECURRING_SHARE = 0.10  # more than this share of runs repairing the same code: fix it upstream

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import List
 
-from repairloop.reports.model import IterationReport, RunReport
+from repairloop.reports.run_report import IterationReport, RunReport
 from repairloop.textutil import fence, usd
 from repairloop.types import Decision, Iteration
 

@@ -30,10 +30,10 @@ from repairloop.runner.command import (
     with_arguments,
 )
 from repairloop.runner.crosscheck import JUNIT_NAME
-from repairloop.runner.imports import ImportRedirect, probe_imports
+from repairloop.runner.import_redirect import ImportRedirect, probe_imports
 from repairloop.runner.interpreter import ProjectInterpreter
+from repairloop.runner.plugin_records import read_plugin_results
 from repairloop.runner.proc import ProcessResult, run_process
-from repairloop.runner.results import read_plugin_results
 from repairloop.runner.wrapping import CommandWrapper, wrapped
 from repairloop.types import NOT_PROJECT_DIRS, TestReport, is_bytecode, within
 

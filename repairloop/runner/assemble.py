@@ -14,8 +14,8 @@ from typing import Optional, Sequence, Tuple, Union
 
 from repairloop.runner.crosscheck import disagreement
 from repairloop.runner.junit import read_junit
+from repairloop.runner.plugin_records import PluginResults
 from repairloop.runner.proc import ProcessResult
-from repairloop.runner.results import PluginResults
 from repairloop.types import ResultSource, TestOutcome, TestReport, TestResult
 
 

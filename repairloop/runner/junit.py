@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from repairloop.runner.results import clean_text, merge_phases, relative_path, root_forms
+from repairloop.runner.plugin_records import clean_text, merge_phases, relative_path, root_forms
 from repairloop.types import Frame, TestOutcome, TestResult
 
 _LOCATION = re.compile(r"^(\S[^:\n]*):(\d+)(?:: (.*))?$")

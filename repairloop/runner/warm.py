@@ -38,8 +38,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 from repairloop.runner import CommandWrapper, ImportRedirect, build_test_env, pytest_arguments, wrapped
 from repairloop.runner.assemble import assemble
 from repairloop.runner.command import is_pytest_command, with_arguments
+from repairloop.runner.plugin_records import read_plugin_results
 from repairloop.runner.proc import ProcessResult
-from repairloop.runner.results import read_plugin_results
 from repairloop.types import TestReport
 
 WARM_FD_ENV = "REPAIRLOOP_WARM_FD"  # read by the plugin (repairloop_pytest_plugin_warm)

@@ -27,7 +27,7 @@ from repairloop.settings.layers import (
     read_project_layer,
     unknown_env_warnings,
 )
-from repairloop.settings.model import (
+from repairloop.settings.schema import (
     DEFAULT_MODEL_BY_KEY,
     EDIT_FORMATS,
     ENV_PREFIX,

@@ -16,7 +16,7 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 from pydantic import ValidationError
 
 from repairloop.errors import ConfigError
-from repairloop.settings.model import DEFAULT_MODEL_BY_KEY, ENV_PREFIX, FIELD_NAMES, INTERNAL_ENV, KEYS_DOC, Settings
+from repairloop.settings.schema import DEFAULT_MODEL_BY_KEY, ENV_PREFIX, FIELD_NAMES, INTERNAL_ENV, KEYS_DOC, Settings
 from repairloop.settings.trust import ignored_notice, project_may_set, pull_request_event, user_config_file
 
 if sys.version_info >= (3, 11):

@@ -27,7 +27,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Dict, Mapping, Optional
 
-from repairloop.settings.model import ENV_PREFIX
+from repairloop.settings.schema import ENV_PREFIX
 
 
 class Trust(str, Enum):

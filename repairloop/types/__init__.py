@@ -53,7 +53,7 @@ from repairloop.types.proposals import (
     RepairContext,
     Usage,
 )
-from repairloop.types.results import Failure, Frame, TestReport, TestResult, failure_kinds
+from repairloop.types.reports import Failure, Frame, TestReport, TestResult, failure_kinds
 from repairloop.types.run import Evidence, Flag, Iteration, LoopEvent, Proof, RunResult, SandboxStatus
 
 __all__ = [

@@ -9,7 +9,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
 from typing import Dict, FrozenSet, Sequence, Set, Tuple
 
-from repairloop.types.results import TestReport
+from repairloop.types.reports import TestReport
 
 # Files that are tests, read-only to candidates (settings' ``test_globs`` default).
 DEFAULT_TEST_GLOBS: Tuple[str, ...] = (

@@ -7,7 +7,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from repairloop.types.kinds import Decision, EventKind, FlagKind, Outcome, StopReason
 from repairloop.types.proposals import Usage
-from repairloop.types.results import Failure
+from repairloop.types.reports import Failure
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 from scripted_server import ScriptedServer
 
-from repairloop.loop import repair
+from repairloop.loop.driver import repair
 from repairloop.reports import RunReport, load_run
 from repairloop.settings import load_settings
 

@@ -23,9 +23,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import projects
 from figure import Check, Figure
 
+from repairloop.loop.suite import TestSuite
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
-from repairloop.suite import TestSuite
 from repairloop.types import TestReport
 
 HERE = Path(__file__).resolve().parent

@@ -19,7 +19,7 @@ from repairloop.integrations.bench.cases import Case, Shard, find_cases, parse_s
 from repairloop.integrations.bench.correct import Judgement, judge, normalise, same_code
 from repairloop.integrations.bench.execute import BENCH_JSON, BENCH_MD, BenchOptions, prepare, run_bench, run_case
 from repairloop.integrations.bench.merge import load_shard, merge
-from repairloop.integrations.bench.results import BenchRun, CaseResult, markdown_table, totals
+from repairloop.integrations.bench.scores import BenchRun, CaseResult, markdown_table, totals
 from repairloop.settings import Settings
 
 __all__ = [

@@ -27,8 +27,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from repairloop.errors import ConfigError, RepairloopError
 from repairloop.integrations.bench.cases import Case, copy_project, lay_over
 from repairloop.integrations.branch import run_git
+from repairloop.loop.suite import TestSuite
 from repairloop.settings import Settings
-from repairloop.suite import TestSuite
 from repairloop.textutil import numstat_paths
 from repairloop.types import TestReport
 

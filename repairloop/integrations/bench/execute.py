@@ -24,9 +24,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from repairloop.errors import ConfigError, RepairloopError
 from repairloop.integrations.bench.cases import Case, Shard, copy_project, find_cases, select_shard
 from repairloop.integrations.bench.correct import Judgement, check_reference, judge
-from repairloop.integrations.bench.results import ERROR, BenchRun, CaseResult, markdown_table
+from repairloop.integrations.bench.scores import ERROR, BenchRun, CaseResult, markdown_table
 from repairloop.journal import list_runs
-from repairloop.loop import repair
+from repairloop.loop.driver import repair
 from repairloop.reports import load_run
 from repairloop.settings import Settings, load_settings
 from repairloop.types import Outcome, RunResult, TestFiles

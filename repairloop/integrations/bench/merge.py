@@ -16,7 +16,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from repairloop.errors import ConfigError
 from repairloop.integrations.bench.execute import BENCH_JSON
-from repairloop.integrations.bench.results import BenchRun, CaseResult, merged_rows
+from repairloop.integrations.bench.scores import BenchRun, CaseResult, merged_rows
 from repairloop.journal import JOURNAL
 
 _HINT = "pass each shard's --keep directory (or the file its `bench --json` wrote), all shards of one bench"

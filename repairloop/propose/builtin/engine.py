@@ -24,7 +24,7 @@ from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.localise import Localisation, localise
 from repairloop.propose.builtin.pool import OpenWarm, WarmCounts, WorkerPool
-from repairloop.propose.builtin.scratch import Plan, RunTests, Verdict, read_sources, remove_coverage, scratch_copy, snapshot
+from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, read_sources, remove_coverage, scratch_copy, snapshot
 from repairloop.propose.builtin.search import Result, Search, order_candidates
 from repairloop.types import Proposal, ProposalRequest, TestFiles, TestReport, Usage
 
@@ -92,7 +92,7 @@ class BuiltinProposer:
         self._localisation: Optional[Localisation] = None
         self._baseline: Optional[TestReport] = None  # the localisation run (durations, failures)
         self._first_targets: Tuple[str, ...] = ()
-        self._plan: Optional[Plan] = None
+        self._plan: Optional[ValidationPlan] = None
         self._boosts: Dict[str, float] = {}
         self._baseline_seconds = 0.0
         self._search: Optional[Search] = None
@@ -175,7 +175,7 @@ class BuiltinProposer:
         self._baseline, self._first_targets = report, targets
         self._boosts = family_boosts(report, targets)
 
-    def _make_plan(self, report: TestReport, targets: Tuple[str, ...], group: Tuple[str, ...] = ()) -> Plan:
+    def _make_plan(self, report: TestReport, targets: Tuple[str, ...], group: Tuple[str, ...] = ()) -> ValidationPlan:
         """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed.
 
         When the failing tests took over ``PROBE_SECONDS`` together (hangs stopped by a
@@ -191,7 +191,7 @@ class BuiltinProposer:
         probe: Tuple[str, ...] = ()
         if len(targets) > 1 and target_seconds > PROBE_SECONDS and set(targets) <= set(group or targets):
             probe = (min(targets, key=lambda t: (durations.get(t, 0.0), t)),)
-        return Plan(
+        return ValidationPlan(
             targets=targets,
             group=group,
             allowed_failing=allowed,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from repairloop.propose.builtin.scratch import Plan, RunTests, Verdict, copy_project, drop_bytecode, judge_suite, judge_targets
+from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, copy_project, drop_bytecode, judge_suite, judge_targets
 from repairloop.types import TestReport
 
 MAX_REASONS = 20  # distinct fallback reasons kept in the notes (each with its count)
@@ -125,7 +125,7 @@ class WorkerPool:
         changed: Dict[str, str],
         originals: Dict[str, str],
         run_tests: RunTests,
-        plan: Plan,
+        plan: ValidationPlan,
         clock: Callable[[], float],
         time_left: Callable[[], Optional[float]],
     ) -> Verdict:
@@ -176,7 +176,7 @@ class _Stages:
                 return report
         return self.run_tests(self.root, ids, timeout, False)
 
-    def run(self, plan: Plan, time_left: Callable[[], Optional[float]]) -> Verdict:
+    def run(self, plan: ValidationPlan, time_left: Callable[[], Optional[float]]) -> Verdict:
         if plan.probe:
             # Most candidates fail every target: one cheap target rejects them without paying
             # for the others (a hang costs a per-test timeout per test). The plan has a probe

@@ -75,7 +75,7 @@ def drop_bytecode(root: Path, path: str) -> None:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ValidationPlan:
     """How candidates are validated: target test ids, tolerated failures, timeouts in seconds.
 
     ``targets`` are every currently failing test, the group being repaired first;
@@ -151,7 +151,7 @@ def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) ->
     return Verdict(status, f"still failing: {_short(failing) or f'exit code {report.exit_code}'}{detail}", fixed)
 
 
-def judge_suite(report: TestReport, plan: Plan, timeout: float) -> Verdict:
+def judge_suite(report: TestReport, plan: ValidationPlan, timeout: float) -> Verdict:
     """Verdict of the whole-suite run of a candidate that made some target test pass.
 
     Plausible when at least one target passes and nothing outside
@@ -213,6 +213,15 @@ def snapshot(sources: Dict[str, str]) -> Tuple[Tuple[str, int], ...]:
 
 
 __all__: List[str] = [
-    "Plan", "RunTests", "Verdict", "copy_project", "iter_python_files",
-    "judge_suite", "judge_targets", "read_sources", "remove_coverage", "scratch_copy", "snapshot",
+    "RunTests",
+    "ValidationPlan",
+    "Verdict",
+    "copy_project",
+    "iter_python_files",
+    "judge_suite",
+    "judge_targets",
+    "read_sources",
+    "remove_coverage",
+    "scratch_copy",
+    "snapshot",
 ]  # fmt: skip

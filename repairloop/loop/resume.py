@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from repairloop.chain import RecordedAnswer
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.journal import (
     IntentEvent,
@@ -27,6 +26,7 @@ from repairloop.journal import (
     read_events,
     resolve_run,
 )
+from repairloop.loop.chain import RecordedAnswer
 from repairloop.settings import ENV_PREFIX, FIELD_NAMES, TRUST, Settings, Trust, load_layers
 from repairloop.types import StopReason
 from repairloop.workspace import StartState

@@ -10,13 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, Generator, Iterator, Mapping, Optional, Sequence, Tuple
 
-from repairloop import stop
-from repairloop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
-from repairloop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
 from repairloop.classify import SESSION_ID, blocking_kind, classify_report
-from repairloop.confirm import confirm_failures, fidelity_failures
-from repairloop.describe import blocking_detail, describe_run, report_summary
-from repairloop.ending import build_result, maybe_apply, record_result
 from repairloop.journal import (
     BaselineEvent,
     ClassifiedEvent,
@@ -29,13 +23,20 @@ from repairloop.journal import (
     SandboxEvent,
     TestFilesEvent,
 )
+from repairloop.loop import stop
+from repairloop.loop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
+from repairloop.loop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
+from repairloop.loop.describe import blocking_detail, describe_run, report_summary
+from repairloop.loop.ending import build_result, maybe_apply, record_result
+from repairloop.loop.flaky import confirm_failures, fidelity_failures
+from repairloop.loop.proof import prove, union
+from repairloop.loop.state import RunState
+from repairloop.loop.stop import Ending, Handover
+from repairloop.loop.suite import TestSuite, per_test_seconds, with_sandbox
+from repairloop.loop.validation import ValidationSetup
 from repairloop.patch import GuardPolicy
-from repairloop.proof import prove, union
 from repairloop.runner import is_pytest_command
 from repairloop.settings import Settings
-from repairloop.state import RunState
-from repairloop.stop import Ending, Handover
-from repairloop.suite import TestSuite, per_test_seconds, with_sandbox
 from repairloop.types import (
     BudgetLeft,
     ChainMove,
@@ -51,10 +52,9 @@ from repairloop.types import (
     TestFiles,
     TestReport,
 )
-from repairloop.validation import ValidationSetup
 from repairloop.workspace import Workspace
 
-Confirm = Callable[[str], bool]  # shown the final diff, answers whether to apply it
+ConfirmApply = Callable[[str], bool]  # shown the final diff, answers whether to apply it
 Replay = Mapping[Tuple[int, int], RecordedAnswer]  # recorded answers of a resumed run, by (iteration, round)
 
 
@@ -91,7 +91,7 @@ class Session:
 
     # -- phases -------------------------------------------------------------
 
-    def run(self, *, apply: bool, confirm: Optional[Confirm]) -> Iterator[LoopEvent]:
+    def run(self, *, apply: bool, confirm: Optional[ConfirmApply]) -> Iterator[LoopEvent]:
         """The whole run: baseline, classification, flaky check, iterations, finish, --apply."""
         try:
             ending = yield from self._prepare()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Optional, Tuple
 
-from repairloop import stop
-from repairloop.chain import ChainState
+from repairloop.loop import stop
+from repairloop.loop.chain import ChainState
+from repairloop.loop.stop import Refusal
 from repairloop.patch import FileChange
-from repairloop.stop import Refusal
 from repairloop.types import Failure, Iteration, LastAttempt, TestResult
 
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from repairloop.errors import ProjectError
 from repairloop.journal import DoneEvent, Journal
-from repairloop.recorded import Recorded
+from repairloop.loop.resume import Recorded
 from repairloop.types import EventKind, LoopEvent
 from repairloop.workspace import apply_to_user_tree, patch_state
 

@@ -15,7 +15,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from repairloop.errors import ProjectError
 from repairloop.journal import DoneEvent, IntentEvent, Journal, StoppedEvent
-from repairloop.stop import Ending
+from repairloop.loop.stop import Ending
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import (
     Decision,

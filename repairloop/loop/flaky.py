@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from repairloop.classify import SESSION_ID
+from repairloop.loop.suite import TestSuite
 from repairloop.runner import is_pytest_command
 from repairloop.runner.command import with_arguments
-from repairloop.suite import TestSuite
 from repairloop.types import Failure, FailureKind, TestReport
 
 ALONE_LIMIT = 20  # failing tests re-run one by one; the rest are re-run together

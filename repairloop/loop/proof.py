@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Dict, Iterable, Sequence
 
 from repairloop.errors import PatchError
+from repairloop.loop.validation import ValidationSetup, passes, untrusted_run
 from repairloop.patch import AppliedPatch, FileChange, check_guards
 from repairloop.types import Proof, ResultSource, TestReport
-from repairloop.validation import ValidationSetup, passes, untrusted_run
 from repairloop.workspace.fingerprint import fingerprint
 from repairloop.workspace.fresh import start_copy
 

@@ -14,10 +14,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from repairloop import errors
 from repairloop.errors import ConfigError, ProposerError
 from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
+from repairloop.loop.prefilter import journalled_warm
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles
-from repairloop.warm import journalled_warm
 
 BUILTIN = "builtin"
 RecordedAnswer = Union[ProposalEvent, ProposalErrorEvent]  # what a resumed run replays

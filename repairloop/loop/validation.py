@@ -21,10 +21,10 @@ from typing import Callable, FrozenSet, Optional, Sequence, Tuple
 
 from repairloop.classify import classify_report
 from repairloop.journal import Journal
+from repairloop.loop.prefilter import JournalledWarm, WarmSlot
+from repairloop.loop.suite import TestSuite
 from repairloop.patch import AppliedPatch, GuardPolicy
-from repairloop.suite import TestSuite
 from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport
-from repairloop.warm import JournalledWarm, WarmSlot
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
 

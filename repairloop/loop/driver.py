@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, List, Mapping, Optional, Tuple
 
-from repairloop.chain import check_cost_limit, warm_up
 from repairloop.classify import classify_report
 from repairloop.errors import RepairloopError
 from repairloop.journal import (
@@ -33,12 +32,13 @@ from repairloop.journal import (
     pid_alive,
     run_dir_for,
 )
-from repairloop.recorded import Recorded
+from repairloop.loop.chain import check_cost_limit, warm_up
+from repairloop.loop.resume import Recorded
+from repairloop.loop.session import ConfirmApply, Session
+from repairloop.loop.suite import TestSuite
 from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command
-from repairloop.session import Confirm, Session
 from repairloop.settings import Settings, model_chain
-from repairloop.suite import TestSuite
 from repairloop.types import EventKind, Failure, LoopEvent, Proposer, RunResult, TestReport
 from repairloop.workspace import check_repository, clean_stale_workspaces, ensure_excluded, open_workspace
 
@@ -64,7 +64,7 @@ def iterate(
     *,
     environ: Optional[Mapping[str, str]] = None,
     apply: bool = False,
-    confirm: Optional[Confirm] = None,
+    confirm: Optional[ConfirmApply] = None,
     clock: Callable[[], float] = time.monotonic,
     proposers: Optional[Mapping[str, Proposer]] = None,
     run_id: Optional[str] = None,
@@ -95,7 +95,7 @@ def drive(
     *,
     environ: Optional[Mapping[str, str]] = None,
     apply: bool = False,
-    confirm: Optional[Confirm] = None,
+    confirm: Optional[ConfirmApply] = None,
     clock: Callable[[], float] = time.monotonic,
     proposers: Optional[Mapping[str, Proposer]] = None,
     recorded: Optional[Recorded] = None,
@@ -162,7 +162,7 @@ def resume(
     *,
     environ: Optional[Mapping[str, str]] = None,
     apply: bool = False,
-    confirm: Optional[Confirm] = None,
+    confirm: Optional[ConfirmApply] = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[LoopEvent]:
     """Continue a killed or interrupted run from its journal; yields like ``iterate``.
@@ -172,8 +172,8 @@ def resume(
     ProjectError when the run finished (and has no side effect left to check)
     or cannot be resumed.
     """
-    from repairloop.intents import settle_pending
-    from repairloop.recorded import load_recorded
+    from repairloop.loop.intents import settle_pending
+    from repairloop.loop.resume import load_recorded
 
     project = project.resolve()
     check_repository(project)
@@ -198,7 +198,7 @@ def classify_project(
     Raises ProjectError / WorkspaceError like ``iterate``.
     """
     from repairloop.classify import blocking_kind, overall_kind
-    from repairloop.confirm import confirm_failures, fidelity_failures, with_flaky
+    from repairloop.loop.flaky import confirm_failures, fidelity_failures, with_flaky
 
     project = project.resolve()
     check_repository(project)

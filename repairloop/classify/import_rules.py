@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import FrozenSet, Optional
 
 from repairloop.classify.build import build_command, extension_for
-from repairloop.classify.evidence import Evidence, relative
+from repairloop.classify.evidence import FailureEvidence, relative
 from repairloop.classify.packages import distribution_for, probe_module
 from repairloop.types import Failure, FailureKind, is_project_path
 
@@ -55,7 +55,7 @@ _PROJECT_NAME = (
 )
 
 
-def imports_rule(ev: Evidence) -> Optional[Failure]:
+def imports_rule(ev: FailureEvidence) -> Optional[Failure]:
     """A missing module or name (dependency, test_config or logic by whose it is), else None."""
     if ev.exc_type in ("ModuleNotFoundError", "ImportError", None):
         if "attempted relative import" in ev.message:
@@ -73,7 +73,7 @@ def imports_rule(ev: Evidence) -> Optional[Failure]:
     return _missing_distribution(ev) or _refused_by_package(ev)
 
 
-def _missing_distribution(ev: Evidence) -> Optional[Failure]:
+def _missing_distribution(ev: FailureEvidence) -> Optional[Failure]:
     """Package metadata asked for and absent (``importlib.metadata.version``, pkg_resources), or time zone data."""
     if ev.exc_type == "ZoneInfoNotFoundError":
         return ev.failure(FailureKind.DEPENDENCY, hint="this system has no time zone database: pip install tzdata")
@@ -104,7 +104,7 @@ def project_name(project: Path) -> str:
     return ""
 
 
-def _refused_by_package(ev: Evidence) -> Optional[Failure]:
+def _refused_by_package(ev: FailureEvidence) -> Optional[Failure]:
     """An ImportError of a package's own (pydantic's PydanticImportError: "`BaseSettings` has been moved")."""
     name = (ev.exc_type or "").rsplit(".", 1)[-1]
     inner = ev.frames[-1] if ev.frames else None
@@ -118,7 +118,7 @@ def _refused_by_package(ev: Evidence) -> Optional[Failure]:
                       f"the code was written for, or follow {package}'s migration notes")
 
 
-def extension_rule(ev: Evidence) -> Optional[Failure]:
+def extension_rule(ev: FailureEvidence) -> Optional[Failure]:
     """An extension module of the project that was never built here, or a binary that does not load."""
     if ev.exc_type not in ("ModuleNotFoundError", "ImportError", None):
         return None
@@ -142,7 +142,7 @@ def extension_rule(ev: Evidence) -> Optional[Failure]:
     return None
 
 
-def _broken_binary(ev: Evidence) -> Failure:
+def _broken_binary(ev: FailureEvidence) -> Failure:
     where = _BINARY_PATH.search(ev.message)
     path = relative(where.group(1), ev.project) if where else ""
     if path and is_project_path(path):
@@ -163,7 +163,7 @@ def _tops(modules: FrozenSet[str]) -> FrozenSet[str]:
     return frozenset(m.split(".")[0] for m in modules)
 
 
-def _missing_module(ev: Evidence, module: str) -> Failure:
+def _missing_module(ev: FailureEvidence, module: str) -> Failure:
     """``No module named 'module'``: a project module (logic, test_config) or a dependency."""
     modules, top = ev.modules(), module.split(".")[0]
     if module in _tops(modules):
@@ -192,7 +192,7 @@ def _missing_module(ev: Evidence, module: str) -> Failure:
     return ev.failure(FailureKind.DEPENDENCY, f"No module named '{module}' ({note})", hint)
 
 
-def _missing_name(ev: Evidence, owner: str, name: str) -> Failure:
+def _missing_name(ev: FailureEvidence, owner: str, name: str) -> Failure:
     """``cannot import name`` / ``has no attribute`` on a project module (logic) or a package (dependency)."""
     modules = ev.modules()
     if owner.split(".")[0] in _tops(modules):
@@ -231,7 +231,7 @@ def _project_directory(project: Path, name: str) -> bool:
     return False
 
 
-def _removed_module(ev: Evidence, module: str) -> Failure:
+def _removed_module(ev: FailureEvidence, module: str) -> Failure:
     """A standard-library module this Python no longer has: who imports it decides the kind."""
     release, replacement = _REMOVED[module]
     if module == "distutils":  # setuptools installs a distutils shim: no code change needed
@@ -245,7 +245,7 @@ def _removed_module(ev: Evidence, module: str) -> Failure:
     return ev.failure(FailureKind.LOGIC, hint=f"{module} was removed in Python {release}: use {replacement}")
 
 
-def _missing_stdlib_name(ev: Evidence, owner: str, name: str) -> Failure:
+def _missing_stdlib_name(ev: FailureEvidence, owner: str, name: str) -> Failure:
     """A name this Python's standard library no longer has (``collections.Mapping``, ``asyncio.coroutine``).
 
     The code that uses it must change: the project's own code is a logic

@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
-from repairloop import stop
 from repairloop.context import build_context, group_failures
 from repairloop.errors import BudgetExhausted, PatchError, ProposerError, UnrecoverableModelError
 from repairloop.journal import CandidateRejectedEvent, IterationEvent, Journal, ProposalErrorEvent, ProposalEvent, Shown, TestsSummary
+from repairloop.loop import stop
+from repairloop.loop.stop import Refusal
+from repairloop.loop.validation import Checked, ValidationSetup, validate
 from repairloop.patch import AppliedPatch, apply_answer, change_signature, check_guards, check_syntax
 from repairloop.patch.compensate import assertion_names, compensation_flags
 from repairloop.patch.guards import Screened
@@ -25,7 +27,6 @@ from repairloop.patch.overfit import check_hardcoded, overfitting_flags
 from repairloop.patch.testliterals import assertion_literals, failing_inputs
 from repairloop.propose.prompts import render_context
 from repairloop.redact import redact_context, redact_feedback
-from repairloop.stop import Refusal
 from repairloop.types import (
     BudgetLeft,
     ChainMove,
@@ -45,7 +46,6 @@ from repairloop.types import (
     TestResult,
     Usage,
 )
-from repairloop.validation import Checked, ValidationSetup, validate
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from repairloop.journal import Journal, WarmEvent
+from repairloop.loop.suite import TestSuite
 from repairloop.runner.warm import WarmProcess
-from repairloop.suite import TestSuite
 from repairloop.types import TestReport
 
 MAX_FALLBACK_EVENTS = 20  # fallback events journalled per warm process; the rest are counted in notes
