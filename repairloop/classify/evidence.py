@@ -22,6 +22,8 @@ from repairloop.types import (
     TestReport,
     TestResult,
     is_project_path,
+    relative_to,
+    root_forms,
 )
 
 # An exception line of pytest (``E   ValueError: x``) or of Python (``ValueError: x``).
@@ -36,18 +38,6 @@ _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist"}) | NOT_P
 # Messages that already say what they are: no "Type: " prefix.
 _BARE_MESSAGE_TYPES = frozenset({"AssertionError", "FixtureLookupError", "Failed"})
 _FRAME_HEADER = re.compile(r"^\S+:\d+: in \S+$")  # pytest's --tb=short frame line: path:line: in name
-
-
-def relative(path: str, project: Path) -> str:
-    """``path`` relative to ``project`` (posix) when it lies inside it, else unchanged."""
-    if not os.path.isabs(path):
-        return path.replace(os.sep, "/")
-    for root in (project.absolute(), project.resolve()):
-        try:
-            return Path(path).relative_to(root).as_posix()
-        except ValueError:
-            continue
-    return path
 
 
 def project_modules(project: Path) -> FrozenSet[str]:
@@ -186,7 +176,8 @@ def make_evidence(result: TestResult, project: Path, interpreter: Optional[Inter
     elif exc_type and exc_type not in _BARE_MESSAGE_TYPES and not message.startswith(exc_type):
         message = f"{exc_type}: {message}"
     frames = result.frames or parse_frames(result.longrepr)
-    frames = tuple(replace(f, path=relative(f.path, project)) for f in frames)
+    roots = root_forms(project)
+    frames = tuple(replace(f, path=relative_to(f.path, roots) or f.path) for f in frames)
     return FailureEvidence(result, exc_type, _strip_project(message, project), text, frames, project,
                     interpreter, modules, facts)
 

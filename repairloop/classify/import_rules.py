@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import FrozenSet, Optional
 
 from repairloop.classify.build import build_command, extension_for
-from repairloop.classify.evidence import FailureEvidence, relative
+from repairloop.classify.evidence import FailureEvidence
 from repairloop.classify.packages import distribution_for, probe_module
-from repairloop.types import Failure, FailureKind, is_project_path
+from repairloop.types import Failure, FailureKind, is_project_path, relative_to, root_forms
 
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 # "cannot import name 'x' from 'pkg' (...)" and, when pkg's __init__ is still running (from . import x
@@ -144,7 +144,7 @@ def extension_rule(ev: FailureEvidence) -> Optional[Failure]:
 
 def _broken_binary(ev: FailureEvidence) -> Failure:
     where = _BINARY_PATH.search(ev.message)
-    path = relative(where.group(1), ev.project) if where else ""
+    path = (relative_to(where.group(1), root_forms(ev.project)) or where.group(1)) if where else ""
     if path and is_project_path(path):
         return ev.failure(FailureKind.ENVIRONMENT, location=path,
                           hint=f"the project's compiled module {path} does not load under this Python (built for "

@@ -22,7 +22,6 @@ from repairloop.classify.evidence import (
     FailureEvidence,
     RunFacts,
     make_evidence,
-    relative,
     source_line,
 )
 from repairloop.classify.host import host_rule
@@ -35,6 +34,8 @@ from repairloop.types import (
     TestResult,
     is_project_path,
     matches_globs,
+    relative_to,
+    root_forms,
 )
 
 Rule = Callable[[FailureEvidence], Optional[Failure]]
@@ -199,7 +200,7 @@ def _syntax(ev: FailureEvidence) -> Optional[Failure]:
     if ev.exc_type in SYNTAX_TYPES and ev.frames and not ev.frames[-1].function:
         path, line = ev.frames[-1].path, ev.frames[-1].line
     elif where:
-        path, line = relative(where[-1][0], ev.project), int(where[-1][1])
+        path, line = relative_to(where[-1][0], root_forms(ev.project)) or where[-1][0], int(where[-1][1])
     else:
         return ev.failure(FailureKind.SYNTAX, hint="fix the syntax error named in the message")
     if not is_project_path(path):

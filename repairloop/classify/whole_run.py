@@ -15,9 +15,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, FrozenSet, Optional, Tuple
 
-from repairloop.classify.evidence import default_location, parse_frames, relative, run_facts
+from repairloop.classify.evidence import default_location, parse_frames, run_facts
 from repairloop.classify.rules import classify_result
-from repairloop.types import Failure, FailureKind, InterpreterQuery, TestOutcome, TestReport, TestResult
+from repairloop.types import (
+    Failure,
+    FailureKind,
+    InterpreterQuery,
+    TestOutcome,
+    TestReport,
+    TestResult,
+    relative_to,
+    root_forms,
+)
 
 SESSION_ID = "<session>"
 
@@ -125,7 +134,8 @@ def session_failure(report: TestReport, project: Path, interpreter: Optional[Int
             text = message.format(detail=_detail(report.output), signal=_signal_name(signal_of(report)),
                                   time_limit=run_facts(report).time_limit, module=module.group(1) if module else "")
             hint = hint.format(plugin=_plugin_hint(report.output)) if "{plugin}" in hint else hint
-            frames = tuple(replace(f, path=relative(f.path, project)) for f in parse_frames(report.output))
+            frames = tuple(replace(f, path=relative_to(f.path, root_forms(project)) or f.path)
+                           for f in parse_frames(report.output))
             return Failure(SESSION_ID, kind, False, text, location=default_location(frames), hint=hint,
                            frames=frames)
     pseudo = TestResult(SESSION_ID, TestOutcome.ERROR, phase="session", longrepr=report.output)

@@ -24,7 +24,7 @@ from repairloop.cli.common import (
     not_a_directory,
     project_settings,
 )
-from repairloop.types import ExitCode, StopReason
+from repairloop.types import ExitCode, RunStopped, StopReason
 
 
 def run(
@@ -104,7 +104,7 @@ def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = No
     result = None
     try:
         for event in events:
-            if event.result is not None:
+            if isinstance(event, RunStopped):
                 result = event.result
             renderer(event)
     finally:

@@ -30,7 +30,7 @@ from repairloop.journal import Journal
 from repairloop.loop.driver import iterate
 from repairloop.loop.suite import sandbox_for
 from repairloop.settings import Settings, pull_request_event
-from repairloop.types import ExitCode, FailureKind, LoopEvent, Outcome, RunResult
+from repairloop.types import ExitCode, FailureKind, LoopEvent, Outcome, RunResult, RunStopped
 
 DEFAULT_AUTHOR = "repairloop[bot] <repairloop-bot@users.noreply.github.com>"
 
@@ -148,7 +148,7 @@ def _drain(events: Any, on_event: Callable[[LoopEvent], None]) -> RunResult:
     result: Optional[RunResult] = None
     for event in events:
         on_event(event)
-        if event.result is not None:
+        if isinstance(event, RunStopped):
             result = event.result
     assert result is not None  # iterate() always ends with a "stopped" event
     return result

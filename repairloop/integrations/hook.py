@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from repairloop.loop.driver import iterate
 from repairloop.settings import Layers, Settings, load_layers
-from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult
+from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult, RunStopped
 
 # A hook runs while someone waits for `git push`: two minutes, ten cents, three iterations,
 # unless the project's configuration, REPAIRLOOP_* variables or the hook's args say otherwise.
@@ -61,7 +61,7 @@ def run_hook(settings: Settings, project: Path, *, apply: bool = False, environ:
     result: Optional[RunResult] = None
     for event in iterate(settings, project, environ=environ, apply=apply, confirm=None):
         on_event(event)
-        if event.result is not None:
+        if isinstance(event, RunStopped):
             result = event.result
     assert result is not None  # iterate() always ends with a "stopped" event
     return HookReport(_exit_code(result), _advice(result, Path(project)), result)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from typing import Any, Dict, Tuple, Type
+from typing import Any, Dict, Type
 
 from repairloop.journal.events import EVENT_CLASSES, JournalEvent, ReadEvent, UnknownEvent
 
@@ -144,7 +144,3 @@ def empty_value(hint: Any, name: str = "") -> Any:
         return _EMPTY[hint]
     raise TypeError(f"the field {name!r} is missing")
 
-
-def event_names() -> Tuple[str, ...]:
-    """Every event kind this version reads, in ``JournalKind`` order."""
-    return tuple(_BY_KIND)

@@ -16,8 +16,9 @@ from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from repairloop.context import build_context, group_failures
 from repairloop.errors import BudgetExhausted, PatchError, ProposerError, UnrecoverableModelError
-from repairloop.journal import CandidateRejectedEvent, IterationEvent, Journal, ProposalErrorEvent, ProposalEvent, Shown, TestsSummary
+from repairloop.journal import CandidateRejectedEvent, IterationEvent, Journal, ProposalErrorEvent, ProposalEvent, Shown
 from repairloop.loop import stop
+from repairloop.loop.describe import report_summary
 from repairloop.loop.stop import Refusal
 from repairloop.loop.validation import Checked, ValidationSetup, validate
 from repairloop.patch import AppliedPatch, apply_answer, change_signature, check_guards, check_syntax
@@ -287,8 +288,6 @@ def _record(setup: AttemptSetup, it: Iteration, context: RepairContext, proposal
         trimmed=context.trimmed,
         last_attempt=context.last_attempt.reason if context.last_attempt else None,
     )
-    tests = None if report is None else TestsSummary(
-        exit_code=report.exit_code, failing=report.failing_ids, passed=len(report.passed_ids),
-        seconds=round(report.seconds, 3), timed_out=report.timed_out)
+    tests = None if report is None else report_summary(report)
     setup.journal.record(IterationEvent(iteration=it, shown=shown, answer=proposal.answer if proposal else None,
                                         engine_notes=proposal.notes if proposal else None, tests=tests))

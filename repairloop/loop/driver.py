@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, List, Mapping, Optional, Tuple
 
-from repairloop.classify import classify_report
 from repairloop.errors import RepairloopError
 from repairloop.journal import (
     CrashedEvent,
@@ -39,22 +38,33 @@ from repairloop.loop.suite import TestSuite
 from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command
 from repairloop.settings import Settings, model_chain
-from repairloop.types import EventKind, Failure, LoopEvent, Proposer, RunResult, TestReport
+from repairloop.types import Failure, LoopEvent, Proposer, RunNote, RunResult, RunStopped, TestReport
 from repairloop.workspace import check_repository, clean_stale_workspaces, ensure_excluded, open_workspace
 
 __all__ = ["classify_project", "clean_workspaces", "default_test_command", "drive", "iterate", "new_run_id", "repair",
            "resume", "run_dir_for"]
 
-def repair(settings: Settings, project: Path, **kwargs: object) -> RunResult:
-    """Run the whole loop without a terminal and return its RunResult.
+def repair(
+    settings: Settings,
+    project: Path,
+    *,
+    environ: Optional[Mapping[str, str]] = None,
+    apply: bool = False,
+    confirm: Optional[ConfirmApply] = None,
+    clock: Callable[[], float] = time.monotonic,
+    proposers: Optional[Mapping[str, Proposer]] = None,
+    run_id: Optional[str] = None,
+) -> RunResult:
+    """Run the whole loop without a terminal and return its RunResult (the arguments are ``iterate``'s).
 
     Raises RepairloopError subclasses for usage and project errors (see errors.py).
     """
     result: Optional[RunResult] = None
-    for event in iterate(settings, project, **kwargs):  # type: ignore[arg-type]
-        if event.result is not None:
+    for event in iterate(settings, project, environ=environ, apply=apply, confirm=confirm, clock=clock,
+                         proposers=proposers, run_id=run_id):
+        if isinstance(event, RunStopped):
             result = event.result
-    assert result is not None  # iterate() always ends with a "stopped" event
+    assert result is not None  # iterate() always ends with a RunStopped
     return result
 
 
@@ -111,7 +121,7 @@ def drive(
         registry = project / ".repairloop" / "worktrees"
         ensure_excluded(project)
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):
-            yield LoopEvent(EventKind.NOTE, f"removed a workspace left by an earlier run: {removed}")
+            yield RunNote(f"removed a workspace left by an earlier run: {removed}")
         journal = Journal(run_dir_for(project, run_id), redact=run_redactor(settings, environ))
         if recorded is None:
             journal.record(StartEvent(run_id=run_id, project=str(project), chain=tuple(chain), settings=settings.model_dump()))
@@ -179,12 +189,12 @@ def resume(
     check_repository(project)
     recorded = load_recorded(project, ref, os.environ if environ is None else environ)
     for warning in recorded.warnings:
-        yield LoopEvent(EventKind.NOTE, warning)
+        yield RunNote(warning)
     if recorded.finished:
         yield from settle_pending(project, recorded)
         return
     if recorded.base is None:
-        yield LoopEvent(EventKind.NOTE, "not a git project: the workspace is copied from the files as they are now")
+        yield RunNote("not a git project: the workspace is copied from the files as they are now")
     yield from drive(recorded.settings, project, recorded.run_id, environ=environ, apply=apply,
                      confirm=confirm, clock=clock, recorded=recorded)
 
@@ -198,7 +208,7 @@ def classify_project(
     Raises ProjectError / WorkspaceError like ``iterate``.
     """
     from repairloop.classify import blocking_kind, overall_kind
-    from repairloop.loop.flaky import confirm_failures, fidelity_failures, with_flaky
+    from repairloop.loop.flaky import classify_baseline, confirm_failures, with_flaky
 
     project = project.resolve()
     check_repository(project)
@@ -209,10 +219,7 @@ def classify_project(
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
         suite = TestSuite.for_project(settings, project, environ, lambda: settings.test_timeout, ws.scratch)
         report = suite.run(ws.root)
-        failures: Tuple[Failure, ...] = ()
-        if not report.green:
-            failures = classify_report(report, ws.root, interpreter=suite.interpreter)
-            failures += fidelity_failures(suite, ws.root, report)
+        failures = classify_baseline(suite, ws.root, report)
         if failures and blocking_kind(failures, settings.retry_kinds) is None:  # as `run` does before spending
             found = confirm_failures(suite, ws.root, report.failing_ids, report, settings.confirm_runs)
             failures = with_flaky(failures, found)

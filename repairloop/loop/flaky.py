@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from repairloop.classify import SESSION_ID
+from repairloop.classify import SESSION_ID, classify_report
 from repairloop.loop.suite import TestSuite
 from repairloop.runner import is_pytest_command
 from repairloop.runner.command import with_arguments
@@ -180,6 +180,14 @@ def _find_polluter(suite: TestSuite, root: Path, test_id: str, order: Sequence[s
         if test_id in report.failing_ids:
             return candidates[0], runs
     return None, runs
+
+
+def classify_baseline(suite: TestSuite, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
+    """The baseline's failures, classified (``classify.classify_report``), and one ``environment`` failure when
+    the user's world passes what the copy fails (``fidelity_failures``): the step ``run`` and ``classify`` share."""
+    if baseline.green:
+        return ()
+    return classify_report(baseline, root, interpreter=suite.interpreter) + fidelity_failures(suite, root, baseline)
 
 
 def fidelity_failures(suite: TestSuite, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:

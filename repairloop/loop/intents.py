@@ -13,7 +13,7 @@ from typing import Iterator
 from repairloop.errors import ProjectError
 from repairloop.journal import DoneEvent, Journal
 from repairloop.loop.resume import Recorded
-from repairloop.types import EventKind, LoopEvent
+from repairloop.types import LoopEvent, RunNote
 from repairloop.workspace import apply_to_user_tree, patch_state
 
 
@@ -48,11 +48,11 @@ def _settle_apply(project: Path, recorded: Recorded, journal: Journal, key: str)
     state = patch_state(project, patch)
     if state == "applied":
         journal.record(DoneEvent(action="apply", key=key, verified="already in the files"))
-        yield LoopEvent(EventKind.NOTE, f"the patch of run {recorded.run_id} is already in your files; recorded as done")
+        yield RunNote(f"the patch of run {recorded.run_id} is already in your files; recorded as done")
     elif state == "not_applied":
         written = apply_to_user_tree(project, patch, recorded.start)
         journal.record(DoneEvent(action="apply", key=key, files=tuple(written), verified="applied on resume"))
-        yield LoopEvent(EventKind.NOTE, f"applied the patch of run {recorded.run_id} to {', '.join(written)}")
+        yield RunNote(f"applied the patch of run {recorded.run_id} to {', '.join(written)}")
     else:
         raise ProjectError(
             f"cannot tell whether the patch of run {recorded.run_id} is in your files",

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Dict, Iterable, Sequence
 
 from repairloop.errors import PatchError
-from repairloop.loop.validation import ValidationSetup, passes, untrusted_run
+from repairloop.loop.validation import ValidationSetup, untrusted_run
 from repairloop.patch import AppliedPatch, FileChange, check_guards
-from repairloop.types import Proof, ResultSource, TestReport
+from repairloop.types import Proof, ResultSource, TestReport, judge_run
 from repairloop.workspace.fingerprint import fingerprint
 from repairloop.workspace.fresh import start_copy
 
@@ -79,12 +79,12 @@ def _shortfall(report: TestReport, claimed_fixed: Sequence[str], baseline_failin
     """
     if report.source is ResultSource.EXIT_CODE:
         return "" if report.green else f"the test command failed (exit {report.exit_code})"
-    not_passed = [t for t in claimed_fixed if not passes(t, report)]
-    if not_passed:
-        return f"{_some(not_passed)} did not pass"
-    broke = [t for t in report.failing_ids if t not in baseline_failing]
-    if broke:
-        return f"{_some(broke)} failed, which passed at the baseline"
+    verdict = judge_run(report, baseline_failing)
+    not_passed = [t for t in claimed_fixed if t not in verdict.fixed]
+    if verdict.error or not_passed:
+        return verdict.error or f"{_some(not_passed)} did not pass"
+    if verdict.broke:
+        return f"{_some(verdict.broke)} failed, which passed at the baseline"
     return ""
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, Generator, Iterator, Mapping, Optional, Sequence, Tuple
 
-from repairloop.classify import SESSION_ID, blocking_kind, classify_report
+from repairloop.classify import blocking_kind
 from repairloop.journal import (
     BaselineEvent,
     ClassifiedEvent,
@@ -24,12 +24,13 @@ from repairloop.journal import (
     TestFilesEvent,
 )
 from repairloop.loop import stop
-from repairloop.loop.attempt import AttemptInput, AttemptOutcome, AttemptSetup, run_attempt
+from repairloop.loop.apply import maybe_apply
+from repairloop.loop.attempt import AttemptInput, AttemptSetup, run_attempt
 from repairloop.loop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
 from repairloop.loop.describe import blocking_detail, describe_run, report_summary
-from repairloop.loop.ending import build_result, maybe_apply, record_result
-from repairloop.loop.flaky import confirm_failures, fidelity_failures
+from repairloop.loop.flaky import classify_baseline, confirm_failures
 from repairloop.loop.proof import prove, union
+from repairloop.loop.result import build_result, record_result
 from repairloop.loop.state import RunState
 from repairloop.loop.stop import Ending, Handover
 from repairloop.loop.suite import TestSuite, per_test_seconds, with_sandbox
@@ -41,13 +42,15 @@ from repairloop.types import (
     BudgetLeft,
     ChainMove,
     Decision,
-    EventKind,
     Evidence,
+    IterationEnded,
     LoopEvent,
     Outcome,
+    PhaseStarted,
     Proposer,
-    ResultSource,
+    RunNote,
     RunResult,
+    RunStopped,
     StopReason,
     TestFiles,
     TestReport,
@@ -68,10 +71,10 @@ class Session:
         self.clock, self.started, self.run_id = clock, started, run_id
         self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left, ws.scratch)  # gone after a kill too
         self.proof_suite = self.suite  # the proof run keeps the whole per-test timeout (candidates get a short one)
-        self.state = RunState()
+        self.state = RunState(ChainState(tuple(chain)))
+        self.chain = self.state.chain
         # Which files are tests: the globs now, the files the baseline collected tests from added after it.
         self.test_files = TestFiles(tuple(settings.test_globs))
-        self.chain = ChainState(tuple(chain))
         self.limits = stop.Limits(
             max_iterations=settings.max_iterations, max_tokens=settings.max_tokens, max_cost=settings.max_cost,
             timeout=settings.timeout, similarity_threshold=settings.similarity_threshold, patience=settings.patience,
@@ -83,8 +86,6 @@ class Session:
         self.proposers: Dict[str, Proposer] = {}
         self.result: Optional[RunResult] = None
         self.setup: Optional[AttemptSetup] = None  # built when the loop starts
-        self.evidence = Evidence()
-        self.raw_patch: Optional[str] = None  # the final patch as the workspace made it, for --apply
 
     def seconds_left(self) -> float:
         return self.settings.timeout - (self.clock() - self.started)
@@ -106,25 +107,24 @@ class Session:
             ending = verdict
         yield self._finish(ending)
         if ending.reason is not StopReason.INTERRUPTED and apply and self.result is not None:
-            yield from maybe_apply(self.result, confirm, self.project, self.ws.start, self.journal, self.raw_patch)
+            yield from maybe_apply(self.result, self.state.raw_patch, self.ws, self.journal, confirm)
 
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
         sandbox = self.suite.sandbox_status
         self.journal.record(SandboxEvent.of(sandbox))
-        yield LoopEvent(EventKind.NOTE, sandbox.describe(), {"sandbox": sandbox.to_json()})  # what ran, always
+        yield RunNote(sandbox.describe())  # what ran, always
         chosen = per_test_seconds(self.settings)[1]
         if chosen and is_pytest_command(self.suite.command):
-            yield LoopEvent(EventKind.NOTE, chosen)
-        yield LoopEvent(EventKind.PHASE, "running the test suite (baseline)", {"command": str(self.suite.command)})
+            yield RunNote(chosen)
+        yield PhaseStarted("running the test suite (baseline)")
         baseline = self.suite.run(self.ws.root)
         self.journal.record(BaselineEvent(report=report_summary(baseline)))
-        yield LoopEvent(EventKind.NOTE, describe_run(baseline), {"failing": len(baseline.failing_ids)})
+        yield RunNote(describe_run(baseline))
         time_gone = baseline.timed_out and self.seconds_left() <= 1.0  # the run's --timeout, not the suite's
         if time_gone or baseline.green:
             return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
-        failures = classify_report(baseline, self.ws.root, interpreter=self.suite.interpreter)
-        failures += fidelity_failures(self.suite, self.ws.root, baseline)  # the user's world passes them: stop
-        self.state.failures = self.state.current_failures = failures
+        failures = classify_baseline(self.suite, self.ws.root, baseline)  # the user's world passing them: stop
+        self.state.set_failures(failures)
         self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
         if blocking is not None:
@@ -134,19 +134,13 @@ class Session:
         self.suite, shortened = self.suite.for_candidates(baseline)
         yield from self._note(f"{chosen}; {shortened}" if chosen and shortened else shortened)
         if self.settings.confirm_runs:
-            yield LoopEvent(EventKind.PHASE, f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
+            yield PhaseStarted(f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
             yield from self._confirm_failures(baseline)
         flaky = ", ".join(self.state.flaky) if not self.state.failing else None
         return stop.baseline_ending(green=False, time_gone=False, blocking=None, all_flaky=flaky)
 
     def _set_baseline(self, baseline: TestReport) -> None:
-        failing = baseline.failing_ids
-        if not failing:  # only an exit code is known (no plugin, no JUnit XML): the suite is the unit
-            failing = tuple(f.test_id for f in self.state.failures) or (SESSION_ID,)
-        self.state.baseline_failing = self.state.failing = failing
-        if baseline.source is not ResultSource.EXIT_CODE:
-            self.state.baseline_ids = frozenset(r.test_id for r in baseline.results)
-        self.state.results = {r.test_id: r for r in baseline.failing}
+        self.state.set_baseline(baseline)
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
         self.test_files = self.test_files.with_collected(baseline)
         if self.test_files.beyond_globs or self.test_files.doctests:
@@ -154,15 +148,14 @@ class Session:
 
     def _confirm_failures(self, baseline: TestReport) -> Iterator[LoopEvent]:
         found = confirm_failures(self.suite, self.ws.root, self.state.failing, baseline, self.settings.confirm_runs)
-        flaky = {f.test_id for f in found.flaky}
+        flaky = frozenset(f.test_id for f in found.flaky)
         if flaky:
-            self.state.flaky = tuple(sorted(flaky))
-            self.state.failing = tuple(t for t in self.state.failing if t not in flaky)
+            self.state.set_flaky(flaky)
         if flaky or found.unstable:
             reasons = tuple(f"{f.test_id}: {f.reason}; see: {f.command}" for f in found.flaky)
             self.journal.record(FlakyEvent(tests=self.state.flaky, reasons=reasons, unstable=found.unstable))
         for f in found.flaky:
-            yield LoopEvent(EventKind.NOTE, f"flaky, left alone: {f.test_id} ({f.reason}; see: {f.command})")
+            yield RunNote(f"flaky, left alone: {f.test_id} ({f.reason}; see: {f.command})")
 
     def _loop(self) -> Generator[LoopEvent, None, Ending]:
         setup = self.setup = self._attempt_setup()
@@ -172,19 +165,20 @@ class Session:
                 return verdict
             if isinstance(verdict, Handover):
                 self._move(ChainMove.NEXT, verdict.reason.value)
-                yield LoopEvent(EventKind.NOTE, f"{verdict.detail}; escalating to {self.chain.current}")
+                yield RunNote(f"{verdict.detail}; escalating to {self.chain.current}")
                 continue
             if not self.chain.stepped_down and stop.should_step_down(self._facts(), self.limits):
                 self.chain.stepped_down = True
                 self._move(ChainMove.NEXT, "downgrade")
-                yield LoopEvent(EventKind.NOTE, f"{self.settings.downgrade_at:.0%} of the budget spent; "
+                yield RunNote(f"{self.settings.downgrade_at:.0%} of the budget spent; "
                                         f"stepping down to {self.chain.current}")
             number = len(self.state.history) + 1
             doing = asking(self.chain.current, self.replay.get((number, 0)))
-            yield LoopEvent(EventKind.PHASE, f"iteration {number}: {doing}", {"iteration": number})
+            yield PhaseStarted(f"iteration {number}: {doing}", iteration=number)
             outcome = run_attempt(setup, self._attempt_input(number), self.clock)
-            self._apply(outcome)
-            yield LoopEvent(EventKind.ITERATION, outcome.iteration.reason, iteration=outcome.iteration)
+            self.state.apply(outcome)
+            self._move(outcome.move, outcome.why)
+            yield IterationEnded(outcome.iteration)
             yield from self._note(outcome.degraded and f"fault localisation degraded: {outcome.degraded}")
 
     def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
@@ -193,48 +187,26 @@ class Session:
         patch = union(st.kept_changes)
         flags = tuple(str(f) for it in st.history if it.decision is Decision.KEPT for f in it.flags)
         plausible = bool(patch.changes) and ending.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED)
-        self.evidence = Evidence(plausible=plausible, flags=flags, partial=ending.outcome is Outcome.PARTIALLY_FIXED)
-        self.raw_patch = self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
+        st.evidence = Evidence(plausible=plausible, flags=flags, partial=ending.outcome is Outcome.PARTIALLY_FIXED)
+        st.raw_patch = self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
         if not plausible or self.setup is None:
             return ending
         runs = self.settings.final_runs
-        yield LoopEvent(EventKind.PHASE, f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))")
-        claimed = [t for t in st.baseline_failing if t not in st.failing and t not in st.flaky]
-        proof = prove(replace(self.setup.validation, suite=self.proof_suite), patch, claimed, st.baseline_failing)
+        yield PhaseStarted(f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))")
+        proof = prove(replace(self.setup.validation, suite=self.proof_suite), patch, st.fixed_tests, st.baseline_failing)
         self.journal.record(ProofEvent(proof=proof))
-        self.evidence = replace(self.evidence, proof=proof)
-        yield LoopEvent(EventKind.NOTE, "proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
+        st.evidence = replace(st.evidence, proof=proof)
+        yield RunNote("proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
         return stop.proven(ending, proof.passed, proof.detail)
 
     def _note(self, note: str) -> Iterator[LoopEvent]:  # on the console once, and in the result's notes
-        if note and note not in self.state.notes:
-            self.state.notes += (note,)
-            yield LoopEvent(EventKind.NOTE, note)
+        if self.state.add_note(note):
+            yield RunNote(note)
 
     # -- state --------------------------------------------------------------
 
     def _facts(self) -> stop.Facts:
-        return self.state.facts(self.chain, elapsed=self.clock() - self.started)
-
-    def _apply(self, outcome: AttemptOutcome) -> None:
-        """The only place an attempt's outcome changes the run's state."""
-        st = self.state
-        st.history += (outcome.iteration,)
-        if outcome.signature is not None:
-            st.signatures += (outcome.signature,)
-        if outcome.last_attempt is not None:
-            st.last_attempt = outcome.last_attempt
-        checked = outcome.checked
-        if checked is not None and checked.decision is Decision.KEPT:
-            st.failing = checked.failing
-            if outcome.applied is not None:
-                st.kept_changes += outcome.applied.changes
-            if checked.report is not None:
-                st.results.update({r.test_id: r for r in checked.report.failing})
-                st.current_failures = checked.failures
-        if outcome.refused is not None:
-            st.refused = outcome.refused
-        self._move(outcome.move, outcome.why)
+        return self.state.facts(elapsed=self.clock() - self.started)
 
     def _move(self, move: ChainMove, why: str) -> None:
         if move is ChainMove.DROP:
@@ -281,17 +253,11 @@ class Session:
     # -- ending -------------------------------------------------------------
 
     def _finish(self, ending: Ending) -> LoopEvent:
-        st = self.state
         if self.setup is not None:
             self.setup.validation.close()  # the warm test process of the iterations
-        # The reported patch is the kept candidates' union (_prove), never the workspace's diff; what
-        # leaves the run is redacted once, by loop.drive.
-        result = build_result(ending, run_id=self.run_id, run_dir=self.journal.run_dir, patch=self.raw_patch,
-                              failures=st.failures, history=st.history, baseline_failing=st.baseline_failing,
-                              failing=st.failing, flaky=st.flaky, dropped=self.chain.dropped,
-                              allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started,
-                              evidence=self.evidence, run_notes=st.notes)
+        result = build_result(ending, self.state, run_id=self.run_id, run_dir=self.journal.run_dir,
+                              allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started)
         result = with_sandbox(result, self.suite.sandbox_status)
         record_result(self.journal, result)
         self.result = result
-        return LoopEvent(EventKind.STOPPED, ending.detail, result=result)
+        return RunStopped(result, ending.detail)

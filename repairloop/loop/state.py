@@ -1,21 +1,37 @@
-"""The growing state of one run (part of the loop layer); only ``session.Session`` writes it."""
+"""The data of one run and its updates (part of the loop layer): only ``session.Session`` changes it,
+and only through the methods here; the run's result is built from it (``result.build_result``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
 
+from repairloop.classify import SESSION_ID
 from repairloop.loop import stop
 from repairloop.loop.chain import ChainState
 from repairloop.loop.stop import Refusal
 from repairloop.patch import FileChange
-from repairloop.types import Failure, Iteration, LastAttempt, TestResult
+from repairloop.types import (
+    Decision,
+    Evidence,
+    Failure,
+    Iteration,
+    LastAttempt,
+    ResultSource,
+    TestReport,
+    TestResult,
+)
 
+if TYPE_CHECKING:
+    from repairloop.loop.attempt import AttemptOutcome
 
 @dataclass
 class RunState:
-    """The growing state of one run (iterations are frozen records). Only ``Session`` writes it."""
+    """The growing data of one run (iterations are frozen records); ``chain`` is where it is in the model
+    chain; ``evidence`` and ``raw_patch`` are set by the proof step (the final patch as the workspace made
+    it, unredacted, for ``--apply``)."""
 
+    chain: ChainState
     baseline_failing: Tuple[str, ...] = ()
     baseline_ids: FrozenSet[str] = frozenset()  # every test the baseline's run collected
     failing: Tuple[str, ...] = ()
@@ -30,11 +46,62 @@ class RunState:
     refused: Optional[Refusal] = None
     interrupted: bool = False
     notes: Tuple[str, ...] = ()  # how the run went that the result must say (per-test timeout, weak localisation)
+    evidence: Evidence = field(default_factory=Evidence)
+    raw_patch: Optional[str] = None
 
-    def facts(self, chain: ChainState, *, elapsed: float) -> stop.Facts:
+    @property
+    def fixed_tests(self) -> Tuple[str, ...]:
+        """The baseline's failing tests that pass now (flaky ones are never counted fixed)."""
+        return tuple(t for t in self.baseline_failing if t not in self.failing and t not in self.flaky)
+
+    def facts(self, *, elapsed: float) -> stop.Facts:
         """What the stop policy decides on now; ``elapsed`` is wall-clock seconds since the run started."""
+        chain = self.chain
         return stop.Facts(
             history=self.history, baseline_failing=len(self.baseline_failing), remaining_failing=len(self.failing),
             flaky=len(self.flaky), elapsed=elapsed, chain=chain.links, link=chain.index, link_since=chain.since,
             dropped=tuple(chain.dropped), refused=self.refused, interrupted=self.interrupted,
         )
+
+    def set_failures(self, failures: Tuple[Failure, ...]) -> None:
+        """The baseline's failures as classified (what a blocking ending reports, too)."""
+        self.failures = self.current_failures = failures
+
+    def set_baseline(self, baseline: TestReport) -> None:
+        """The baseline's failing tests (the whole suite as one unit when only an exit code is known)."""
+        failing = baseline.failing_ids or tuple(f.test_id for f in self.failures) or (SESSION_ID,)
+        self.baseline_failing = self.failing = failing
+        if baseline.source is not ResultSource.EXIT_CODE:
+            self.baseline_ids = frozenset(r.test_id for r in baseline.results)
+        self.results = {r.test_id: r for r in baseline.failing}
+
+    def set_flaky(self, flaky: FrozenSet[str]) -> None:
+        """Tests found flaky before the loop: reported and left alone."""
+        self.flaky = tuple(sorted(flaky))
+        self.failing = tuple(t for t in self.failing if t not in flaky)
+
+    def add_note(self, note: str) -> bool:
+        """Keep ``note`` for the result, once; whether it was new."""
+        if not note or note in self.notes:
+            return False
+        self.notes += (note,)
+        return True
+
+    def apply(self, outcome: AttemptOutcome) -> None:
+        """The only place an attempt's outcome changes the run's data (the chain moves in the session,
+        which journals each move)."""
+        self.history += (outcome.iteration,)
+        if outcome.signature is not None:
+            self.signatures += (outcome.signature,)
+        if outcome.last_attempt is not None:
+            self.last_attempt = outcome.last_attempt
+        checked = outcome.checked
+        if checked is not None and checked.decision is Decision.KEPT:
+            self.failing = checked.failing
+            if outcome.applied is not None:
+                self.kept_changes += outcome.applied.changes
+            if checked.report is not None:
+                self.results.update({r.test_id: r for r in checked.report.failing})
+                self.current_failures = checked.failures
+        if outcome.refused is not None:
+            self.refused = outcome.refused

@@ -24,7 +24,7 @@ from repairloop.journal import Journal
 from repairloop.loop.prefilter import JournalledWarm, WarmSlot
 from repairloop.loop.suite import TestSuite
 from repairloop.patch import AppliedPatch, GuardPolicy
-from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport
+from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport, judge_run
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
 
@@ -145,7 +145,7 @@ def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str
         untrusted = untrusted_run(setup, first, root, oracle, full=False)
         if untrusted:
             return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
-        if not _fixed(failing, first):
+        if not judge_run(first, failing).fixed:
             return Checked(Decision.REVERTED, f"fixed none of the {len(failing)} failing test(s): " + _first_message(first),
                            failing=failing, report=first, seconds=seconds)
     full = suite.run(root, protect=tuple(oracle))
@@ -153,17 +153,17 @@ def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str
     untrusted = untrusted_run(setup, full, root, oracle, full=True)
     if untrusted:
         return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
-    now_failing = _failing_after(failing, full, flaky)
-    fixed = tuple(t for t in failing if t not in now_failing)
-    broke = tuple(t for t in now_failing if t not in failing)
-    if fixed and not broke:  # the proof run (proof.py) repeats the full suite `final_runs` times
-        reason = f"fixed {len(fixed)} test(s), broke none; {len(now_failing)} still failing"
-        return Checked(Decision.KEPT, reason, fixed, broke, now_failing, full, seconds)
-    if broke:
-        reason = f"fixed {len(fixed)} but broke {len(broke)}: {', '.join(broke[:5])}"
+    verdict = judge_run(full, failing, flaky)
+    if verdict.plausible:  # the proof run (proof.py) repeats the full suite `final_runs` times
+        reason = f"fixed {len(verdict.fixed)} test(s), broke none; {len(verdict.failing)} still failing"
+        return Checked(Decision.KEPT, reason, verdict.fixed, (), verdict.failing, full, seconds)
+    if verdict.error:
+        reason = verdict.error
+    elif verdict.broke:
+        reason = f"fixed {len(verdict.fixed)} but broke {len(verdict.broke)}: {', '.join(verdict.broke[:5])}"
     else:
         reason = f"fixed none of the {len(failing)} failing test(s): " + _first_message(full)
-    return Checked(Decision.REVERTED, reason, fixed, broke, now_failing, full, seconds)
+    return Checked(Decision.REVERTED, reason, verdict.fixed, verdict.broke, verdict.failing, full, seconds)
 
 
 def untrusted_run(setup: ValidationSetup, report: TestReport, root: Path, oracle: Fingerprint, *, full: bool) -> str:
@@ -191,31 +191,6 @@ def untrusted_run(setup: ValidationSetup, report: TestReport, root: Path, oracle
             return (f"{len(missing)} test(s) the baseline ran were not run with this candidate: "
                     + ", ".join(missing[:3]) + more)
     return ""
-
-
-def _fixed(failing: Sequence[str], report: TestReport) -> bool:
-    """True when at least one of ``failing`` is reported passed (an exit-code-only suite: when it is green)."""
-    if report.source is ResultSource.EXIT_CODE:
-        return report.green
-    return any(passes(t, report) for t in failing)
-
-
-def passes(test_id: str, report: TestReport) -> bool:
-    """Reported ``passed``; a module that failed to collect passes when its tests now run and all pass."""
-    if test_id in report.passed_only:
-        return True
-    if "::" in test_id:
-        return False
-    inside = [r for r in report.results if r.test_id.startswith(test_id + "::")]
-    return bool(inside) and all(r.test_id in report.passed_only for r in inside)
-
-
-def _failing_after(failing: Sequence[str], report: TestReport, flaky: Sequence[str]) -> Tuple[str, ...]:
-    """The tests failing after a candidate: new failures, and every earlier one not reported passed."""
-    if report.source is ResultSource.EXIT_CODE:
-        return () if report.green else tuple(failing)
-    still = {t for t in failing if not passes(t, report)}
-    return tuple(sorted((set(report.failing_ids) | still) - set(flaky)))
 
 
 def _first_message(report: TestReport) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Dict, FrozenSet, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 # Attributes (dotted) that let code see the harness: the modules loaded, the command line, the
 # call stack, tracing and profiling hooks, every live object.
@@ -36,7 +36,6 @@ INTROSPECTION = frozenset({
     "inspect.trace", "traceback.extract_stack", "traceback.format_stack", "traceback.print_stack",
     "traceback.walk_stack", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
 })
-INTROSPECTION_MODULES = frozenset(name.split(".")[0] for name in INTROSPECTION)
 # A string that names the harness: a test runner's module (``"pytest"``, ``"_pytest.runner"``), its
 # configuration (``conftest``), a pytest hook (``pytest_runtest_makereport``), repairloop's plugin, or a
 # runner's environment variable. A path that merely holds such a word (``/tmp/pytest-of-user/...``) does not.
@@ -157,4 +156,3 @@ def exits(node: ast.AST) -> Optional[str]:
 
 
 RULES: Tuple[Callable[[ast.AST], Optional[str]], ...] = (exits, detect, constant_compare, dynamic, links)
-RULE_NAMES: FrozenSet[str] = frozenset(WHY)

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 from repairloop.reports.run_report import RunReport, RunStatus
 from repairloop.textutil import usd
-from repairloop.types import Decision, EventKind, Failure, LoopEvent, Outcome, RunResult, TestReport
+from repairloop.types import (
+    Decision,
+    Failure,
+    IterationEnded,
+    LoopEvent,
+    Outcome,
+    PhaseStarted,
+    RunNote,
+    RunResult,
+    TestReport,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,13 +70,13 @@ class ConsoleRenderer:
         self.status: Optional[Any] = None
 
     def __call__(self, event: LoopEvent) -> None:
-        if event.kind is EventKind.PHASE:
+        if isinstance(event, PhaseStarted):
             self._phase(event.message)
             return
         self._stop_status()
-        if event.kind is EventKind.NOTE:
+        if isinstance(event, RunNote):
             self.console.print(f"  {event.message}")
-        elif event.kind is EventKind.ITERATION and event.iteration is not None:
+        elif isinstance(event, IterationEnded):
             from rich.text import Text
 
             it = event.iteration

@@ -23,9 +23,9 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
-from repairloop.types import InterpreterQuery
+from repairloop.types import InterpreterQuery, relative_to
 
 REDIRECT_DIR = Path(os.path.abspath(__file__)).parent / "plugin" / "redirect"
 IMPORTS_ENV = "REPAIRLOOP_IMPORTS"  # read by plugin/redirect/repairloop_imports.py
@@ -141,13 +141,6 @@ def candidate_names(project: Path) -> List[str]:
     return sorted(n for n in names if n.isidentifier())
 
 
-def _relative(path: str, roots: Sequence[str]) -> str:
-    for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-            return Path(os.path.relpath(path, root)).as_posix()
-    return path
-
-
 def probe_imports(ask: InterpreterQuery, project: Path, *, timeout: float = PROBE_TIMEOUT) -> ImportRedirect:
     """Ask the test interpreter (``ask``, confined like a test run) which project modules it imports
     from ``project``.
@@ -166,6 +159,6 @@ def probe_imports(ask: InterpreterQuery, project: Path, *, timeout: float = PROB
     entries = []
     for name, entry in sorted(data.items()) if isinstance(data, dict) else ():
         if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], list) and entry[1]:
-            locations = tuple(_relative(str(p), roots) for p in entry[1])
+            locations = tuple(relative_to(str(p), roots) or str(p) for p in entry[1])
             entries.append((str(name), str(entry[0]), locations))
     return ImportRedirect(tuple(entries))

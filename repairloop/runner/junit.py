@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from repairloop.runner.plugin_records import clean_text, merge_phases, relative_path, root_forms
-from repairloop.types import Frame, TestOutcome, TestResult
+from repairloop.runner.plugin_records import clean_text, merge_phases
+from repairloop.types import Frame, TestOutcome, TestResult, relative_to, root_forms
 
 _LOCATION = re.compile(r"^(\S[^:\n]*):(\d+)(?:: (.*))?$")
 # "E   SomeError: message"; the suffix keeps "E   Expected: 3" from reading as a type.
@@ -65,7 +65,7 @@ def _frames(text: str, roots: Tuple[str, ...]) -> List[Frame]:
         if match and not any(mark in match.group(1) for mark in _INTERNAL):
             rest = match.group(3) or ""
             function = rest[3:] if rest.startswith("in ") else ""
-            path = relative_path(match.group(1), roots)
+            path = relative_to(match.group(1), roots) or match.group(1)
             frames.append(Frame(path, int(match.group(2)), function))
     return frames
 
@@ -116,7 +116,7 @@ def _result(case: ET.Element, root: Path, roots: Tuple[str, ...]) -> TestResult:
             frames = _frames(text, roots)
             syntax = _SYNTAX_FILE.findall(text)
             if exc_type in _SYNTAX_TYPES and syntax:
-                frames.append(Frame(relative_path(syntax[-1][0], roots), int(syntax[-1][1]), ""))
+                frames.append(Frame(relative_to(syntax[-1][0], roots) or syntax[-1][0], int(syntax[-1][1]), ""))
             phase = _phase(node, case.get("classname", ""))
             return TestResult(
                 test_id=test_id,

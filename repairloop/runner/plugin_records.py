@@ -10,12 +10,11 @@ test (a skip at setup). Frame paths inside ``root`` become relative to it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from repairloop.types import Frame, TestOutcome, TestResult
+from repairloop.types import Frame, TestOutcome, TestResult, relative_to, root_forms
 
 _FAILING = ("failed", "error")
 
@@ -47,22 +46,6 @@ def clean_text(value: Any) -> str:
     return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
 
 
-def relative_path(path: str, roots: Tuple[str, ...]) -> str:
-    """``path`` relative to the first of ``roots`` that contains it (posix form), else unchanged."""
-    if not path or path.startswith("<") or not os.path.isabs(path):
-        return path
-    for root in roots:
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
-            return Path(os.path.relpath(path, root)).as_posix()
-    return path
-
-
-def root_forms(root: Path) -> Tuple[str, ...]:
-    """The root as given (absolute) and resolved: pytest may report either form."""
-    forms = [str(Path(root).absolute()), str(Path(root).resolve())]
-    return tuple(dict.fromkeys(forms))
-
-
 def _frames(raw: Any, roots: Tuple[str, ...]) -> Tuple[Frame, ...]:
     frames = []
     for entry in raw or ():
@@ -70,7 +53,8 @@ def _frames(raw: Any, roots: Tuple[str, ...]) -> Tuple[Frame, ...]:
             path, line, function = entry[0], int(entry[1]), entry[2]
         except (TypeError, ValueError, IndexError):
             continue
-        frames.append(Frame(relative_path(clean_text(path), roots), line, clean_text(function)))
+        text = clean_text(path)
+        frames.append(Frame(relative_to(text, roots) or text, line, clean_text(function)))
     return tuple(frames)
 
 

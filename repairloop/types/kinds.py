@@ -95,15 +95,6 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 
-class EventKind(str, enum.Enum):
-    """What a LoopEvent announces (``loop.iterate`` yields them; the console renders them)."""
-
-    PHASE = "phase"  # a step starts: baseline, flaky check, an iteration
-    NOTE = "note"  # something worth telling the user
-    ITERATION = "iteration"  # an iteration ended (``LoopEvent.iteration`` set)
-    STOPPED = "stopped"  # the run ended (``LoopEvent.result`` set; always the last event)
-
-
 class ResultSource(str, enum.Enum):
     """Where a TestReport's per-test results came from, most trusted first."""
 

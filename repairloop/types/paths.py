@@ -7,7 +7,7 @@ import posixpath
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath
-from typing import Dict, FrozenSet, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Optional, Sequence, Set, Tuple
 
 from repairloop.types.reports import TestReport
 
@@ -35,6 +35,15 @@ DEFAULT_PROTECTED_GLOBS: Tuple[str, ...] = (
 
 # Directories whose files are not the project's own code: installed packages, virtual environments.
 NOT_PROJECT_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
+# What a copy of the project leaves out (the workspace of a non-git project, the offline engine's
+# copies): repositories' and runs' data, environments, caches, bytecode, build metadata (*.egg-info).
+NOT_COPIED = NOT_PROJECT_DIRS | {".git", ".repairloop", "__pycache__", ".pytest_cache", ".mypy_cache",
+                                 ".hypothesis", "node_modules"}
+
+
+def copy_ignore(directory: str, names: Sequence[str]) -> Set[str]:
+    """The ``ignore`` callable of ``shutil.copytree`` for a copy of the project (``NOT_COPIED``)."""
+    return {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
 
 
 def within(path: Path, parent: Path) -> bool:
@@ -73,6 +82,28 @@ def _glob_forms(glob: str) -> Tuple[str, ...]:
                 if shorter not in forms:
                     forms.append(shorter)
     return tuple(forms)
+
+
+def relative_to(path: str, roots: Sequence[str]) -> Optional[str]:
+    """``path`` relative (POSIX) to the first of ``roots`` that holds it; a relative path as it is (POSIX);
+    None for an absolute path outside every root. The one rule for making paths project-relative: give the
+    root as given and resolved (``root_forms``), as pytest and the tracers may report either."""
+    if not os.path.isabs(path):
+        return path.replace(os.sep, "/")
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return Path(os.path.relpath(path, root)).as_posix()
+    return None
+
+
+def resolved(path: str) -> str:
+    """An absolute ``path`` with its symbolic links resolved (the tracers report real paths); a relative one as it is."""
+    return os.path.realpath(path) if os.path.isabs(path) else path
+
+
+def root_forms(root: Path) -> Tuple[str, ...]:
+    """``root`` absolute as given, and resolved (no duplicate): the forms a reported path may start with."""
+    return tuple(dict.fromkeys([str(Path(root).absolute()), str(Path(root).resolve())]))
 
 
 def project_relative(path: str) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from repairloop.types.kinds import Decision, EventKind, FlagKind, Outcome, StopReason
+from repairloop.types.kinds import Decision, FlagKind, Outcome, StopReason
 from repairloop.types.proposals import Usage
 from repairloop.types.reports import Failure
 
@@ -304,11 +304,39 @@ class RunResult:
 
 
 @dataclass(frozen=True)
-class LoopEvent:
-    """What the loop yields for the console to show; ``kind`` says which (``EventKind``)."""
+class PhaseStarted:
+    """A step of the run starts (the baseline, the flaky check, an iteration, the proof); ``iteration``
+    is the number of the iteration it starts, if it is one."""
 
-    kind: EventKind
+    message: str
+    iteration: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class RunNote:
+    """Something worth telling the user now: where candidate code runs, how the baseline went, a hand-over."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class IterationEnded:
+    """An iteration ended: its record (``message`` is its reason)."""
+
+    iteration: Iteration
+
+    @property
+    def message(self) -> str:
+        return self.iteration.reason
+
+
+@dataclass(frozen=True)
+class RunStopped:
+    """The run ended (always the last event of a run): its RunResult; ``message`` says why or what --apply did."""
+
+    result: RunResult
     message: str = ""
-    data: Dict[str, Any] = field(default_factory=dict)
-    iteration: Optional[Iteration] = None
-    result: Optional[RunResult] = None
+
+
+# What the loop yields for the console to show, one record type per kind (``loop.driver.iterate``).
+LoopEvent = Union[PhaseStarted, RunNote, IterationEnded, RunStopped]

@@ -15,12 +15,11 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, List
 
-from repairloop.types import NOT_PROJECT_DIRS, is_bytecode
+from repairloop.types import NOT_COPIED, is_bytecode
 from repairloop.workspace.gitcmd import hash_file
 
 # Directories a fingerprint never walks into: repositories' data, caches, environments.
-_SKIPPED = NOT_PROJECT_DIRS | {".git", ".repairloop", ".pytest_cache", ".mypy_cache", "node_modules",
-                               ".hypothesis"}
+_SKIPPED = NOT_COPIED - {"__pycache__"}  # bytecode is fingerprinted
 
 Fingerprint = Dict[str, str]  # project-relative POSIX path -> sha256 of the bytes (or the symlink target)
 

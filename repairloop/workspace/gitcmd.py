@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import threading
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -28,8 +27,6 @@ _WS_CONFIG = ("-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
              "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE", "GIT_QUARANTINE_PATH")
-COPY_IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", ".repairloop",
-                                      ".tox", ".nox", "node_modules", "*.egg-info")
 _ENV_LOCK = threading.Lock()
 EXCLUDE_LINE = ".repairloop/"
 

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from repairloop.errors import WorkspaceError
-from repairloop.workspace.gitcmd import COPY_IGNORE, GitFailed, hash_file, run_git, zsplit
+from repairloop.types import copy_ignore
+from repairloop.workspace.gitcmd import GitFailed, hash_file, run_git, zsplit
 
 
 class WorkspaceGit:
@@ -97,7 +98,7 @@ def copy_start_files(src_top: Path, dst_top: Path, paths: List[str]) -> List[str
         src, dst = src_top / rel, dst_top / rel
         if rel.endswith("/"):
             if src.is_dir() and not src.is_symlink():
-                shutil.copytree(src, dst, symlinks=True, ignore=COPY_IGNORE, dirs_exist_ok=True)
+                shutil.copytree(src, dst, symlinks=True, ignore=copy_ignore, dirs_exist_ok=True)
                 copied.extend(p.relative_to(dst_top).as_posix() for p in dst.rglob("*")
                               if p.is_file() or p.is_symlink())
             continue
@@ -143,4 +144,4 @@ def restore_bundle(git: WorkspaceGit, bundle: Path, base: str) -> None:
 
 def copy_plain_project(project: Path, top: Path) -> None:
     """A non-git project: its files minus virtualenvs, caches and VCS directories."""
-    shutil.copytree(project, top, symlinks=True, ignore=COPY_IGNORE)
+    shutil.copytree(project, top, symlinks=True, ignore=copy_ignore)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Mapping, Optional
 
 from repairloop.errors import ProjectError, WorkspaceError
-from repairloop.types import within
-from repairloop.workspace.gitcmd import COPY_IGNORE, run_git, zsplit
+from repairloop.types import copy_ignore, within
+from repairloop.workspace.gitcmd import run_git, zsplit
 from repairloop.workspace.repository import check_repository, ensure_excluded, locate
 from repairloop.workspace.start import (
     WorkspaceGit,
@@ -59,14 +59,6 @@ class Workspace:
     def base(self) -> str:
         """The workspace's own commit holding the start state (kept in the run's start.bundle)."""
         return self._baseline
-
-    @property
-    def is_worktree(self) -> bool:
-        """True for a git project's workspace; False for a copy of a non-git project.
-
-        (The name is historical: the workspace is never a ``git worktree`` of the user's repository.)
-        """
-        return self.start.head is not None
 
     @property
     def top(self) -> Path:
@@ -160,7 +152,7 @@ class Workspace:
     def copy_to(self, dest: Path) -> Path:
         """Copy the current project root to ``dest/<name>`` (no .git); return that path."""
         target = Path(dest) / self.root.name
-        shutil.copytree(self.root, target, symlinks=True, ignore=COPY_IGNORE)
+        shutil.copytree(self.root, target, symlinks=True, ignore=copy_ignore)
         return target
 
 

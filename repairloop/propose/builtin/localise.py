@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple
 
-from repairloop.propose.builtin.spectra import EVERY_TEST, LineKey, read_spectra, relative_path
-from repairloop.types import Frame, TestFiles, TestReport, TestResult
+from repairloop.propose.builtin.spectra import EVERY_TEST, LineKey, read_spectra
+from repairloop.types import Frame, TestFiles, TestReport, TestResult, relative_to, resolved, root_forms
 
 FAR = 10**6  # distance of a line in a file with no failing frame
-__all__ = ["EVERY_TEST", "FAR", "Localisation", "Suspect", "localise", "ochiai", "rank", "relative_path"]
+__all__ = ["EVERY_TEST", "FAR", "Localisation", "Suspect", "localise", "ochiai", "rank"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def failure_frames(
     out: List[Frame] = []
     seen: Set[LineKey] = set()
     for frame in frames:
-        rel = relative_path(frame.path, root)
+        rel = relative_to(resolved(frame.path), root_forms(root))
         if rel is None or test_files.is_test(rel) or (rel, frame.line) in seen:
             continue
         seen.add((rel, frame.line))

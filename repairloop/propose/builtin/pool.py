@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, copy_project, drop_bytecode, judge_suite, judge_targets
+from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, copy_project, judge_suite, judge_targets
 from repairloop.types import TestReport
 
 MAX_REASONS = 20  # distinct fallback reasons kept in the notes (each with its count)
@@ -149,8 +149,7 @@ class WorkerPool:
 def _write(root: Path, files: Dict[str, str]) -> None:
     for path, text in files.items():
         with open(root / path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        drop_bytecode(root, path)
+            handle.write(text)  # a stale .pyc of it: every test run removes bytecode first
 
 
 def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:

@@ -22,16 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
-from repairloop.types import ResultSource, TestReport
+from repairloop.types import TestReport, copy_ignore, judge_run
 
 RunTests = Callable[[Path, Sequence[str], float, bool], TestReport]
-IGNORED = (".git", "__pycache__", ".repairloop", ".venv", ".tox", ".nox", ".mypy_cache",
-           ".pytest_cache", "node_modules", "*.egg-info")  # fmt: skip
 
 
 def copy_project(src: Path, dst: Path) -> Path:
     """Copy the project to ``dst`` without VCS data, caches, virtualenvs or run data."""
-    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED))
+    shutil.copytree(src, dst, symlinks=True, ignore=copy_ignore)
     return dst
 
 
@@ -49,29 +47,15 @@ def scratch_copy(src: Path, scratch_dir: Optional[Path]) -> Iterator[Path]:
 
 def iter_python_files(root: Path) -> Iterator[str]:
     """Project-relative ``/`` paths of the ``.py`` files under ``root``, sorted, ignored dirs pruned."""
-    skip = {p for p in IGNORED if "*" not in p} | {"site-packages"}
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(
             d for d in dirs
-            if d not in skip and not d.endswith(".egg-info")
+            if not copy_ignore(folder, [d])
             and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any virtualenv
         )  # fmt: skip
         for name in sorted(files):
             if name.endswith(".py"):
                 yield Path(folder, name).relative_to(root).as_posix()
-
-
-def drop_bytecode(root: Path, path: str) -> None:
-    """Remove cached bytecode of ``path``: a same-size rewrite within the same second
-    would otherwise keep the stale ``.pyc`` (its header stores mtime in whole seconds and size)."""
-    target = root / path
-    cache = target.parent / "__pycache__"
-    if cache.is_dir():
-        for pyc in cache.glob(f"{target.stem}.*.pyc"):
-            try:
-                pyc.unlink()
-            except OSError:
-                pass
 
 
 @dataclass(frozen=True)
@@ -133,52 +117,44 @@ def _short(ids: Sequence[str], limit: int = 3) -> str:
 
 
 def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) -> Verdict:
-    """Verdict of the run of the target (previously failing) tests only.
+    """Verdict of the run of the target (previously failing) tests only (``types.judge_run``'s rule).
 
     ``passed``: all of them pass; ``partial``: some do (worth a suite run);
     ``failing``: none does; ``timeout``: the run was stopped.
     """
-    passed = set(report.passed_ids)
-    fixed = sum(1 for t in targets if t in passed)
     if report.timed_out or report.exit_code is None:
-        return Verdict("timeout", f"failing tests did not finish within {timeout:.1f}s", fixed)
-    failing = report.failing_ids
-    if report.exit_code == 0 and not failing:
-        return Verdict("passed", "", fixed if report.results else len(targets))
+        return Verdict("timeout", f"failing tests did not finish within {timeout:.1f}s")
+    verdict = judge_run(report, targets)
+    if verdict.fixed and not verdict.still_failing and not verdict.error:
+        return Verdict("passed", "", len(verdict.fixed))
     first = next((r for r in report.failing), None)
     detail = f" ({first.exc_type}: {first.message[:120]})" if first and first.exc_type else ""
-    status = "partial" if fixed and report.exit_code == 1 else "failing"
-    return Verdict(status, f"still failing: {_short(failing) or f'exit code {report.exit_code}'}{detail}", fixed)
+    status = "partial" if verdict.fixed and not verdict.error else "failing"
+    still = _short(verdict.still_failing) or f"exit code {report.exit_code}"
+    return Verdict(status, f"still failing: {still}{detail}", len(verdict.fixed))
 
 
 def judge_suite(report: TestReport, plan: ValidationPlan, timeout: float) -> Verdict:
-    """Verdict of the whole-suite run of a candidate that made some target test pass.
-
-    Plausible when at least one target passes and nothing outside
-    ``plan.allowed_failing`` fails; ``fixed``/``missed_group`` are counted here.
-    """
+    """Verdict of the whole-suite run of a candidate that made some target test pass
+    (``types.judge_run``: plausible when a target passes and nothing outside ``plan.allowed_failing``
+    fails); ``fixed``/``missed_group`` are counted here."""
     if report.timed_out or report.exit_code is None:
         return Verdict("timeout", f"the test suite did not finish within {timeout:.1f}s")
-    failing = set(report.failing_ids)
-    broke = sorted(failing - plan.allowed_failing - set(plan.targets))
-    if broke:
-        return Verdict("broke_passing", f"breaks tests that passed: {_short(broke)}")
-    clean = report.exit_code == 0 or (report.exit_code == 1 and bool(failing) and report.source is not ResultSource.EXIT_CODE)
-    if not clean:
-        return Verdict("error", f"the test suite exited with code {report.exit_code}")
-    # No per-test results (a non-pytest runner): only a green exit says the targets pass.
-    passed = set(report.passed_ids) if report.results else set(plan.targets)
-    fixed = [t for t in plan.targets if t in passed]
-    missed = [t for t in plan.group_ids if t not in passed]
-    if not fixed:
+    verdict = judge_run(report, plan.targets, plan.allowed_failing)
+    if verdict.broke:
+        return Verdict("broke_passing", f"breaks tests that passed: {_short(verdict.broke)}")
+    if verdict.error:
+        return Verdict("error", verdict.error)
+    if not verdict.fixed:
         return Verdict("failing", "the failing tests pass alone but not in the whole suite")
-    still = [t for t in plan.targets if t not in passed]
+    still = verdict.still_failing
+    missed = [t for t in plan.group_ids if t in still]
     if not still:
         reason = "passes the failing tests and the whole suite"
     else:
-        reason = (f"fixes {len(fixed)} of {len(plan.targets)} failing tests and breaks none "
+        reason = (f"fixes {len(verdict.fixed)} of {len(plan.targets)} failing tests and breaks none "
                   f"(still failing: {_short(still)})")  # fmt: skip
-    return Verdict("plausible", reason, len(fixed), missed_group=len(missed), missed=len(still), still=tuple(still))
+    return Verdict("plausible", reason, len(verdict.fixed), missed_group=len(missed), missed=len(still), still=still)
 
 
 def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:

@@ -12,11 +12,10 @@ pytest plugin's own tracer (``runner/plugin/repairloop_pytest_plugin_trace.py``:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Dict, FrozenSet, Optional, Set, Tuple
 
-from repairloop.types import TestFiles
+from repairloop.types import TestFiles, relative_to, resolved, root_forms
 
 LineKey = Tuple[str, int]
 # The empty context: code run outside any test (module bodies at import, during collection).
@@ -24,18 +23,6 @@ LineKey = Tuple[str, int]
 # a bug in import-time code then ranks low but is still a candidate, not invisible.
 EVERY_TEST = "<every test>"
 TRACER_SUFFIX = ".jsonl"  # the plugin tracer's file; anything else is coverage.py's
-
-
-def relative_path(path: str, root: Path) -> Optional[str]:
-    """``path`` relative to ``root`` with ``/`` separators, or None when outside it."""
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        return candidate.as_posix()
-    try:
-        rel = Path(os.path.realpath(candidate)).relative_to(os.path.realpath(root))
-    except ValueError:
-        return None
-    return rel.as_posix()
 
 
 def read_spectra(data_file: str, root: Path, test_files: TestFiles) -> Tuple[Dict[LineKey, FrozenSet[str]], str]:
@@ -51,7 +38,7 @@ def read_spectra(data_file: str, root: Path, test_files: TestFiles) -> Tuple[Dic
 
 
 def _keep(path: str, root: Path, test_files: TestFiles) -> Optional[str]:
-    rel = relative_path(path, root)
+    rel = relative_to(resolved(path), root_forms(root))
     if rel is None or test_files.is_test(rel) or not rel.endswith(".py"):
         return None
     return rel
