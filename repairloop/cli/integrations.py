@@ -96,13 +96,15 @@ def ci(
 
 
 def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optional[List[str]]) -> int:
+    from repairloop.integrations import github_actions
     from repairloop.integrations.ci import CIOptions, run_ci
     from repairloop.integrations.ci_env import GITHUB, detect_system
     from repairloop.reports.console import ConsoleRenderer, render_result
 
+    token = github_actions.stop_commands(sys.stdout) if detect_system(os.environ) == GITHUB else ""
     check_usage(model=model)
     settings = project_settings(path, flags)
-    options = CIOptions(**{k: v for k, v in extra.items() if v is not None})
+    options = CIOptions(**{k: v for k, v in extra.items() if v is not None}, commands_token=token)
     console = err_console()
     renderer = ConsoleRenderer(console)
     try:

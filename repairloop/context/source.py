@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from repairloop.types import CodeSlice, Failure, Frame, TestFiles, is_project_path
+from repairloop.types import CodeSlice, Failure, Frame, TestFiles, is_project_path, read_inside
 
 WINDOW = 25  # lines either side of the frame line when a slice is shrunk (trim step 4)
 SMALL_CLASS_LINES = 40  # a method of a class this small is shown with its whole class
@@ -38,11 +38,9 @@ class _Def:
 class _Source:
     """One file's lines and definitions; the outline is cached by text (``_outline``)."""
 
-    def __init__(self, path: Path) -> None:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
+    def __init__(self, root: Path, path: str) -> None:
+        # Never through a link out of the tree (a committed one could name ~/.ssh/id_rsa) nor a device.
+        text = read_inside(root, path) or ""
         self.lines = text.splitlines()
         defs, imports = _outline(text)
         self.defs: List[_Def] = list(defs)
@@ -119,7 +117,7 @@ class Files:
 
     def get(self, path: str) -> _Source:
         if path not in self._cache:
-            self._cache[path] = _Source(self.root / path)
+            self._cache[path] = _Source(self.root, path)
         return self._cache[path]
 
     def module_path(self, module: str) -> Optional[str]:

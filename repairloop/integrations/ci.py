@@ -48,6 +48,7 @@ class CIOptions:
     summary_file: Optional[str] = None
     dotenv_file: Optional[str] = None
     api_timeout: float = 30.0  # seconds per forge request
+    commands_token: str = ""  # the runner ignores workflow commands until this token (github_actions.stop_commands)
 
 
 @dataclass
@@ -95,11 +96,13 @@ def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Ma
     why = ci_env.bot_reason(head, ctx, author[1]) if head is not None else None
     if why:
         report = CIReport("skipped", int(ExitCode.OK), actions=[f"skipped: {why}"])
+        github_actions.resume_commands(stdout, options.commands_token)
         _emit(report, ctx, options, stdout, level="notice", message=f"repairloop skipped: {why}")
         return report
     _refuse_unconfined_pull_request(settings, project, environ)
     plan = _plan(options, ctx, repo, environ) if publishing and repo is not None else None
     result = _drain(iterate(settings, project, environ=environ), on_event)
+    github_actions.resume_commands(stdout, options.commands_token)  # what follows is repairloop's own
     fp = fingerprint(result.failures)
     report = CIReport(result.outcome.value, _exit_code(result.outcome), result, fp, _save_patch(result, options, ctx))
     if plan is not None and repo is not None and head is not None and result.patch:

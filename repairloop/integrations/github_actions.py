@@ -14,6 +14,7 @@ only 10 errors and 10 warnings per step are shown.
 from __future__ import annotations
 
 import os
+import secrets
 import uuid
 from pathlib import Path
 from typing import IO, Mapping, Optional
@@ -42,6 +43,24 @@ def annotation(level: str, message: str, *, file: Optional[str] = None, line: Op
     props = {"file": file, "line": line, "title": title}
     text = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v is not None)
     return f"::{level}{' ' + text if text else ''}::{escape_data(message)}"
+
+
+def stop_commands(stream: IO[str]) -> str:
+    """Make the runner ignore workflow commands (``::error::``, ``::set-output::``...) in what follows on
+    ``stream`` until ``resume_commands`` with the returned token: the project's test output, test ids and
+    settings keys pass through the console, and a line of theirs must never become a command
+    (GitHub's ``stop-commands``, with an unguessable token)."""
+    token = secrets.token_hex(16)
+    stream.write(f"::stop-commands::{token}\n")
+    stream.flush()
+    return token
+
+
+def resume_commands(stream: IO[str], token: str) -> None:
+    """Let the runner take workflow commands again (repairloop's own annotations follow)."""
+    if token:
+        stream.write(f"::{token}::\n")
+        stream.flush()
 
 
 def write_annotation(stream: IO[str], level: str, message: str, **where: object) -> None:

@@ -9,6 +9,7 @@ seconds).
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Iterable, Optional, Sequence
 
 from repairloop.textutil import fence, usd
@@ -40,9 +41,21 @@ def fingerprint(failures: Iterable[Failure]) -> str:
 
 
 def cell(text: object, limit: int = 160) -> str:
-    """A Markdown table cell: one line, pipes escaped, cut to ``limit`` characters."""
+    """Plain text for a Markdown table cell or line: one line, cut to ``limit`` characters, with HTML and
+    Markdown's markup characters escaped (test ids and messages are the project's text, and the summary
+    also becomes a pull request's body: they must never render as headings, links or images)."""
+    flat = " ".join(str(text).split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\`*\[\]!|])", r"\\\1", flat)  # code spans, emphasis, links and images, table cells
+
+
+def code(text: object, limit: int = 160) -> str:
+    """``text`` as an inline code span (one line, cut to ``limit``), fenced with more backticks than it holds."""
     flat = " ".join(str(text).split()).replace("|", "\\|")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    return f"{fence} {flat} {fence}" if fence != "`" else f"`{flat}`"
 
 
 def headline(result: RunResult) -> str:
@@ -53,9 +66,9 @@ def headline(result: RunResult) -> str:
 def _failures_table(failures: Sequence[Failure]) -> str:
     rows = ["| test | kind | where | message |", "| --- | --- | --- | --- |"]
     for f in failures:
-        where = f"`{cell(f.location)}`" if f.location else ""
-        rows.append(f"| `{cell(f.test_id)}` | {f.kind.value} | {where} | {cell(f.message)} |")
-    hints = [f"- `{cell(f.test_id)}`: {cell(f.hint, 300)}" for f in failures if f.hint]
+        where = f"{code(f.location)}" if f.location else ""
+        rows.append(f"| {code(f.test_id)} | {f.kind.value} | {where} | {cell(f.message)} |")
+    hints = [f"- {code(f.test_id)}: {cell(f.hint, 300)}" for f in failures if f.hint]
     return "\n".join(rows) + ("\n\nWhat to do:\n" + "\n".join(hints) if hints else "") + "\n"
 
 
@@ -106,13 +119,13 @@ def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_pat
     if result.iterations:
         parts.append("### What was tried\n\n" + _iterations_table(result.iterations))
     if result.patch:
-        fixed = ", ".join(f"`{cell(t)}`" for t in result.fixed_tests) or "none"
+        fixed = ", ".join(f"{code(t)}" for t in result.fixed_tests) or "none"
         shown = result.patch if len(result.patch) <= PATCH_LIMIT else result.patch[:PATCH_LIMIT] + "\n… (cut)\n"
         parts.append("### Patch\n\nFixes: " + fixed + ". Evidence: " + result.evidence.summary() + ".\n\n"
                      + fence(shown.removesuffix("\n"), "diff") + "\n"
                      + (f"\nSaved as `{patch_path}`.\n" if patch_path else ""))
     if result.still_failing:
-        parts.append("Still failing: " + ", ".join(f"`{cell(t)}`" for t in result.still_failing) + "\n")
+        parts.append("Still failing: " + ", ".join(f"{code(t)}" for t in result.still_failing) + "\n")
     if actions:
         parts.append("### Actions\n\n" + "\n".join(f"- {a}" for a in actions) + "\n")
     return "\n".join(parts)

@@ -24,7 +24,7 @@ from repairloop.journal import (
     TestFilesEvent,
 )
 from repairloop.loop import stop
-from repairloop.loop.apply import maybe_apply
+from repairloop.loop.apply_fix import maybe_apply
 from repairloop.loop.attempt import AttemptInput, AttemptSetup, run_attempt
 from repairloop.loop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
 from repairloop.loop.describe import blocking_detail, describe_run, report_summary

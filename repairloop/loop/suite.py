@@ -22,6 +22,7 @@ from repairloop.runner import (
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
 from repairloop.types import InterpreterQuery, RunResult, SandboxStatus, TestReport, within
+from repairloop.workspace.repository import locate
 from repairloop.workspace.sandbox import Sandbox, SandboxPolicy, filter_environment, open_sandbox
 
 
@@ -69,16 +70,20 @@ def per_test_seconds(settings: Settings) -> Tuple[Optional[float], str]:
 
 
 def sandbox_for(settings: Settings, project: Path) -> Sandbox:
-    """The sandbox the settings ask for, probed here; the user's project tree is hidden in it, and so is
-    GitLab's ``<project>.tmp`` beside it (the runner's file-type CI variables).
+    """The sandbox the settings ask for, probed here. The user's repository is hidden in it (the whole
+    work tree when the project is a part of one, so its ``.git`` too), and so is GitLab's ``<top>.tmp``
+    beside it (the runner's file-type CI variables).
 
     Raises ConfigError when ``sandbox = "bwrap"`` and bubblewrap cannot run.
     """
     project = Path(project).absolute()
+    found = locate(project)
+    top = found[0] if found is not None else project
     venvs = tuple(d for d in (project / ".venv", project / "venv") if (d / "pyvenv.cfg").is_file())
     policy = SandboxPolicy(mode=settings.sandbox, network=settings.sandbox_network,
                            memory_mb=settings.sandbox_memory_mb, disk_mb=settings.sandbox_disk_mb,
-                           hidden=(project, project.parent / f"{project.name}.tmp"), readable=venvs)
+                           hidden=tuple(dict.fromkeys([top, project, top.parent / f"{top.name}.tmp"])),
+                           readable=venvs, project=project)
     chosen = settings.sandbox_bwrap
     if chosen and within(Path(chosen).absolute(), project):
         raise ConfigError(f"sandbox_bwrap = {chosen!r} lies inside the project under repair",
@@ -173,7 +178,7 @@ class TestSuite:
         """
         sandbox = self.sandbox
         if sandbox is not None and sandbox.policy.hidden:
-            sandbox = sandbox.showing(sandbox.policy.hidden[0])
+            sandbox = sandbox.showing()
         return replace(self, imports=ImportRedirect(), sandbox=sandbox)
 
     @property

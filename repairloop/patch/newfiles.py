@@ -19,6 +19,7 @@ from typing import Callable, Iterator, List, Optional, Set, Tuple
 
 from repairloop.errors import GuardError, PatchError
 from repairloop.patch.changes import AppliedPatch, FileChange, GuardPolicy
+from repairloop.types import read_inside
 
 MAX_SCANNED_FILES = 3000  # project files read to look for an import of a new module
 _SKIP_DIRS = frozenset({".git", ".repairloop", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox"})
@@ -64,10 +65,9 @@ def _project_texts(root: Path, exclude: Set[str]) -> Iterator[str]:
             seen += 1
             if seen > MAX_SCANNED_FILES:
                 return
-            try:
-                yield Path(dirpath, name).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+            text = read_inside(root, rel)  # no link followed out of the tree, no device read
+            if text is not None:
+                yield text
 
 
 def split_scratch(applied: AppliedPatch, root: Path,

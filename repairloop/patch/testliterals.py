@@ -17,6 +17,8 @@ import ast
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Union
 
+from repairloop.types import read_inside
+
 _LITERAL_NODES = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp)
 
 
@@ -165,10 +167,11 @@ def _number_or_text(part: str) -> Union[int, float, str]:
         return part
 
 
-def _parse(path: Path) -> Optional[ast.Module]:
+def _parse(root: Path, path: str) -> Optional[ast.Module]:
+    text = read_inside(root, path)  # a test id is the run's word: never a link out of the tree, nor a device
     try:
-        return ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return ast.parse(text) if text is not None else None
+    except (SyntaxError, ValueError):
         return None
 
 
@@ -179,7 +182,7 @@ def _tests(root: Path, test_ids: Sequence[str]) -> Iterator[List[ast.AST]]:
         path, _, rest = test_id.partition("::")
         names = [part.split("[")[0] for part in rest.split("::") if part]
         if path not in trees:
-            trees[path] = _parse(root / path)
+            trees[path] = _parse(root, path)
         tree = trees[path]
         scopes = _find_test(tree, names) if tree is not None and names else []
         if scopes:

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -113,12 +114,23 @@ def project_python(project: Path) -> str:
     return sys.executable
 
 
+# Finds pytest without importing it (nothing of a pytest.py runs), in an empty directory, ignoring
+# PYTHON* variables (-E: no PYTHONPATH into the project, no PYTHONSTARTUP).
+_FIND_PYTEST = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"
+
+
 @functools.lru_cache(maxsize=8)
 def _imports_pytest(python: str) -> bool:
-    try:
-        done = subprocess.run([python, "-c", "import pytest"], capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return False
+    """Whether the user's ``python`` (from PATH, outside the project) has pytest. It runs on the host, so
+    nothing of the current directory (the project's checkout) may reach it: an empty working directory,
+    ``-E``, pytest found rather than imported, and no environment but PATH and HOME (no secret)."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL")}
+    with tempfile.TemporaryDirectory(prefix="repairloop-find-pytest-") as empty:
+        try:
+            done = subprocess.run([python, "-E", "-c", _FIND_PYTEST], capture_output=True, timeout=30, cwd=empty,
+                                  env=env, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return False
     return done.returncode == 0
 
 

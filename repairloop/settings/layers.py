@@ -29,10 +29,10 @@ def _validation_message(err: ValidationError, origin: str) -> str:
     parts = []
     for item in err.errors():
         key = ".".join(str(p) for p in item["loc"]) or "(root)"
-        if item["type"] == "extra_forbidden":
-            parts.append(f"unknown key '{key}' in {origin}")
+        if item["type"] == "extra_forbidden":  # repr: a key is the file's text, newlines and all
+            parts.append(f"unknown key {key!r} in {origin}")
         else:
-            parts.append(f"'{key}' in {origin}: {item['msg'].removeprefix('Value error, ')}")
+            parts.append(f"{key!r} in {origin}: {item['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
 
 

@@ -40,10 +40,12 @@ from repairloop.types.paths import (
     is_project_path,
     matches_globs,
     project_relative,
+    read_inside,
     relative_to,
     resolved,
     root_forms,
     within,
+    write_inside,
 )
 from repairloop.types.proposals import (
     BudgetLeft,
@@ -131,8 +133,10 @@ __all__ = [
     "matches_globs",
     "passes",
     "project_relative",
+    "read_inside",
     "relative_to",
     "resolved",
     "root_forms",
     "within",
+    "write_inside",
 ]

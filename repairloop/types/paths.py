@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import Path, PurePath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Dict, FrozenSet, Optional, Sequence, Set, Tuple
 
 from repairloop.types.reports import TestReport
@@ -53,6 +54,59 @@ def within(path: Path, parent: Path) -> bool:
         return True
     except (ValueError, OSError):
         return False
+
+
+# A project file larger than this is not read: a link to /dev/zero, or a data blob, is no source.
+MAX_SOURCE_BYTES = 2_000_000
+
+
+def _open_inside(root: Path, rel: str, flags: int, mode: int = 0o644) -> int:
+    """A file descriptor of ``root/rel`` opened without following a symbolic link at any step: the copies
+    and the workspace are trees the project's tests can write, and a link there may lead anywhere on the
+    host. Raises OSError (ELOOP, ENOTDIR) for a link, and ValueError for a path that leaves ``root``."""
+    parts = PurePosixPath(rel).parts
+    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+        raise ValueError(f"{rel!r} is not a path inside the project")
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def read_inside(root: Path, rel: str, limit: int = MAX_SOURCE_BYTES) -> Optional[str]:
+    """The text of the regular file ``root/rel`` (no link followed, at most ``limit`` bytes); None otherwise."""
+    try:
+        fd = _open_inside(root, rel, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = handle.read(limit + 1)
+    try:
+        return data.decode("utf-8") if len(data) <= limit else None
+    except UnicodeDecodeError:
+        return None
+
+
+def write_inside(root: Path, rel: str, text: str) -> None:
+    """Write ``text`` to the regular file ``root/rel`` (created if missing) without following a link at any step.
+
+    Raises OSError when a link or anything but a regular file stands in the way (a copy is then not to be
+    trusted: the offline engine makes it again), ValueError for a path that leaves ``root``.
+    """
+    fd = _open_inside(root, rel, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)
+    with os.fdopen(fd, "wb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{rel} is not a regular file")
+        handle.truncate(0)
+        handle.write(text.encode("utf-8"))
 
 
 def is_bytecode(path: str) -> bool:

@@ -40,6 +40,7 @@ running ``true`` in a sandbox; the first that works is used.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -60,6 +61,7 @@ HIDDEN_IN_HOME = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".do
 # POSIX sh) limits; `exec` keeps the command's exit status and signals as they are.
 _LIMITS = 'ulimit -v {mem} && ulimit -f {fsize} && exec "$@"'
 _PROBE_TIMEOUT = 20.0
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 RESOLVER_DIR = "/run/systemd/resolve"  # systemd-resolved's resolv.conf (Ubuntu's /etc/resolv.conf target)  # seconds for the one-off probe of a bwrap binary
 
 
@@ -73,8 +75,9 @@ class SandboxPolicy:
     network: bool = False
     memory_mb: int = 8192
     disk_mb: int = 2048
-    hidden: Tuple[Path, ...] = ()  # trees shown empty (the user's project), besides HIDDEN_IN_HOME
+    hidden: Tuple[Path, ...] = ()  # trees shown empty (the user's repository), besides HIDDEN_IN_HOME
     readable: Tuple[Path, ...] = ()  # kept readable inside a hidden tree or /tmp (the project's virtualenvs)
+    project: Optional[Path] = None  # the user's project, inside ``hidden``: what ``Sandbox.showing`` shows
 
 
 def bwrap_candidates() -> List[Tuple[str, str]]:
@@ -107,9 +110,13 @@ class Sandbox:
         self.bwrap = bwrap
         self.sized_tmp = sized_tmp
 
-    def showing(self, tree: Path) -> "Sandbox":
-        """This sandbox with ``tree`` readable instead of hidden, its git directory still hidden (a CI
-        checkout's ``.git/config`` holds its token): the user's own world, before any candidate exists."""
+    def showing(self) -> "Sandbox":
+        """This sandbox with the user's project (``policy.project``) readable instead of hidden, and every
+        git directory still hidden (a CI checkout's ``.git/config`` holds its token; the rest of a
+        repository the project is a part of stays hidden): the user's own world, before any candidate."""
+        tree = self.policy.project
+        if tree is None:
+            return self
         hidden = tuple(p for p in self.policy.hidden if p != tree) + (tree / ".git",)
         policy = replace(self.policy, hidden=hidden, readable=self.policy.readable + (tree,))
         return Sandbox(self.status, policy, self.bwrap, sized_tmp=self.sized_tmp)
@@ -126,12 +133,13 @@ class Sandbox:
         """
         if self.bwrap is None:
             return list(argv)
-        extra = [str(p) for p in self.policy.readable] + named_paths(argv)
-        return [self.bwrap, *self.arguments(tree, outputs, env, extra, readonly), "--", *self._limited(argv)]
+        return [self.bwrap, *self.arguments(tree, outputs, env, program_path(argv), readonly), "--",
+                *self._limited(argv)]
 
     def arguments(self, tree: Path, outputs: Sequence[Path], env: Mapping[str, str],
-                  readable: Sequence[str] = (), readonly: Sequence[Path] = ()) -> List[str]:
-        """bwrap's options for one run (see the module docstring for the layout)."""
+                  program: Sequence[str] = (), readonly: Sequence[Path] = ()) -> List[str]:
+        """bwrap's options for one run (see the module docstring for the layout); ``program`` is the
+        command's interpreter (``program_path``), kept readable where /tmp covers it."""
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         if self.sized_tmp and self.policy.disk_mb:
             args += ["--size", str(self.policy.disk_mb * 1024 * 1024)]
@@ -148,8 +156,12 @@ class Sandbox:
                 args += ["--tmpfs", str(path)]
             elif path.is_file() and not path.is_symlink():
                 args += ["--ro-bind", "/dev/null", str(path)]
-        for path in needed_paths(env, hidden, readable):
+        bound = needed_paths(env, hidden, self.policy.readable, program)
+        for path in bound:
             args += ["--ro-bind", str(path), str(path)]
+        for path in hidden:  # hidden again where a bind above shows a tree holding it (the project's .git)
+            if path.is_dir() and not path.is_symlink() and any(b in path.parents for b in bound):
+                args += ["--tmpfs", str(path)]
         args += ["--bind", str(tree), str(tree)]
         for path in readonly:  # the tests and their configuration: the candidate's code may not rewrite them
             if path.is_file() and not path.is_symlink():
@@ -174,15 +186,17 @@ def _run_dirs() -> List[str]:
     return [d for d in ("/run", "/var/run") if os.path.isdir(d) and not os.path.islink(d)]
 
 
-def named_paths(argv: Sequence[str]) -> List[str]:
-    """Absolute paths the command names (``/x/venv/bin/python -m pytest``, or inside an
-    ``sh -c`` script): they stay readable even where /tmp or a hidden tree covers them."""
-    words: List[str] = []
-    for arg in argv:
+def program_path(argv: Sequence[str]) -> List[str]:
+    """The absolute path of the program the command runs (``/x/venv/bin/python -m pytest``, or the first
+    word of an ``sh -c`` script after its ``VAR=value`` assignments), if it names one that exists: kept
+    readable where /tmp covers it. Nothing else the command names (arguments, test ids: the project's
+    words) is ever bound into the sandbox."""
+    words = list(argv[:1])
+    if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash", "dash") and argv[1] == "-c":
         try:
-            words += shlex.split(arg) if " " in arg else [arg]
+            words = [w for w in shlex.split(argv[2]) if not _ASSIGNMENT.match(w)][:1]
         except ValueError:  # unbalanced quotes: the shell will say so
-            words.append(arg)
+            words = []
     return [w for w in words if os.path.isabs(w) and os.path.exists(w)]
 
 
@@ -206,20 +220,30 @@ def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Pat
     return paths
 
 
-def needed_paths(env: Mapping[str, str], hidden: Sequence[Path], readable: Sequence[str] = ()) -> List[Path]:
-    """Directories that must stay readable although /tmp or a hidden tree covers them: the
-    virtualenv (found by its ``pyvenv.cfg``) of the command and of each PATH and PYTHONPATH
-    entry, or the entry itself."""
-    found: List[Path] = []
-    entries = [*readable, *(env.get("PATH") or "").split(os.pathsep), *(env.get("PYTHONPATH") or "").split(os.pathsep)]
+def needed_paths(env: Mapping[str, str], hidden: Sequence[Path], trusted: Sequence[Path] = (),
+                 program: Sequence[str] = ()) -> List[Path]:
+    """Directories that must stay readable although /tmp or a hidden tree covers them.
+
+    ``trusted`` are bound wherever they lie (the project's virtualenvs, repairloop's choice); the
+    program's virtualenv (found by its ``pyvenv.cfg``) or directory, and those of each PATH and
+    PYTHONPATH entry, only where /tmp covers them and never inside a hidden tree: a path the
+    command or its environment names must not unhide a credential store, a runner's files or a
+    checkout's ``.git``. Never ``/`` nor ``/tmp`` itself.
+    """
+    covered = [Path("/tmp"), *hidden]
+    found: List[Path] = [p for p in trusted if p.exists() and any(p == c or c in p.parents for c in covered)]
+    entries = [*program, *(env.get("PATH") or "").split(os.pathsep), *(env.get("PYTHONPATH") or "").split(os.pathsep)]
     for entry in entries:
         if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
             continue
         path = _venv_root(Path(entry)) or (Path(entry) if Path(entry).is_dir() else Path(entry).parent)
-        if path not in found and path != Path("/"):
+        inside_trusted = any(path == t or t in path.parents for t in trusted)
+        under_hidden = any(path == h or h in path.parents or path in h.parents for h in hidden)
+        if path in found or path in (Path("/"), Path("/tmp")) or (under_hidden and not inside_trusted):
+            continue
+        if Path("/tmp") in path.parents:
             found.append(path)
-    covered = [Path("/tmp"), *hidden]
-    return [p for p in found if any(p == c or c in p.parents for c in covered)]
+    return found
 
 
 def _venv_root(path: Path) -> Optional[Path]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple
 
 from repairloop.propose.builtin.spectra import EVERY_TEST, LineKey, read_spectra
-from repairloop.types import Frame, TestFiles, TestReport, TestResult, relative_to, resolved, root_forms
+from repairloop.types import Frame, TestFiles, TestReport, TestResult, read_inside, relative_to, resolved, root_forms
 
 FAR = 10**6  # distance of a line in a file with no failing frame
 __all__ = ["EVERY_TEST", "FAR", "Localisation", "Suspect", "localise", "ochiai", "rank"]
@@ -151,9 +151,10 @@ def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
     for test_id in sorted(set(test_ids)):
         parts = test_id.split("::")
         function = re.sub(r"\[.*\]$", "", parts[-1]) if len(parts) > 1 else ""
+        text = read_inside(root, parts[0])  # a test id is the run's word: never a link out, nor /dev/zero
         try:
-            tree = ast.parse((root / parts[0]).read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError):
+            tree = ast.parse(text or "")
+        except (SyntaxError, ValueError):
             continue
         scope = next((n for n in ast.walk(tree) if getattr(n, "name", None) == function), tree)
         for node in ast.walk(scope):

@@ -23,8 +23,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, copy_project, judge_suite, judge_targets
-from repairloop.types import TestReport
+from repairloop.propose.builtin.scratch import (
+    RunTests,
+    ValidationPlan,
+    Verdict,
+    copy_project,
+    judge_suite,
+    judge_targets,
+)
+from repairloop.types import TestReport, write_inside
 
 MAX_REASONS = 20  # distinct fallback reasons kept in the notes (each with its count)
 
@@ -141,15 +148,20 @@ class WorkerPool:
         except Exception as exc:  # a runner failure on one candidate must not end the search
             verdict = Verdict("error", f"validation failed: {type(exc).__name__}: {exc}")
         finally:
-            _write(root, {p: originals[p] for p in changed})
+            try:
+                _write(root, {p: originals[p] for p in changed})
+            except (OSError, ValueError):  # the tests put a link (or worse) where a source was: copy again
+                shutil.rmtree(root, ignore_errors=True)  # rmtree never follows a link
+                copy_project(self.project_root, root)
             self._free.put((root, warm))
         return replace(verdict, seconds=clock() - started)
 
 
 def _write(root: Path, files: Dict[str, str]) -> None:
+    """Write each file without following a link (``scratch.write_inside``: the copy is one tests can write).
+    A stale .pyc of it does not matter: every test run removes bytecode first."""
     for path, text in files.items():
-        with open(root / path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)  # a stale .pyc of it: every test run removes bytecode first
+        write_inside(root, path, text)
 
 
 def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
-from repairloop.types import TestReport, copy_ignore, judge_run
+from repairloop.types import TestReport, copy_ignore, judge_run, read_inside
 
 RunTests = Callable[[Path, Sequence[str], float, bool], TestReport]
 
@@ -158,16 +158,15 @@ def judge_suite(report: TestReport, plan: ValidationPlan, timeout: float) -> Ver
 
 
 def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
-    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}`` (undecodable skipped)."""
+    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}``; links, files that are not
+    regular, undecodable or too big are skipped (``types.read_inside``)."""
     sources: Dict[str, str] = {}
     for path in iter_python_files(root):
         if is_test(path):
             continue
-        try:
-            with open(root / path, encoding="utf-8", newline="") as handle:
-                sources[path] = handle.read()
-        except (OSError, UnicodeDecodeError):
-            continue
+        text = read_inside(root, path)
+        if text is not None:
+            sources[path] = text
     return sources
 
 
