@@ -62,10 +62,12 @@ class ProposerError(RepairloopError):
 
     exit_code = ExitCode.NOT_FIXED
 
-    def __init__(self, message: str, hint: str = "", usage: Optional[Usage] = None, attempts: int = 1):
+    def __init__(self, message: str, hint: str = "", usage: Optional[Usage] = None, attempts: int = 1,
+                 candidates: int = 0):
         super().__init__(message, hint)
         self.usage = usage or Usage()
         self.attempts = attempts
+        self.candidates = candidates  # candidate edits tried before giving up (the offline engine's)
 
 
 class TransientModelError(ProposerError):
@@ -97,6 +99,6 @@ class EngineExhausted(ProposerError):
     notes: Dict[str, Any]
 
     def __init__(self, message: str, hint: str = "", usage: Optional[Usage] = None, attempts: int = 1,
-                 notes: Optional[Dict[str, Any]] = None):
-        super().__init__(message, hint, usage=usage, attempts=attempts)
+                 notes: Optional[Dict[str, Any]] = None, candidates: int = 0):
+        super().__init__(message, hint, usage=usage, attempts=attempts, candidates=candidates)
         self.notes = dict(notes or {})

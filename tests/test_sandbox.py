@@ -23,7 +23,8 @@ from repairloop.errors import ConfigError
 from repairloop.loop import suite as suites
 from repairloop.loop.suite import looks_secret, unconfined_warning
 from repairloop.settings import Settings
-from repairloop.workspace.sandbox import SandboxPolicy, bwrap_candidates, open_sandbox
+from repairloop.workspace.confinement import bwrap_candidates, open_sandbox
+from repairloop.workspace.sandbox import SandboxPolicy
 
 
 def test_this_machine_has_a_working_bwrap() -> None:

@@ -68,6 +68,8 @@ class ProposalEvent:
     answer: str
     usage: Usage
     notes: Dict[str, Any]
+    candidates: int = 1  # Proposal.candidates
+    degraded: str = ""  # Proposal.degraded
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class ProposalErrorEvent:
     attempts: int
     budget: Optional[Budget] = None  # the budget a refused gate counted
     notes: Optional[Dict[str, Any]] = None
+    candidates: int = 0  # ProposerError.candidates
 
 
 @dataclass(frozen=True)

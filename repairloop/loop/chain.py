@@ -185,8 +185,8 @@ class ReplayProposer:
         if isinstance(record, ProposalErrorEvent):
             raise _recorded_error(record)
         notes = dict(record.notes, replayed=True)
-        return Proposal(answer=record.answer, engine=record.engine or self.engine,
-                        model=self.name, usage=record.usage, notes=notes)
+        return Proposal(answer=record.answer, engine=record.engine or self.engine, model=self.name,
+                        usage=record.usage, notes=notes, candidates=record.candidates, degraded=record.degraded)
 
 
 def asking(link: str, recorded: Optional[RecordedAnswer]) -> str:
@@ -204,4 +204,4 @@ def _recorded_error(record: ProposalErrorEvent) -> ProposerError:
         return errors.BudgetExhausted(message, budget=record.budget or Budget.TOKENS, usage=record.usage)
     if not (isinstance(kind, type) and issubclass(kind, ProposerError)):
         kind = errors.ModelError
-    return kind(message, usage=record.usage, attempts=record.attempts)
+    return kind(message, usage=record.usage, attempts=record.attempts, candidates=record.candidates)

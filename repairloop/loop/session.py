@@ -25,10 +25,11 @@ from repairloop.journal import (
 )
 from repairloop.loop import stop
 from repairloop.loop.apply_fix import maybe_apply
-from repairloop.loop.attempt import AttemptInput, AttemptSetup, run_attempt
+from repairloop.loop.attempt import run_attempt
 from repairloop.loop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
 from repairloop.loop.describe import blocking_detail, describe_run, report_summary
 from repairloop.loop.flaky import classify_baseline, confirm_failures
+from repairloop.loop.inputs import AttemptInput, AttemptSetup
 from repairloop.loop.proof import prove, union
 from repairloop.loop.result import build_result, record_result
 from repairloop.loop.state import RunState

@@ -22,8 +22,9 @@ from repairloop.runner import (
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
 from repairloop.types import InterpreterQuery, RunResult, SandboxStatus, TestReport, within
+from repairloop.workspace.confinement import filter_environment, open_sandbox
 from repairloop.workspace.repository import locate
-from repairloop.workspace.sandbox import Sandbox, SandboxPolicy, filter_environment, open_sandbox
+from repairloop.workspace.sandbox import Sandbox, SandboxPolicy
 
 
 def looks_secret(name: str, value: str) -> bool:

@@ -250,30 +250,9 @@ class LLMProposer:
                 call: _Call, seconds: float) -> Proposal:
         """Turn a completion into a Proposal; raise ModelError for an unusable answer."""
         content, finish, reasoning = answer_of(response)
-        reported = getattr(response, "usage", None)
-        used_prompt = getattr(reported, "prompt_tokens", None)
-        used_completion = getattr(reported, "completion_tokens", None)
-        # Providers count reasoning in completion_tokens; counted here, it is counted too. A server that
-        # sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty answer is unknown.
-        counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
-        used = (int(used_prompt) if used_prompt else prompt_tokens,
-                int(used_completion or 0) if used_completion or not counted else counted)
-        attempt = Usage(used[0], used[1], response_cost(response, self.name, self.price, used), seconds, 1)
-        call.usage = call.usage + attempt
-        hint = "try another model"
+        call.usage = call.usage + self._usage(response, content, reasoning, prompt_tokens, seconds)
         answer = visible(content)
-        if finish == "content_filter":
-            self._raise(ModelError, f"{self.name}: the answer was stopped by a content filter", hint, call)
-        if not answer.strip() and (reasoning.strip() or content.strip()):
-            thought = len(reasoning) + len(content)
-            self._raise(ModelError, f"{self.name}: the answer holds only thinking ({thought} characters, "
-                        f"finish_reason {finish!r}), no patch after it",
-                        "raise max_completion_tokens (a reasoning model spends them thinking first), "
-                        "or try another model", call)
-        if not content.strip():
-            self._raise(ModelError, f"{self.name}: empty answer (finish_reason {finish!r})", hint, call)
-        if is_refusal(answer):
-            self._raise(ModelError, f"{self.name}: the model refused: {answer.strip()[:200]!r}", hint, call)
+        self._refuse_unusable(content, answer, finish, reasoning, call)
         notes: Dict[str, Any] = {"finish_reason": finish, "attempts": call.attempts,
                                  "retry_causes": call.causes, "edit_format": self.asked_format}
         if reasoning or answer != content:
@@ -286,6 +265,34 @@ class LLMProposer:
             content = content[:MAX_ANSWER_CHARS]
         return Proposal(answer=content, engine=self.engine, model=self.name, usage=call.usage,
                         prompt=tuple(messages), notes=notes)
+
+    def _usage(self, response: Any, content: str, reasoning: str, prompt_tokens: int, seconds: float) -> Usage:
+        """One call's tokens (the server's count, else ours) and cost."""
+        reported = getattr(response, "usage", None)
+        used_prompt = getattr(reported, "prompt_tokens", None)
+        used_completion = getattr(reported, "completion_tokens", None)
+        # Providers count reasoning in completion_tokens; counted here, it is counted too. A server that
+        # sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty answer is unknown.
+        counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
+        used = (int(used_prompt) if used_prompt else prompt_tokens,
+                int(used_completion or 0) if used_completion or not counted else counted)
+        return Usage(used[0], used[1], response_cost(response, self.name, self.price, used), seconds, 1)
+
+    def _refuse_unusable(self, content: str, answer: str, finish: Any, reasoning: str, call: _Call) -> None:
+        """ModelError for an answer no patch can come from: filtered, only thinking, empty, a refusal."""
+        hint = "try another model"
+        if finish == "content_filter":
+            self._raise(ModelError, f"{self.name}: the answer was stopped by a content filter", hint, call)
+        if not answer.strip() and (reasoning.strip() or content.strip()):
+            thought = len(reasoning) + len(content)
+            self._raise(ModelError, f"{self.name}: the answer holds only thinking ({thought} characters, "
+                        f"finish_reason {finish!r}), no patch after it",
+                        "raise max_completion_tokens (a reasoning model spends them thinking first), "
+                        "or try another model", call)
+        if not content.strip():
+            self._raise(ModelError, f"{self.name}: empty answer (finish_reason {finish!r})", hint, call)
+        if is_refusal(answer):
+            self._raise(ModelError, f"{self.name}: the model refused: {answer.strip()[:200]!r}", hint, call)
 
     def _raise(self, error_class: Type[ProposerError], message: str, hint: str, call: _Call,
                cause: Optional[BaseException] = None) -> NoReturn:

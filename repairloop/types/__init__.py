@@ -20,6 +20,7 @@ from repairloop.types.kinds import (
     StopReason,
     TestOutcome,
 )
+from repairloop.types.loop_events import IterationEnded, LoopEvent, PhaseStarted, RunNote, RunStopped
 from repairloop.types.model_events import (
     AnswerTruncatedEvent,
     EditFormatSwitchedEvent,
@@ -60,19 +61,8 @@ from repairloop.types.proposals import (
     Usage,
 )
 from repairloop.types.reports import Failure, Frame, TestReport, TestResult, failure_kinds
-from repairloop.types.run import (
-    Evidence,
-    Flag,
-    Iteration,
-    IterationEnded,
-    LoopEvent,
-    PhaseStarted,
-    Proof,
-    RunNote,
-    RunResult,
-    RunStopped,
-    SandboxStatus,
-)
+from repairloop.types.run import Evidence, Flag, Iteration, Proof, RunResult
+from repairloop.types.sandbox import SandboxStatus
 from repairloop.types.verdict import CandidateVerdict, judge_run, passes
 
 __all__ = [

@@ -123,7 +123,8 @@ class Proposal:
 
     ``answer`` is what the model said, verbatim; for the offline engine it is a
     unified diff. ``notes`` carries engine details for the journal (the offline
-    engine's localisation and the candidates it tried).
+    engine's localisation and the candidates it tried); what the loop decides on
+    is typed: ``validated``, ``candidates``, ``degraded``.
     """
 
     answer: str
@@ -131,11 +132,13 @@ class Proposal:
     model: str
     usage: Usage = field(default_factory=Usage)
     prompt: Tuple[Dict[str, str], ...] = ()
-    notes: Dict[str, Any] = field(default_factory=dict)
+    notes: Dict[str, Any] = field(default_factory=dict)  # for the journal only; the loop reads the fields below
     # The proposer ran the whole suite with this candidate in its own sandboxed copy and it passed there
     # (the offline engine's answers): the loop skips its quick run of the failing tests alone, which could
     # only repeat that, and judges the candidate by its own fresh full run as always.
     validated: bool = False
+    candidates: int = 1  # candidate edits behind this answer (the offline engine tries many)
+    degraded: str = ""  # why the proposer's fault localisation was weak ("" when it was not)
 
 
 class Proposer(Protocol):

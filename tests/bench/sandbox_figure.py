@@ -11,7 +11,8 @@ import projects
 from figure import Check, Figure, median
 
 from repairloop.runner import default_test_command, run_tests
-from repairloop.workspace.sandbox import SandboxPolicy, open_sandbox
+from repairloop.workspace.confinement import open_sandbox
+from repairloop.workspace.sandbox import SandboxPolicy
 
 
 def _interleaved(runs: Dict[str, Callable[[], float]], repeat: int) -> Dict[str, List[float]]:

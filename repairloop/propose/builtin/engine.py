@@ -137,7 +137,10 @@ class BuiltinProposer:
         self._returned.add(chosen.diff)
         notes = self._notes(chosen, best[1:])
         usage = Usage(0, 0, 0.0, seconds=self.clock() - start, calls=0)
-        return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes, validated=True)
+        loc = self._localisation
+        degraded = loc.note if loc is not None and loc.method == "traceback" else ""
+        return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes, validated=True,
+                        candidates=self._search.tried, degraded=degraded)
 
     def _search_more(self, search: Search, deadline: Optional[float]) -> None:
         """Validate further candidates in fresh worker copies until the search policy stops."""
@@ -285,5 +288,6 @@ class BuiltinProposer:
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
         hint = "the bug may need more than one or two small edits; try a model (--model) or a larger --timeout"
         usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)  # engine time, found or not
-        return EngineExhausted(message, hint=hint, notes=notes, usage=usage)
+        tried = self._search.tried if self._search is not None else 0
+        return EngineExhausted(message, hint=hint, notes=notes, usage=usage, candidates=tried)
 
