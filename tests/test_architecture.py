@@ -18,7 +18,7 @@ from importgraph import Edge, cycles, edges, graph, package_files
 
 PACKAGE = Path(__file__).resolve().parent.parent / "repairloop"
 SKIP = ("plugin",)  # the pytest plugin runs in the project's process: stdlib + pytest only
-WORKERS = {"runner", "classify", "context", "propose", "patch", "journal", "workspace", "redact"}
+WORKERS = {"runner", "classify", "context", "localise", "propose", "patch", "journal", "workspace", "redact"}
 # The loop layer is one package, ``loop/`` (DESIGN.md's module map): the root holds no more of it.
 LOOP_LAYER = {"loop"}
 # The bottom of the graph: records and enums (types), text helpers several layers need (textutil).
@@ -53,7 +53,7 @@ ROOMS: Dict[str, Set[str]] = {
     "rapidfuzz": {"patch", "loop"},  # the similarity behind stagnation is loop/stop.py's
     "litellm": {"propose"},
     "openai": {"propose"},
-    "coverage": {"propose"},  # the offline engine reads per-test coverage data
+    "coverage": {"localise"},  # fault localisation reads per-test coverage data
 }
 
 

@@ -17,15 +17,15 @@ import pytest
 
 from repairloop import runner
 from repairloop.errors import EngineExhausted
+from repairloop.localise import localise
 from repairloop.propose.builtin import BuiltinProposer
 from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.filemodel import FileModel
-from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
 from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
-from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestFiles, TestReport
+from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, Suspect, TestFiles, TestReport
 
 BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "bench"
 TEST_FILES = TestFiles(("tests/*", "test_*.py", "*_test.py", "conftest.py"))
@@ -100,7 +100,7 @@ INC = {
 def test_engine_repairs_bench_cases(case: str, fixed_line: str, tmp_path: Path) -> None:
     project = bench_copy(case, tmp_path)
     before = tree_digest(project)
-    engine = BuiltinProposer(project_root=project, run_tests=run_tests, test_files=TEST_FILES,
+    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES,
                              workers=2, scratch_dir=tmp_path / "scratch")  # fmt: skip
     proposal = engine.propose(request_for(project))
     assert proposal.engine == "builtin" and proposal.model == "builtin"
@@ -121,7 +121,7 @@ def test_engine_repairs_bench_cases(case: str, fixed_line: str, tmp_path: Path) 
 @pytest.mark.slow
 def test_later_calls_continue_and_never_repeat_a_diff(tmp_path: Path) -> None:
     project = write_project(tmp_path / "inc", INC)
-    engine = BuiltinProposer(project_root=project, run_tests=run_tests, test_files=TEST_FILES,
+    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES,
                              workers=2, max_candidates=40, extra_search_share=100.0,
                              extra_candidates=100)  # fmt: skip
     request = request_for(project)
@@ -143,7 +143,7 @@ def test_later_calls_continue_and_never_repeat_a_diff(tmp_path: Path) -> None:
 
 def test_traceback_fallback_when_coverage_is_unavailable(tmp_path: Path) -> None:
     project = write_project(tmp_path / "inc", INC)
-    engine = BuiltinProposer(project_root=project, run_tests=without_coverage, test_files=TEST_FILES,
+    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=without_coverage, test_files=TEST_FILES,
                              workers=2, max_candidates=30)  # fmt: skip
     proposal = engine.propose(request_for(project))
     assert proposal.notes["localisation_method"] == "traceback"
@@ -155,7 +155,7 @@ def test_traceback_fallback_when_coverage_is_unavailable(tmp_path: Path) -> None
 def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
     project = bench_copy("roman_missing_subtractive", tmp_path)
     # Mutants of to_roman's loop run forever: a short candidate timeout keeps this test quick.
-    engine = BuiltinProposer(project_root=project, run_tests=run_tests, test_files=TEST_FILES,
+    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES,
                              workers=2, max_candidates=8, candidate_timeout=3.0)  # fmt: skip
     with pytest.raises(EngineExhausted) as caught:
         engine.propose(request_for(project))

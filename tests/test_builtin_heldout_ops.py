@@ -20,17 +20,17 @@ from typing import List, Sequence, Tuple
 import pytest
 
 from repairloop import runner
+from repairloop.localise import localise
 from repairloop.propose.builtin import BuiltinProposer
 from repairloop.propose.builtin.edits import Source, apply_edits
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
-from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutate import mutate_source
 from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
 from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
-from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, TestFiles, TestOutcome, TestReport, TestResult
+from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, Suspect, TestFiles, TestOutcome, TestReport, TestResult
 
 
 def changed_lines(old: str, new: str) -> Tuple[List[str], List[str]]:
@@ -357,7 +357,7 @@ def test_the_engine_repairs_a_missing_abs(tmp_path: Path) -> None:
     baseline = _run_tests(root, (), 120, False)
     context = RepairContext(failing_tests=baseline.failing_ids, message="", traceback="", slices=())
     # Wrong candidates that loop forever cost their timeout: 4 s rather than the default 10 keeps this test short.
-    engine = BuiltinProposer(project_root=root, run_tests=_run_tests, test_files=TestFiles(("tests/*",)), workers=2,
+    engine = BuiltinProposer(localiser=localise, project_root=root, run_tests=_run_tests, test_files=TestFiles(("tests/*",)), workers=2,
                              candidate_timeout=4.0, extra_candidates=0)  # the first plausible patch is the answer
     proposal = engine.propose(ProposalRequest(context=context, budget=BudgetLeft(seconds=120.0)))
     assert "+        if abs(better - guess) < eps:" in proposal.answer
@@ -372,7 +372,7 @@ def test_slow_failing_tests_are_probed_with_the_quickest_first(tmp_path: Path) -
         TestResult("t.py::quick", TestOutcome.FAILED, duration=0.01),
         TestResult("t.py::ok", TestOutcome.PASSED, duration=0.01),
     ), seconds=5.5)  # fmt: skip
-    engine = BuiltinProposer(project_root=tmp_path, run_tests=_run_tests, test_files=TestFiles(("tests/*",)))
+    engine = BuiltinProposer(localiser=localise, project_root=tmp_path, run_tests=_run_tests, test_files=TestFiles(("tests/*",)))
     plan = engine._make_plan(slow, ("t.py::hangs", "t.py::quick"))
     assert plan.probe == ("t.py::quick",)
     fast = TestReport(("pytest",), 1, results=(TestResult("t.py::a", TestOutcome.FAILED, duration=0.01),

@@ -16,14 +16,8 @@ from typing import Dict
 import pytest
 
 from repairloop import runner
-from repairloop.propose.builtin.localise import (
-    EVERY_TEST,
-    FAR,
-    localise,
-    ochiai,
-    rank,
-)
-from repairloop.types import Frame, TestFiles, TestReport
+from repairloop.localise import EVERY_TEST, localise, ochiai, rank
+from repairloop.types import FAR, Frame, TestFiles, TestReport
 
 STATS = '''\
 """Small statistics module."""

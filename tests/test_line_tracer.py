@@ -21,8 +21,8 @@ from typing import Dict, Iterator, List, Optional
 import pytest
 from runner_helpers import PYTEST, write_project
 
-from repairloop.propose.builtin.localise import localise
-from repairloop.propose.builtin.spectra import EVERY_TEST, read_spectra
+from repairloop.localise import localise
+from repairloop.localise.spectra import EVERY_TEST, read_spectra
 from repairloop.runner import run_tests
 from repairloop.types import TestFiles, TestReport
 

@@ -16,9 +16,9 @@ import pytest
 from repairloop.context import group_failures
 from repairloop.context.source import code_frames
 from repairloop.errors import GuardError
+from repairloop.localise import failure_frames
 from repairloop.patch import AppliedPatch, FileChange, GuardPolicy, check_guards
 from repairloop.patch.overfit import overfitting_flags
-from repairloop.propose.builtin.localise import failure_frames
 from repairloop.propose.builtin.scratch import read_sources
 from repairloop.types import (
     DEFAULT_PROTECTED_GLOBS,

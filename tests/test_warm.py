@@ -482,8 +482,8 @@ def sample_candidates(source: str, path: str, count: int) -> List[Tuple[str, str
     """``count`` single mutations of ``source`` from the offline engine's own operators, spread over its order."""
     from repairloop.propose.builtin.edits import Source, apply_to_files
     from repairloop.propose.builtin.filemodel import FileModel
-    from repairloop.propose.builtin.localise import Suspect
     from repairloop.propose.builtin.search import order_candidates
+    from repairloop.types import Suspect
 
     lines = range(1, source.count("\n") + 2)
     found = order_candidates([Suspect(path, n, 1.0) for n in lines], {path: FileModel(Source(path, source))})
@@ -525,8 +525,8 @@ def test_the_engines_mutations_of_a_module_table_run_warm_with_the_fresh_verdict
 
     from repairloop.propose.builtin.edits import Source, apply_to_files
     from repairloop.propose.builtin.filemodel import FileModel
-    from repairloop.propose.builtin.localise import Suspect
     from repairloop.propose.builtin.search import order_candidates
+    from repairloop.types import Suspect
 
     root = Path(shutil.copytree(FIXTURES / "bench" / "leap_year_boolean", tmp_path / "case"))
     source = (root / "leapyear.py").read_text()

@@ -87,6 +87,7 @@ class ProposalErrorEvent:
     budget: Optional[Budget] = None  # the budget a refused gate counted
     notes: Optional[Dict[str, Any]] = None
     candidates: int = 0  # ProposerError.candidates
+    degraded: str = ""  # ProposerError.degraded
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ def _ask(journal: Journal, given: AttemptInput, request: ProposalRequest, round_
         _journal_error(journal, given, round_, err, notes)
         move, why, reason, refused = model_failed(given.model, err)
         return Proposed(None, None, asked.usage + err.usage, asked.attempts + max(err.attempts, 1),
-                        asked.candidates + err.candidates, reason, move=move, why=why, refused=refused)
+                        asked.candidates + err.candidates, reason, move=move, why=why, refused=refused,
+                        degraded=err.degraded)
     journal.record(ProposalEvent(iteration=given.number, round=round_, model=given.model, engine=proposal.engine,
                                  answer=proposal.answer, usage=proposal.usage, notes=proposal.notes,
                                  candidates=proposal.candidates, degraded=proposal.degraded))
@@ -164,4 +165,4 @@ def _journal_error(journal: Journal, given: AttemptInput, round_: int, err: Prop
     journal.record(ProposalErrorEvent(iteration=given.number, round=round_, model=given.model,
                                       error_class=type(err).__name__, message=err.message, usage=err.usage,
                                       attempts=err.attempts, budget=getattr(err, "budget", None), notes=notes,
-                                      candidates=err.candidates))
+                                      candidates=err.candidates, degraded=err.degraded))

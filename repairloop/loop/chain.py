@@ -62,6 +62,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
     files (never mutated by the offline engine).
     """
     if name == BUILTIN:
+        from repairloop.localise import localise
         from repairloop.propose.builtin import BuiltinProposer
 
         def run_tests(copy: Path, test_ids: Sequence[str], timeout: float, coverage: bool) -> Any:
@@ -71,6 +72,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
             project_root=root,
             run_tests=run_tests,
             test_files=test_files,
+            localiser=localise,
             workers=settings.workers,
             max_candidates=settings.builtin_candidates,
             candidate_timeout=settings.builtin_candidate_timeout,
@@ -204,4 +206,5 @@ def _recorded_error(record: ProposalErrorEvent) -> ProposerError:
         return errors.BudgetExhausted(message, budget=record.budget or Budget.TOKENS, usage=record.usage)
     if not (isinstance(kind, type) and issubclass(kind, ProposerError)):
         kind = errors.ModelError
-    return kind(message, usage=record.usage, attempts=record.attempts, candidates=record.candidates)
+    return kind(message, usage=record.usage, attempts=record.attempts, candidates=record.candidates,
+                degraded=record.degraded)

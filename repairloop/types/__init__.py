@@ -7,6 +7,7 @@ mutated. The records live in topic modules (``kinds``, ``results``,
 ``paths``, ``proposals``, ``run``, ``model_events``); import them from here.
 """
 
+from repairloop.types.confinement_status import SandboxStatus
 from repairloop.types.kinds import (
     Budget,
     ChainMove,
@@ -20,6 +21,7 @@ from repairloop.types.kinds import (
     StopReason,
     TestOutcome,
 )
+from repairloop.types.localisation import FAR, LineKey, Localisation, Suspect
 from repairloop.types.loop_events import IterationEnded, LoopEvent, PhaseStarted, RunNote, RunStopped
 from repairloop.types.model_events import (
     AnswerTruncatedEvent,
@@ -62,12 +64,12 @@ from repairloop.types.proposals import (
 )
 from repairloop.types.reports import Failure, Frame, TestReport, TestResult, failure_kinds
 from repairloop.types.run import Evidence, Flag, Iteration, Proof, RunResult
-from repairloop.types.sandbox import SandboxStatus
 from repairloop.types.verdict import CandidateVerdict, judge_run, passes
 
 __all__ = [
     "DEFAULT_PROTECTED_GLOBS",
     "DEFAULT_TEST_GLOBS",
+    "FAR",
     "NOT_COPIED",
     "NOT_PROJECT_DIRS",
     "AnswerTruncatedEvent",
@@ -91,6 +93,8 @@ __all__ = [
     "IterationEnded",
     "JournalKind",
     "LastAttempt",
+    "LineKey",
+    "Localisation",
     "LoopEvent",
     "ModelErrorEvent",
     "ModelEvent",
@@ -110,6 +114,7 @@ __all__ = [
     "RunStopped",
     "SandboxStatus",
     "StopReason",
+    "Suspect",
     "TestFiles",
     "TestOutcome",
     "TestReport",

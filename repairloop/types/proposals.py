@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Protocol, Sequence, Tuple
 
 from repairloop.types.kinds import Decision
+
+if TYPE_CHECKING:
+    from repairloop.types.localisation import Localisation
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class ProposalRequest:
     budget: BudgetLeft = field(default_factory=BudgetLeft)
     feedback: Optional[Feedback] = None
     iteration: int = 1
+    # The run's fault localisation for the code as it is now (the loop's; None: the proposer does its own).
+    localisation: Optional["Localisation"] = None
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from repairloop.types.confinement_status import SandboxStatus
 from repairloop.types.kinds import Decision, FlagKind, Outcome, StopReason
 from repairloop.types.proposals import Usage
 from repairloop.types.reports import Failure
-from repairloop.types.sandbox import SandboxStatus
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,10 @@ from repairloop.errors import EngineExhausted
 from repairloop.propose.builtin.edits import Source, keeps_doctests
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
-from repairloop.propose.builtin.localise import Localisation, localise
 from repairloop.propose.builtin.pool import OpenWarm, WarmCounts, WorkerPool
 from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, read_sources, remove_coverage, scratch_copy, snapshot
 from repairloop.propose.builtin.search import Result, Search, order_candidates
-from repairloop.types import Proposal, ProposalRequest, TestFiles, TestReport, Usage
+from repairloop.types import Localisation, Proposal, ProposalRequest, TestFiles, TestReport, Usage
 
 PLAUSIBLE_NOTE = ("A patch that passes the tests is plausible, not proven correct: the tests are the only "
                   "oracle, so review it (and its alternatives) before relying on it.")
@@ -34,6 +33,9 @@ PARTIAL_NOTE = "A partial fix: some failing tests pass with it and none that pas
 MAX_TRIED_IN_NOTES = 300  # the journal keeps the first ones; counts cover them all
 PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
 NO_BUDGET_BASELINE_TIMEOUT = 900.0  # seconds for the localisation run when the run has no time budget
+# Ranks suspicious lines from a run that recorded per-test lines: (that run, the copy it ran in, the failing
+# tests, the traceback, test files, the sources) -> Localisation. The loop passes ``localise.localise`` in.
+Localiser = Callable[[TestReport, Path, Tuple[str, ...], str, TestFiles, Dict[str, str]], Localisation]
 
 
 class BuiltinProposer:
@@ -54,7 +56,10 @@ class BuiltinProposer:
     only changes lines none of the tests it leaves failing runs (``maxsize += 1``
     for a cache limit), the search goes on. ``clock`` returns seconds.
     ``open_warm`` gives each worker copy a warm test process for the failing
-    tests (``pool.py``; None: every run is a fresh process).
+    tests (``pool.py``; None: every run is a fresh process). The fault
+    localisation is the request's (``ProposalRequest.localisation``, the loop's,
+    for the code as it is now) when it carries one; otherwise the engine runs the
+    suite once with per-test coverage on a copy and ranks with ``localiser``.
     """
 
     name = "builtin"
@@ -66,6 +71,7 @@ class BuiltinProposer:
         project_root: Path,
         run_tests: RunTests,
         test_files: TestFiles,
+        localiser: Localiser,
         workers: int = 2,
         max_candidates: int = 2000,
         candidate_timeout: float = 10.0,
@@ -78,6 +84,7 @@ class BuiltinProposer:
         self.project_root = Path(project_root)
         self.run_tests = run_tests
         self.test_files = test_files
+        self.localiser = localiser
         self.workers = max(1, workers)
         self.max_candidates = max_candidates
         self.candidate_timeout = candidate_timeout
@@ -137,10 +144,8 @@ class BuiltinProposer:
         self._returned.add(chosen.diff)
         notes = self._notes(chosen, best[1:])
         usage = Usage(0, 0, 0.0, seconds=self.clock() - start, calls=0)
-        loc = self._localisation
-        degraded = loc.note if loc is not None and loc.method == "traceback" else ""
         return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes, validated=True,
-                        candidates=self._search.tried, degraded=degraded)
+                        candidates=self._search.tried, degraded=self._degraded())
 
     def _search_more(self, search: Search, deadline: Optional[float]) -> None:
         """Validate further candidates in fresh worker copies until the search policy stops."""
@@ -161,7 +166,13 @@ class BuiltinProposer:
 
     def _localise(self, request: ProposalRequest, targets: Tuple[str, ...],
                   deadline: Optional[float], sources: Dict[str, str]) -> None:  # fmt: skip
-        """Run the suite once with per-test coverage on a copy and rank suspicious lines."""
+        """The loop's localisation when the request has one; else run the suite once with per-test coverage
+        on a copy and rank suspicious lines."""
+        given = request.localisation
+        if given is not None and given.report is not None:
+            self._localisation, self._baseline, self._first_targets = given, given.report, targets
+            self._boosts = family_boosts(given.report, targets)
+            return
         timeout = NO_BUDGET_BASELINE_TIMEOUT if deadline is None else max(1.0, deadline - self.clock())
         with scratch_copy(self.project_root, self.scratch_dir) as root:
             try:
@@ -172,7 +183,7 @@ class BuiltinProposer:
                 if report.timed_out:
                     raise self._exhausted(f"the localisation run did not finish within {timeout:.0f}s", {})
                 context = request.context
-                self._localisation = localise(report, root, targets, context.traceback, self.test_files, sources)
+                self._localisation = self.localiser(report, root, targets, context.traceback, self.test_files, sources)
             finally:
                 remove_coverage(report.coverage_file)
         self._baseline, self._first_targets = report, targets
@@ -285,9 +296,14 @@ class BuiltinProposer:
             f"{counts.get('compile_error', 0)} did not compile; {self._stopped_because or 'no candidates'})"
         )
 
+    def _degraded(self) -> str:
+        """Why the localisation was weak (it fell back to the traceback), "" when it was not."""
+        loc = self._localisation
+        return loc.note if loc is not None and loc.method == "traceback" else ""
+
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
         hint = "the bug may need more than one or two small edits; try a model (--model) or a larger --timeout"
         usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)  # engine time, found or not
         tried = self._search.tried if self._search is not None else 0
-        return EngineExhausted(message, hint=hint, notes=notes, usage=usage, candidates=tried)
+        return EngineExhausted(message, hint=hint, notes=notes, usage=usage, candidates=tried, degraded=self._degraded())
 

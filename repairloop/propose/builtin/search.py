@@ -18,11 +18,10 @@ from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence,
 
 from repairloop.propose.builtin.edits import Edit, apply_to_files, diff_files, edit_size
 from repairloop.propose.builtin.filemodel import FileModel
-from repairloop.propose.builtin.localise import Suspect
 from repairloop.propose.builtin.mutate import mutations_at
 from repairloop.propose.builtin.mutation import FAMILY_ORDER, Mutation
 from repairloop.propose.builtin.scratch import Verdict
-from repairloop.propose.builtin.spectra import LineKey
+from repairloop.types import LineKey, Suspect
 
 MAX_LINES = 40  # suspicious lines mutated; deeper ones almost never hold a one-line fix
 PAIR_POOL = 12  # singles combined pairwise when the singles are exhausted

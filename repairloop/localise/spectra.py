@@ -15,9 +15,8 @@ import json
 from pathlib import Path
 from typing import Dict, FrozenSet, Optional, Set, Tuple
 
-from repairloop.types import TestFiles, relative_to, resolved, root_forms
+from repairloop.types import LineKey, TestFiles, relative_to, resolved, root_forms
 
-LineKey = Tuple[str, int]
 # The empty context: code run outside any test (module bodies at import, during collection).
 # It runs for every test of the session, so Ochiai counts it as executed by all of them:
 # a bug in import-time code then ranks low but is still a candidate, not invisible.

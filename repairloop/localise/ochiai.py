@@ -15,65 +15,26 @@ from __future__ import annotations
 import ast
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple
 
-from repairloop.propose.builtin.spectra import EVERY_TEST, LineKey, read_spectra
-from repairloop.types import Frame, TestFiles, TestReport, TestResult, read_inside, relative_to, resolved, root_forms
+from repairloop.localise.spectra import EVERY_TEST, read_spectra
+from repairloop.types import (
+    FAR,
+    Frame,
+    LineKey,
+    Localisation,
+    Suspect,
+    TestFiles,
+    TestReport,
+    TestResult,
+    read_inside,
+    relative_to,
+    resolved,
+    root_forms,
+)
 
-FAR = 10**6  # distance of a line in a file with no failing frame
-__all__ = ["EVERY_TEST", "FAR", "Localisation", "Suspect", "localise", "ochiai", "rank"]
-
-
-@dataclass(frozen=True)
-class Suspect:
-    """A suspicious line: ``path`` relative to the project root, 1-based ``line``, ``score`` in 0..1.
-
-    ``failed``/``passed`` count the failing and passing tests that executed it
-    (zero for traceback localisation); ``distance`` is in lines to the nearest
-    failing frame in the same file (``FAR`` when there is none).
-    """
-
-    path: str
-    line: int
-    score: float
-    failed: int = 0
-    passed: int = 0
-    distance: int = FAR
-
-    def to_json(self) -> Dict[str, object]:
-        return {"path": self.path, "line": self.line, "score": round(self.score, 4),
-                "failed": self.failed, "passed": self.passed}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Localisation:
-    """Ranked suspects, most suspicious first, and how they were found.
-
-    ``method`` is ``coverage`` (Ochiai over per-test line data) or ``traceback``
-    (the fallback: degraded); ``note`` says why the fallback was used; ``tool``
-    recorded the line data (``coverage.py``, ``sys.monitoring``,
-    ``sys.settrace``); ``ran_by`` maps each suspect line to the failing tests
-    that ran it (empty for the fallback).
-    """
-
-    method: str
-    suspects: Tuple[Suspect, ...]
-    failing: Tuple[str, ...]
-    passing: Tuple[str, ...]
-    note: str = ""
-    tool: str = ""
-    ran_by: Mapping[LineKey, FrozenSet[str]] = field(default_factory=dict)
-
-    @property
-    def degraded(self) -> bool:
-        """True when no per-test line data was used: the ranking is much weaker."""
-        return self.method != "coverage"
-
-    def top(self, count: int = 10) -> List[Dict[str, object]]:
-        """The first ``count`` suspects as JSON-ready dicts."""
-        return [s.to_json() for s in self.suspects[:count]]
+__all__ = ["localise", "ochiai", "rank"]
 
 
 def ochiai(

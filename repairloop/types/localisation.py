@@ -1,0 +1,67 @@
+"""Fault localisation's records: suspicious lines and functions, ranked, and how they were found.
+
+The ``localise`` worker computes them once per run (Ochiai over per-test line
+data, traceback fallback); the loop hands them to the context (what the model is
+shown) and to the offline engine (what it mutates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
+
+from repairloop.types.reports import TestReport
+
+LineKey = Tuple[str, int]  # (project-relative path, 1-based line)
+FAR = 10**6  # distance of a line in a file with no failing frame
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A suspicious line: ``path`` relative to the project root, 1-based ``line``, ``score`` in 0..1.
+
+    ``failed``/``passed`` count the failing and passing tests that executed it
+    (zero for traceback localisation); ``distance`` is in lines to the nearest
+    failing frame in the same file (``FAR`` when there is none).
+    """
+
+    path: str
+    line: int
+    score: float
+    failed: int = 0
+    passed: int = 0
+    distance: int = FAR
+
+    def to_json(self) -> Dict[str, object]:
+        return {"path": self.path, "line": self.line, "score": round(self.score, 4),
+                "failed": self.failed, "passed": self.passed}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Localisation:
+    """Ranked suspects, most suspicious first, and how they were found.
+
+    ``method`` is ``coverage`` (Ochiai over per-test line data) or ``traceback``
+    (the fallback: degraded); ``note`` says why the fallback was used; ``tool``
+    recorded the line data (``coverage.py``, ``sys.monitoring``,
+    ``sys.settrace``); ``ran_by`` maps each suspect line to the failing tests
+    that ran it (empty for the fallback).
+    """
+
+    method: str
+    suspects: Tuple[Suspect, ...]
+    failing: Tuple[str, ...]
+    passing: Tuple[str, ...]
+    note: str = ""
+    tool: str = ""
+    ran_by: Mapping[LineKey, FrozenSet[str]] = field(default_factory=dict)
+    report: Optional[TestReport] = None  # the run the line data came from (None: no run, the traceback only)
+
+    @property
+    def degraded(self) -> bool:
+        """True when no per-test line data was used: the ranking is much weaker."""
+        return self.method != "coverage"
+
+    def top(self, count: int = 10) -> List[Dict[str, object]]:
+        """The first ``count`` suspects as JSON-ready dicts."""
+        return [s.to_json() for s in self.suspects[:count]]
