@@ -38,10 +38,9 @@ import enum
 import json
 import re
 import urllib.parse
-from dataclasses import replace
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
-from repairloop.types import CodeSlice, Feedback, RepairContext
+from repairloop.types import Feedback, RepairContext
 
 MARKER = "[REDACTED]"
 MIN_SECRET_CHARS = 8
@@ -190,30 +189,16 @@ def redact(text: str, secrets: Sequence[str]) -> str:
 
 
 def redact_context(context: RepairContext, redactor: Callable[[str], str]) -> RepairContext:
-    """The context with every text a proposer could send redacted (test ids, failure, code, notes)."""
-    last = context.last_attempt
-    if last is not None:
-        last = replace(last, diff=redactor(last.diff), reason=redactor(last.reason),
-                       fixed=tuple(map(redactor, last.fixed)), broke=tuple(map(redactor, last.broke)))
-    return replace(
-        context,
-        failing_tests=tuple(map(redactor, context.failing_tests)),
-        message=redactor(context.message),
-        traceback=redactor(context.traceback),
-        slices=tuple(_slice(s, redactor) for s in context.slices),
-        last_attempt=last,
-        other_failing=tuple(map(redactor, context.other_failing)),
-        notes=tuple(map(redactor, context.notes)),
-    )
-
-
-def _slice(piece: CodeSlice, redactor: Callable[[str], str]) -> CodeSlice:
-    return replace(piece, text=redactor(piece.text), name=redactor(piece.name))
+    """The context with every text a proposer could send redacted: every string field of it, however deep
+    (``redact_record``), so a field added later is never sent unredacted."""
+    redacted: RepairContext = redact_record(context, redactor)
+    return redacted
 
 
 def redact_feedback(feedback: Feedback, redactor: Callable[[str], str]) -> Feedback:
     """A structural-retry message with its answer and error redacted (errors quote file text)."""
-    return Feedback(answer=redactor(feedback.answer), error=redactor(feedback.error))
+    redacted: Feedback = redact_record(feedback, redactor)
+    return redacted
 
 
 __all__ = [

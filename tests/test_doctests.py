@@ -156,7 +156,7 @@ def test_a_candidate_that_deletes_an_expected_line_of_a_doctest_text_file_is_ref
 
 
 def test_the_offline_engine_mutates_a_module_collected_for_its_doctests(baseline: TestReport, tmp_path: Path) -> None:
-    from repairloop.propose.builtin.scratch import read_sources
+    from repairloop.types import read_sources
 
     root = write(tmp_path / "textkit", DOCTEST_PROJECT)
     sources = read_sources(root, TestFiles().with_collected(baseline).is_test)

@@ -72,7 +72,8 @@ def test_record_writes_one_json_line_per_event_and_reads_it_back(tmp_path: Path)
                      "engine": "llm", "answer": "diff",
                      "usage": {"prompt_tokens": 3, "completion_tokens": 4, "cost_usd": None, "seconds": 0.5, "calls": 1},
                      "notes": {"sample": {"kind": "logic", "where": "a/b.py"}, "colour": 1,
-                               "frames": [{"path": "m.py", "line": 3, "function": ""}], "where": "x", "text": "é"}}
+                               "frames": [{"path": "m.py", "line": 3, "function": ""}], "where": "x", "text": "é"},
+                     "candidates": 1, "degraded": ""}
     events, warnings = read_journal(run)
     assert [e["event"] for e in events] == ["proposal", "stopped"] and warnings == []
     entries, warnings = read_events(run)

@@ -83,16 +83,16 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
 
     project = project_with_hook(make_project, "killed")
     marker = tmp_path / "sessions"
-    # baseline, flaky check (the suite in order, then the failing test alone), iteration 1, iteration 2,
-    # then iteration 3's targeted run: the 6th session
+    # baseline, flaky check (the suite in order, then the failing test alone), the localisation run (the
+    # suite with per-test coverage), iteration 1, iteration 2, then iteration 3's targeted run: the 7th session
     # The hook counts sessions in a file outside the workspace: unconfined, as the sandbox forbids that.
     # Every test run a fresh process (no warm test process, whose restarts would shift the count).
-    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "6", "REPAIRLOOP_SANDBOX": "none",
+    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "7", "REPAIRLOOP_SANDBOX": "none",
                   "REPAIRLOOP_WARM": "false"}
     with ScriptedServer(script) as srv:
         proc = cli("run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
                    "--no-builtin", "--json", env=killed_env)
-        pids = wait_for_sessions(marker, 6, proc)
+        pids = wait_for_sessions(marker, 7, proc)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         assert len(srv.requests) == 3  # iteration 3's answer had arrived

@@ -19,7 +19,6 @@ from repairloop.errors import GuardError
 from repairloop.localise import failure_frames
 from repairloop.patch import AppliedPatch, FileChange, GuardPolicy, check_guards
 from repairloop.patch.overfit import overfitting_flags
-from repairloop.propose.builtin.scratch import read_sources
 from repairloop.types import (
     DEFAULT_PROTECTED_GLOBS,
     DEFAULT_TEST_GLOBS,
@@ -32,6 +31,7 @@ from repairloop.types import (
     TestResult,
     is_project_path,
     matches_globs,
+    read_sources,
 )
 
 # (path, is a test by the default test_globs, why)

@@ -20,8 +20,10 @@ from repairloop.context.source import (
     Piece,
     code_frames,
     collect,
+    dedupe,
 )
-from repairloop.types import Failure, LastAttempt, RepairContext, TestFiles, TestResult, is_project_path
+from repairloop.context.suspects import relevant, suspect_pieces
+from repairloop.types import Failure, LastAttempt, Localisation, RepairContext, TestFiles, TestResult, is_project_path
 
 __all__ = ["build_context", "group_failures", "plain_text"]
 
@@ -30,19 +32,24 @@ MAX_MESSAGE_CHARS = 2000  # trim step 2
 MAX_DIFF_LINES = 60  # trim step 5
 
 
-def group_failures(failures: Sequence[Failure], test_files: TestFiles) -> List[Tuple[Failure, ...]]:
+def group_failures(failures: Sequence[Failure], test_files: TestFiles,
+                   localisation: Optional[Localisation] = None) -> List[Tuple[Failure, ...]]:
     """Failures grouped by root cause, largest group first, then by first test id.
 
-    The root cause is (exception type, innermost frame in project non-test
-    code (not a test by ``test_files``) as (path, function)), the function falling back to the line when the
-    frame has no name. A failure with no such frame (an assertion in the test)
-    is a group of its own.
+    With per-test line data (``localisation``) the root cause is the most suspicious function a failing
+    test ran: tests that share it are one task, whatever their exceptions. Otherwise it is (exception
+    type, innermost frame in project non-test code (not a test by ``test_files``) as (path, function)),
+    the function falling back to the line when the frame has no name; a failure with no such frame (an
+    assertion in the test) is a group of its own.
     """
     groups: Dict[Tuple[str, ...], List[Failure]] = {}
     for failure in failures:
         code = code_frames(failure.frames, test_files)
-        if code:
-            key: Tuple[str, ...] = (failure.exc_type or "", code[-1].path, code[-1].function or str(code[-1].line))
+        top = localisation.top_function(failure.test_id) if localisation is not None else None
+        if top is not None:
+            key: Tuple[str, ...] = ("suspect", top.path, top.name)
+        elif code:
+            key = (failure.exc_type or "", code[-1].path, code[-1].function or str(code[-1].line))
         else:
             key = ("", "<test>", failure.test_id)
         groups.setdefault(key, []).append(failure)
@@ -88,13 +95,15 @@ def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, Te
                   test_files: TestFiles, other_failing: Sequence[str] = (),
                   last_attempt: Optional[LastAttempt] = None, token_budget: int = 6000,
                   count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
-                  render: Optional[Callable[[RepairContext], str]] = None) -> RepairContext:
+                  render: Optional[Callable[[RepairContext], str]] = None,
+                  localisation: Optional[Localisation] = None) -> RepairContext:
     """The ``RepairContext`` for one group of failures (same root cause), within ``token_budget``.
 
-    Slices, innermost first: the enclosing function of every traceback frame
-    in project non-test code (paths relative to ``root``, not tests by
-    ``test_files``, outside site-packages and venvs), then each failing test
-    (``read_only=True``), then project functions the test calls. ``results``
+    Slices, most telling first: with a ``localisation``, the functions it ranks most suspicious among
+    those the group's tests ran, whole, with a method's class header and the imports they use
+    (``suspects``); then the enclosing function of every traceback frame in project non-test code (paths
+    relative to ``root``, not tests by ``test_files``, outside site-packages and venvs), innermost first,
+    then each failing test (``read_only=True``), then project functions the test calls. ``results``
     maps test ids to their latest results (for captured output). Tokens are
     ``count_tokens(render(ctx))`` (or of ``plain_text``). When over
     ``token_budget`` these trims apply in order, each only while still over,
@@ -110,13 +119,15 @@ def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, Te
     The result may still exceed the budget after step 5; ``tokens`` says by how much.
     """
     files = Files(Path(root))
-    pieces = collect(files, group, test_files)
+    suspects = suspect_pieces(files, relevant(localisation, [f.test_id for f in group])) if localisation else []
+    pieces = _after(suspects, collect(files, group, test_files))
     first = group[0] if group else None
     notes = tuple(dict.fromkeys(f.hint for f in group if f.hint))
     ctx = RepairContext(
         failing_tests=tuple(f.test_id for f in group), message=_message(group, results),
         traceback=_traceback(first, files) if first else "", slices=tuple(p.code for p in pieces),
         last_attempt=last_attempt, other_failing=tuple(other_failing), notes=notes,
+        ranking=_ranking(localisation) if suspects else "",
     )
     show: Callable[[RepairContext], str] = render or plain_text
 
@@ -125,6 +136,22 @@ def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, Te
 
     ctx, pieces = _trim(ctx, pieces, token_budget, measure)
     return replace(ctx, tokens=measure(ctx))
+
+
+def _ranking(localisation: Optional[Localisation]) -> str:
+    if localisation is None:
+        return ""
+    if localisation.method == "coverage":
+        return "per-test coverage (the lines the failing tests ran and the passing tests did not)"
+    return "the traceback (no per-test line data)"
+
+
+def _after(first: List[Piece], rest: List[Piece]) -> List[Piece]:
+    """``first`` (the suspects) ahead of ``rest``, whose distances move behind theirs; one piece per lines."""
+    if not first:
+        return rest
+    shift = max(p.distance for p in first) + 1
+    return sorted(dedupe(first + [replace(p, distance=p.distance + shift) for p in rest]), key=lambda p: p.distance)
 
 
 def _trim(ctx: RepairContext, pieces: List[Piece], budget: int, measure: Callable[[RepairContext], int]

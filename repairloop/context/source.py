@@ -42,18 +42,19 @@ class _Source:
         # Never through a link out of the tree (a committed one could name ~/.ssh/id_rsa) nor a device.
         text = read_inside(root, path) or ""
         self.lines = text.splitlines()
-        defs, imports = _outline(text)
+        defs, imports, spans = _outline(text)
         self.defs: List[_Def] = list(defs)
         self.imports: Dict[str, str] = dict(imports)  # local name -> dotted "module" or "module.name"
+        self.import_lines: Dict[str, Tuple[int, int]] = dict(spans)  # local name -> its module-level import's lines
 
     def enclosing(self, line: int) -> Tuple[int, int, str]:
         """(start, end, name) of what to show for ``line``: its function, else a window."""
         inner = [d for d in self.defs if d.start <= line <= d.end]
         if not inner:
-            return self._window(line, MODULE_WINDOW, "<module>")
+            return self.window(line, MODULE_WINDOW, "<module>")
         best = min(inner, key=lambda d: d.end - d.start)
         if best.is_class and best.end - best.start + 1 > SMALL_CLASS_LINES:
-            return self._window(line, WINDOW, best.name)
+            return self.window(line, WINDOW, best.name)
         parent = best.parent
         if parent is not None and parent.is_class and parent.end - parent.start + 1 <= SMALL_CLASS_LINES:
             best = parent
@@ -62,26 +63,31 @@ class _Source:
     def find(self, qualname: str) -> Optional[_Def]:
         return next((d for d in self.defs if d.name == qualname), None)
 
-    def _window(self, line: int, size: int, name: str) -> Tuple[int, int, str]:
+    def window(self, line: int, size: int, name: str) -> Tuple[int, int, str]:
         return max(1, line - size), min(len(self.lines), line + size), name
 
     def text(self, start: int, end: int) -> str:
         return "\n".join(self.lines[start - 1:end])
 
 
+Outline = Tuple[Tuple[_Def, ...], Tuple[Tuple[str, str], ...], Tuple[Tuple[str, Tuple[int, int]], ...]]
+
+
 @lru_cache(maxsize=8)
-def _outline(text: str) -> Tuple[Tuple[_Def, ...], Tuple[Tuple[str, str], ...]]:
-    """(definitions, imports) of a module's text; cached because every iteration of a run
-    reads the same test file and, until a candidate is kept, the same source files.
-    A file that does not parse has none (it gets line windows only)."""
+def _outline(text: str) -> Outline:
+    """(definitions, imports, the lines of each module-level import by the name it binds) of a module's
+    text; cached because every iteration of a run reads the same test file and, until a candidate is
+    kept, the same source files. A file that does not parse has none (it gets line windows only)."""
     defs: List[_Def] = []
     imports: Dict[str, str] = {}
     try:
         body = ast.parse(text).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return (), ()
+        return (), (), ()
     _walk(body, None, defs, imports)
-    return tuple(defs), tuple(imports.items())
+    spans = {a.asname or a.name.split(".")[0]: (node.lineno, node.end_lineno or node.lineno)
+             for node in body if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    return tuple(defs), tuple(imports.items()), tuple(spans.items())
 
 
 def _walk(body: Sequence[ast.stmt], parent: Optional[_Def], defs: List[_Def], imports: Dict[str, str]) -> None:
@@ -226,7 +232,7 @@ def collect(files: Files, group: Sequence[Failure], test_files: TestFiles) -> Li
             # called function is the best guess for the fault: keep it like a frame.
             piece = files.piece(path, found.start, deepest + index, protected=deepest == 0 and index == 0)
             pieces.append(piece)
-    return _dedupe(pieces + _uncovered_frames(files, group, pieces, test_files, deepest + MAX_CALLEES))
+    return dedupe(pieces + _uncovered_frames(files, group, pieces, test_files, deepest + MAX_CALLEES))
 
 
 def _uncovered_frames(files: Files, group: Sequence[Failure], pieces: Sequence[Piece], test_files: TestFiles,
@@ -250,7 +256,7 @@ def _uncovered_frames(files: Files, group: Sequence[Failure], pieces: Sequence[P
     return added
 
 
-def _dedupe(pieces: Sequence[Piece]) -> List[Piece]:
+def dedupe(pieces: Sequence[Piece]) -> List[Piece]:
     """One piece per (path, lines): the closest distance and any protection win; nested ones dropped."""
     best: Dict[Tuple[str, int, int], Piece] = {}
     for piece in pieces:

@@ -7,7 +7,8 @@ the failing tests call when there is none; ``functions`` turns the lines into
 ranked functions for the prompt. Computed once per run by the loop.
 """
 
+from repairloop.localise.functions import definition_spans, rank_functions
 from repairloop.localise.ochiai import failure_frames, localise, ochiai, rank
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 
-__all__ = ["EVERY_TEST", "failure_frames", "localise", "ochiai", "rank", "read_spectra"]
+__all__ = ["EVERY_TEST", "definition_spans", "failure_frames", "localise", "ochiai", "rank", "rank_functions", "read_spectra"]

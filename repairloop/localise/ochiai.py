@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple
 
+from repairloop.localise.functions import rank_functions
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 from repairloop.types import (
     FAR,
@@ -191,11 +192,15 @@ def localise(
             scores = ochiai(lines, failing_ids, passing)
             if scores:
                 ran_by = failing_runs(lines, failing_ids, scores)
-                return Localisation("coverage", rank(scores, frames), failing_ids, passing, tool=tool, ran_by=ran_by)
+                suspects = rank(scores, frames)
+                return Localisation("coverage", suspects, failing_ids, passing, tool=tool, ran_by=ran_by, report=report,
+                                    functions=rank_functions(suspects, sources, ran_by))
             note = ("the per-test line data records no project line run by a failing test: "
                     "localised from the traceback frames")  # fmt: skip
     scores = traceback_scores(frames, sources, failing_ids, root)
-    return Localisation("traceback", rank(scores, frames), failing_ids, passing, note)
+    suspects = rank(scores, frames)
+    return Localisation("traceback", suspects, failing_ids, passing, note, report=report,
+                        functions=rank_functions(suspects, sources, {}))
 
 
 def failing_runs(lines: Mapping[LineKey, FrozenSet[str]], failing: Sequence[str],

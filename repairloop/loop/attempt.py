@@ -12,7 +12,7 @@ back once to the same model with the concrete error (DESIGN.md, "The loop").
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 from repairloop.context import build_context, group_failures
 from repairloop.journal import IterationEvent, Shown
@@ -27,11 +27,15 @@ from repairloop.propose.prompts import render_context
 from repairloop.types import (
     ChainMove,
     Decision,
+    Failure,
+    FailureSnapshot,
     Iteration,
     LastAttempt,
     Proposal,
     RepairContext,
     TestReport,
+    TestResult,
+    is_project_path,
 )
 
 
@@ -90,9 +94,23 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
                               reason=checked.reason, diff=diff, similarity_to_previous=likeness.previous,
                               similarity_max=likeness.highest, tests_failed=len(checked.failing), fixed=checked.fixed,
                               broke=checked.broke, seconds_tests=checked.seconds), checked.report)
-    last = LastAttempt(diff=diff, decision=checked.decision, reason=checked.reason, fixed=checked.fixed, broke=checked.broke)
+    group = context.failing_tests
+    last = LastAttempt(diff=diff, decision=checked.decision, reason=checked.reason, fixed=checked.fixed, broke=checked.broke,
+                       before=snapshots(group, given.failures), after=snapshots(group, checked.report.failing if checked.report else ()))
     return AttemptOutcome(it, checked=checked, applied=proposed.applied, last_attempt=last, signature=signature,
                           degraded=proposed.degraded)
+
+
+def snapshots(test_ids: Sequence[str], failed: Iterable[Union[Failure, TestResult]]) -> Tuple[FailureSnapshot, ...]:
+    """The failures of ``test_ids`` among ``failed`` (classified failures, or a run's failing results), in brief."""
+    wanted = set(test_ids)
+    out = []
+    for item in failed:
+        if item.test_id in wanted:
+            message = (item.message or "").strip().splitlines()[0][:300] if (item.message or "").strip() else ""
+            frames = tuple(f"{f.path}:{f.line} in {f.function or '?'}" for f in item.frames if is_project_path(f.path))
+            out.append(FailureSnapshot(item.test_id, item.exc_type or "", message, frames[-4:]))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -115,7 +133,7 @@ def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
     """The prompt's material: the largest group of failures with one root cause, and the rest by name."""
     test_files = setup.validation.test_files
     current = [f for f in given.failures if f.test_id in given.failing]
-    groups = group_failures(current, test_files) if current else []
+    groups = group_failures(current, test_files, given.localisation) if current else []
     group = groups[0] if groups else tuple(current)
     in_group = {f.test_id for f in group}
     return build_context(
@@ -128,6 +146,7 @@ def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
         token_budget=setup.context_tokens,
         count_tokens=setup.count_tokens,
         render=render_context,
+        localisation=given.localisation,
     )
 
 

@@ -72,7 +72,8 @@ def propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairC
     feedback: Optional[Feedback] = None
     proposal: Optional[Proposal] = None
     for round_ in range(2):  # the answer, and one structural retry in the same thread
-        request = ProposalRequest(context=context, budget=given.budget, feedback=feedback, iteration=given.number)
+        request = ProposalRequest(context=context, budget=given.budget, feedback=feedback, iteration=given.number,
+                                  localisation=given.localisation)
         answer = _ask(setup.journal, given, request, round_, asked)
         if not isinstance(answer, Proposal):
             return answer

@@ -8,7 +8,7 @@ from typing import Callable, Mapping, Optional, Tuple
 
 from repairloop.journal import Journal
 from repairloop.loop.validation import ValidationSetup
-from repairloop.types import BudgetLeft, Failure, LastAttempt, Proposer, TestResult
+from repairloop.types import BudgetLeft, Failure, LastAttempt, Localisation, Proposer, TestResult
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,4 @@ class AttemptInput:
     last_attempt: Optional[LastAttempt]
     earlier: Tuple[str, ...]
     budget: BudgetLeft
+    localisation: Optional[Localisation] = None  # the run's, for the code as it is now (None: not localised)

@@ -30,6 +30,7 @@ from repairloop.loop.chain import ChainState, RecordedAnswer, ReplayProposer, as
 from repairloop.loop.describe import blocking_detail, describe_run, report_summary
 from repairloop.loop.flaky import classify_baseline, confirm_failures
 from repairloop.loop.inputs import AttemptInput, AttemptSetup
+from repairloop.loop.localising import localise_now, suspects_note
 from repairloop.loop.proof import prove, union
 from repairloop.loop.result import build_result, record_result
 from repairloop.loop.state import RunState
@@ -173,6 +174,7 @@ class Session:
                 self._move(ChainMove.NEXT, "downgrade")
                 yield RunNote(f"{self.settings.downgrade_at:.0%} of the budget spent; "
                                         f"stepping down to {self.chain.current}")
+            yield from self._localise()
             number = len(self.state.history) + 1
             doing = asking(self.chain.current, self.replay.get((number, 0)))
             yield PhaseStarted(f"iteration {number}: {doing}", iteration=number)
@@ -181,6 +183,17 @@ class Session:
             self._move(outcome.move, outcome.why)
             yield IterationEnded(outcome.iteration)
             yield from self._note(outcome.degraded and f"fault localisation degraded: {outcome.degraded}")
+
+    def _localise(self) -> Iterator[LoopEvent]:
+        """The fault localisation for the code as it is now (``localising``): before the first iteration and
+        after a kept candidate changed the code; none with ``localise = false``."""
+        st = self.state
+        if not self.settings.localise or st.localised_at == len(st.kept_changes):
+            return
+        yield PhaseStarted("localising the fault: the test suite with per-test line coverage")
+        st.localisation = localise_now(self.proof_suite, self.ws.root, st.failing, self.test_files)
+        st.localised_at = len(st.kept_changes)
+        yield RunNote(suspects_note(st.localisation))
 
     def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
         """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last word."""
@@ -238,7 +251,8 @@ class Session:
                             seconds=max(self.seconds_left(), 0.0))
         return AttemptInput(number=number, model=self.chain.current, proposer=self._proposer(), failing=st.failing,
                             failures=st.current_failures, results=dict(st.results), flaky=st.flaky,
-                            last_attempt=st.last_attempt, earlier=st.signatures, budget=budget)
+                            last_attempt=st.last_attempt, earlier=st.signatures, budget=budget,
+                            localisation=st.localisation)
 
     def _proposer(self) -> Proposer:
         name = self.chain.current

@@ -17,6 +17,7 @@ from repairloop.types import (
     Failure,
     Iteration,
     LastAttempt,
+    Localisation,
     ResultSource,
     TestReport,
     TestResult,
@@ -48,6 +49,8 @@ class RunState:
     notes: Tuple[str, ...] = ()  # how the run went that the result must say (per-test timeout, weak localisation)
     evidence: Evidence = field(default_factory=Evidence)
     raw_patch: Optional[str] = None
+    localisation: Optional[Localisation] = None  # for the code after ``localised_at`` kept changes
+    localised_at: int = -1
 
     @property
     def fixed_tests(self) -> Tuple[str, ...]:

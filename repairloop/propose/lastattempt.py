@@ -12,7 +12,7 @@ import re
 from typing import List, Optional, Tuple
 
 from repairloop.textutil import fence
-from repairloop.types import CodeSlice, Decision, LastAttempt
+from repairloop.types import CodeSlice, Decision, FailureSnapshot, LastAttempt
 
 # A changed span ending in one of these gets the next word too, when that is short (characters).
 _OPERATOR_ENDS = set("+-*/%<>=!&|^~,")
@@ -85,10 +85,14 @@ def _decision_words(last: LastAttempt, visible: bool = True) -> str:
 
 
 def _outcome(last: LastAttempt, failure: str) -> str:
-    """The verdict's reason, without a failure message the Failure section already shows."""
+    """The verdict's reason, without a failure message the Failure section already shows; for a candidate
+    that fixed none of its tests, whether it left their failure as it was or changed it, and how."""
     head, _, detail = last.reason.strip().partition(": ")
     if not head:
         return ""
+    changed = _changed_failure(last)
+    if head.startswith("fixed none of") and changed:
+        return f"{head}: {changed}"
     if head.startswith("fixed none of") and detail:
         first = detail.split("\n")[0].strip()
         first = first[len("AssertionError: "):] if first.startswith("AssertionError: assert ") else first
@@ -96,6 +100,29 @@ def _outcome(last: LastAttempt, failure: str) -> str:
     if detail and detail.split("\n")[0].strip() in failure:
         return head
     return last.reason.strip()
+
+
+def _changed_failure(last: LastAttempt) -> str:
+    """"the same failure" when the candidate left every one of its tests failing as before; else the first
+    failure it changed (type, message, the project frame it now fails in) beside what it was; "" when the
+    records do not tell (a run without per-test results, an older journal)."""
+    before = {b.test_id: b for b in last.before}
+    pairs = [(before[a.test_id], a) for a in last.after if a.test_id in before]
+    if not pairs:
+        return ""
+    if all(b.same_as(a) for b, a in pairs):
+        return "the same failure"
+    was, now = next((b, a) for b, a in pairs if not b.same_as(a))
+    new_frames = [f for f in now.frames if f not in was.frames]
+    where = f" at {new_frames[-1]}" if new_frames else ""
+    return f"a different failure: {_said(now)}{where} (before it: {_said(was)})"
+
+
+def _said(snapshot: FailureSnapshot) -> str:
+    message = snapshot.message
+    if snapshot.exc_type and not message.startswith(snapshot.exc_type):
+        return f"{snapshot.exc_type}: {message}" if message else snapshot.exc_type
+    return message or "a failure"
 
 
 def _one_line_change(diff: str, shown: str = "", visible: bool = True) -> Optional[str]:

@@ -108,13 +108,12 @@ def render_context(context: RepairContext) -> str:
     Sections are Markdown headings in a fixed order; empty sections are left
     out. ``context.py`` measures this text's tokens for its budget.
     """
-    parts = [_tests_section(context), _failure_section(context), _code_section(context.slices)]
+    parts = [_tests_section(context), _failure_section(context), _code_section(context.slices, context.ranking)]
     if context.last_attempt is not None:
         parts.append(last_attempt_section(context.last_attempt, context.message, context.slices))
     if context.notes:
         parts.append("## Notes\n" + "\n".join(f"- {note}" for note in context.notes))
-    parts.append("## Task\nFix the code under test so that the failing tests pass and no "
-                 "passing test breaks. Answer with the patch only.")
+    parts.append(_task_section(context.slices))
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
@@ -122,7 +121,7 @@ def _tests_section(context: RepairContext) -> str:
     lines = ["## Failing tests"] + [f"- {test_id}" for test_id in context.failing_tests]
     if context.other_failing:
         lines.append("")
-        lines.append("Also failing, probably for another reason (not part of this task):")
+        lines.append("Also failing, with another root cause as far as the evidence shows (not part of this task):")
         lines.extend(f"- {test_id}" for test_id in context.other_failing)
     return "\n".join(lines)
 
@@ -136,10 +135,10 @@ def _failure_section(context: RepairContext) -> str:
     return "\n\n".join(parts)
 
 
-def _code_section(slices: Tuple[CodeSlice, ...]) -> str:
+def _code_section(slices: Tuple[CodeSlice, ...], ranking: str = "") -> str:
     if not slices:
         return ""
-    blocks = ["## Code"]
+    blocks = ["## Code" + (f"\nMost suspicious first, as ranked by {ranking}." if ranking else "")]
     for piece in slices:
         header = f"### {piece.path}, lines {piece.start_line}-{piece.end_line}"
         if piece.name:
@@ -148,6 +147,15 @@ def _code_section(slices: Tuple[CodeSlice, ...]) -> str:
             header += "\nREAD-ONLY: test code; do not edit it."
         blocks.append(header + "\n" + fence(piece.text.rstrip("\n"), _language(piece.path)))
     return "\n\n".join(blocks)
+
+
+def _task_section(slices: Tuple[CodeSlice, ...]) -> str:
+    """The task, and the files the answer may change: those shown that are not tests (a function of another
+    project file may be answered too, under its path)."""
+    editable = list(dict.fromkeys(s.path for s in slices if not s.read_only))
+    where = f" Files you may change: {', '.join(editable)} (or another non-test file of the project, named by its path)." if editable else ""
+    return ("## Task\nFix the code under test so that the failing tests pass and no passing test breaks."
+            f"{where} Answer with the patch only.")
 
 
 def _language(path: str) -> str:

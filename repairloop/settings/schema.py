@@ -81,6 +81,9 @@ class Settings(BaseModel):
     model_backoff: float = Field(1.0, ge=0, description="First backoff wait in seconds (doubles per retry, with jitter).")
     max_completion_tokens: int = Field(2048, ge=16, description="Completion tokens per request.")
     context_tokens: int = Field(6000, ge=500, description="Token budget of one prompt's material.")
+    localise: bool = Field(
+        True, description="Show the model the functions per-test coverage ranks most suspicious (one run of the suite "
+        "with coverage, again after a kept candidate); false: the traceback's functions and the test's callees only.")
     similarity_threshold: float = Field(0.90, ge=0, le=1, description="Candidate similarity that counts as stagnation.")
     patience: int = Field(3, ge=1, description="Iterations in a row without fewer failing tests before stopping.")
     retry_kinds: List[str] = Field(default_factory=lambda: ["logic"], description="Failure kinds the loop repairs.")

@@ -51,7 +51,7 @@ _SPEND = (
     "final_runs",  # the proof runs past the run's deadline: each one is a whole suite
 )
 _PROJECT = (
-    "test_cmd", "test_timeout", "per_test_timeout", "confirm_runs", "fallback_to_builtin",
+    "test_cmd", "test_timeout", "per_test_timeout", "confirm_runs", "fallback_to_builtin", "localise",
     "edit_format", "model_edit_formats", "similarity_threshold", "patience", "retry_kinds",
     "allow_test_edits", "test_globs", "protected_globs", "source_dirs", "max_files",
     "max_changed_lines", "fuzzy_threshold", "warm", "builtin_candidates",

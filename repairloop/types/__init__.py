@@ -21,7 +21,7 @@ from repairloop.types.kinds import (
     StopReason,
     TestOutcome,
 )
-from repairloop.types.localisation import FAR, LineKey, Localisation, Suspect
+from repairloop.types.localisation import FAR, LineKey, Localisation, Suspect, SuspectFunction
 from repairloop.types.loop_events import IterationEnded, LoopEvent, PhaseStarted, RunNote, RunStopped
 from repairloop.types.model_events import (
     AnswerTruncatedEvent,
@@ -41,9 +41,11 @@ from repairloop.types.paths import (
     copy_ignore,
     is_bytecode,
     is_project_path,
+    iter_python_files,
     matches_globs,
     project_relative,
     read_inside,
+    read_sources,
     relative_to,
     resolved,
     root_forms,
@@ -53,6 +55,7 @@ from repairloop.types.paths import (
 from repairloop.types.proposals import (
     BudgetLeft,
     CodeSlice,
+    FailureSnapshot,
     Feedback,
     InterpreterQuery,
     LastAttempt,
@@ -84,6 +87,7 @@ __all__ = [
     "ExitCode",
     "Failure",
     "FailureKind",
+    "FailureSnapshot",
     "Feedback",
     "Flag",
     "FlagKind",
@@ -115,6 +119,7 @@ __all__ = [
     "SandboxStatus",
     "StopReason",
     "Suspect",
+    "SuspectFunction",
     "TestFiles",
     "TestOutcome",
     "TestReport",
@@ -124,11 +129,13 @@ __all__ = [
     "failure_kinds",
     "is_bytecode",
     "is_project_path",
+    "iter_python_files",
     "judge_run",
     "matches_globs",
     "passes",
     "project_relative",
     "read_inside",
+    "read_sources",
     "relative_to",
     "resolved",
     "root_forms",

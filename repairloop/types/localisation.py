@@ -38,6 +38,27 @@ class Suspect:
 
 
 @dataclass(frozen=True)
+class SuspectFunction:
+    """A suspicious function: ``path`` (project-relative), qualified ``name`` (``Class.method``; a class for
+    a line of its body; ``<module>`` for module-level code), its lines ``start``..``end`` (1-based, decorators
+    included), ``score`` (its most suspicious line's, 0..1), those suspicious ``lines`` (most suspicious
+    first) and the failing ``tests`` that ran them (empty when localised from the traceback)."""
+
+    path: str
+    name: str
+    start: int
+    end: int
+    score: float
+    lines: Tuple[int, ...] = ()
+    tests: FrozenSet[str] = frozenset()
+    kind: str = "function"  # "function", "class" (a line of its body outside any method) or "module"
+
+    def to_json(self) -> Dict[str, object]:
+        return {"path": self.path, "name": self.name, "lines": f"{self.start}-{self.end}",
+                "score": round(self.score, 4), "suspicious": list(self.lines[:5])}
+
+
+@dataclass(frozen=True)
 class Localisation:
     """Ranked suspects, most suspicious first, and how they were found.
 
@@ -56,6 +77,11 @@ class Localisation:
     tool: str = ""
     ran_by: Mapping[LineKey, FrozenSet[str]] = field(default_factory=dict)
     report: Optional[TestReport] = None  # the run the line data came from (None: no run, the traceback only)
+    functions: Tuple[SuspectFunction, ...] = ()  # the suspects' functions, most suspicious first
+
+    def top_function(self, test_id: str) -> Optional[SuspectFunction]:
+        """The most suspicious function ``test_id`` ran (None: no per-test data names one)."""
+        return next((f for f in self.functions if test_id in f.tests), None)
 
     @property
     def degraded(self) -> bool:

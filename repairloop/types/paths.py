@@ -8,7 +8,7 @@ import stat
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Dict, FrozenSet, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, Optional, Sequence, Set, Tuple
 
 from repairloop.types.reports import TestReport
 
@@ -253,3 +253,29 @@ class TestFiles:
     def beyond_globs(self) -> Tuple[str, ...]:
         """The collected files no glob names, sorted (what the collection added)."""
         return tuple(sorted(f for f in self.collected if not matches_globs(f, self.globs)))
+
+
+def iter_python_files(root: Path) -> Iterator[str]:
+    """Project-relative ``/`` paths of the ``.py`` files under ``root``, sorted, ignored dirs pruned."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(
+            d for d in dirs
+            if not copy_ignore(folder, [d])
+            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any virtualenv
+        )  # fmt: skip
+        for name in sorted(files):
+            if name.endswith(".py"):
+                yield Path(folder, name).relative_to(root).as_posix()
+
+
+def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
+    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}``; links, files that are not
+    regular, undecodable or too big are skipped (``types.read_inside``)."""
+    sources: Dict[str, str] = {}
+    for path in iter_python_files(root):
+        if is_test(path):
+            continue
+        text = read_inside(root, path)
+        if text is not None:
+            sources[path] = text
+    return sources

@@ -24,14 +24,31 @@ class CodeSlice:
 
 
 @dataclass(frozen=True)
+class FailureSnapshot:
+    """One failing test's failure in brief: its exception type, the first line of its message, and its project
+    frames (``path:line in function``), to tell whether a candidate changed the failure."""
+
+    test_id: str
+    exc_type: str = ""
+    message: str = ""
+    frames: Tuple[str, ...] = ()
+
+    def same_as(self, other: "FailureSnapshot") -> bool:
+        return (self.exc_type, self.message) == (other.exc_type, other.message)
+
+
+@dataclass(frozen=True)
 class LastAttempt:
-    """The previous candidate and what it did, shown in the next prompt."""
+    """The previous candidate and what it did, shown in the next prompt: ``before`` are the failures of the
+    tests it was to fix as they were, ``after`` as its test run left them (the ones still failing)."""
 
     diff: str
     decision: Decision
     reason: str
     fixed: Tuple[str, ...] = ()
     broke: Tuple[str, ...] = ()
+    before: Tuple[FailureSnapshot, ...] = ()
+    after: Tuple[FailureSnapshot, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,7 @@ class RepairContext:
     tokens: int = 0
     trimmed: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
+    ranking: str = ""  # how the code shown was chosen and ordered ("per-test coverage"; "": the traceback)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from repairloop.propose.builtin.edits import Source, keeps_doctests
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.pool import OpenWarm, WarmCounts, WorkerPool
-from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, read_sources, remove_coverage, scratch_copy, snapshot
+from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, remove_coverage, scratch_copy, snapshot
 from repairloop.propose.builtin.search import Result, Search, order_candidates
-from repairloop.types import Localisation, Proposal, ProposalRequest, TestFiles, TestReport, Usage
+from repairloop.types import Localisation, Proposal, ProposalRequest, TestFiles, TestReport, Usage, read_sources
 
 PLAUSIBLE_NOTE = ("A patch that passes the tests is plausible, not proven correct: the tests are the only "
                   "oracle, so review it (and its alternatives) before relying on it.")

@@ -15,14 +15,13 @@ block the fix of another bug).
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
-from repairloop.types import TestReport, copy_ignore, judge_run, read_inside
+from repairloop.types import TestReport, copy_ignore, judge_run
 
 RunTests = Callable[[Path, Sequence[str], float, bool], TestReport]
 
@@ -43,19 +42,6 @@ def scratch_copy(src: Path, scratch_dir: Optional[Path]) -> Iterator[Path]:
         yield copy_project(src, base / src.name)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-def iter_python_files(root: Path) -> Iterator[str]:
-    """Project-relative ``/`` paths of the ``.py`` files under ``root``, sorted, ignored dirs pruned."""
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d for d in dirs
-            if not copy_ignore(folder, [d])
-            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any virtualenv
-        )  # fmt: skip
-        for name in sorted(files):
-            if name.endswith(".py"):
-                yield Path(folder, name).relative_to(root).as_posix()
 
 
 @dataclass(frozen=True)
@@ -157,19 +143,6 @@ def judge_suite(report: TestReport, plan: ValidationPlan, timeout: float) -> Ver
     return Verdict("plausible", reason, len(verdict.fixed), missed_group=len(missed), missed=len(still), still=still)
 
 
-def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
-    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}``; links, files that are not
-    regular, undecodable or too big are skipped (``types.read_inside``)."""
-    sources: Dict[str, str] = {}
-    for path in iter_python_files(root):
-        if is_test(path):
-            continue
-        text = read_inside(root, path)
-        if text is not None:
-            sources[path] = text
-    return sources
-
-
 def remove_coverage(coverage_file: Optional[str]) -> None:
     """The caller owns the runner's coverage data file (and its private temp dir)."""
     if not coverage_file:
@@ -192,10 +165,8 @@ __all__: List[str] = [
     "ValidationPlan",
     "Verdict",
     "copy_project",
-    "iter_python_files",
     "judge_suite",
     "judge_targets",
-    "read_sources",
     "remove_coverage",
     "scratch_copy",
     "snapshot",
