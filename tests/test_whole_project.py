@@ -12,9 +12,11 @@ from typing import Dict, List
 import pytest
 
 from repairloop.errors import PatchError
+from repairloop.journal import IterationEvent
+from repairloop.journal.codec import event_from_json, event_to_json
 from repairloop.patch import apply_answer
 from repairloop.patch.lookup import ProjectDefs, python_files
-from repairloop.types import CodeSlice, TestFiles
+from repairloop.types import CodeSlice, Decision, Iteration, TestFiles, Usage
 
 SHAPES = '''"""Shapes."""
 
@@ -192,3 +194,13 @@ def test_the_scan_parses_only_files_that_define_the_name(project: Path) -> None:
     assert [f.place for f in defs.find("scale")] == ["pkg/util.py::scale"]  # the broken file does not parse
     assert defs.complete
 
+
+def test_the_journal_record_keeps_what_was_located() -> None:
+    it = Iteration(1, "llm", "openai/m", Usage(), Decision.REVERTED, "")
+    event = IterationEvent(iteration=it, located=("pkg/util.py::scale (not in the prompt)",))
+    data = {"event": "iteration", "ts": "2026-01-01T00:00:00Z", **event_to_json(event)}
+    assert data["located"] == ["pkg/util.py::scale (not in the prompt)"]
+    read = event_from_json(data)
+    assert isinstance(read, IterationEvent) and read.located == event.located
+    older = event_from_json({k: v for k, v in data.items() if k != "located"})  # a journal from before the field
+    assert isinstance(older, IterationEvent) and older.located == ()
