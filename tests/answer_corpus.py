@@ -116,4 +116,6 @@ def _compare(case: Path, applied: AppliedPatch) -> Verdict:
             return Verdict(False, f"{path} located {got[path].match}, expected {match}")
     if "format" in spec and applied.format != spec["format"]:
         return Verdict(False, f"format {applied.format}, expected {spec['format']}")
+    if list(applied.located) != list(spec.get("located", [])):  # type: ignore[call-overload]
+        return Verdict(False, f"located {list(applied.located)}, expected {spec.get('located', [])}")
     return Verdict(True)

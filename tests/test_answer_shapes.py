@@ -210,10 +210,11 @@ def test_a_partial_class_with_class_code_it_lacks_is_refused(box: Path) -> None:
         apply_answer(answer, box, shown=_shown_all(box))
 
 
-def test_a_definition_only_partly_shown_cannot_be_replaced(box: Path) -> None:
+def test_a_definition_only_partly_shown_is_located_in_the_project_and_said_so(box: Path) -> None:
     partial = [CodeSlice("box.py", 4, 9, "Box", "")]  # area's def line shown, its body not
-    with pytest.raises(PatchError, match="not in the code shown"):
-        apply_answer("```python\ndef area(self):\n    return 0\n```", box, shown=partial)
+    applied = apply_answer("```python\ndef area(self):\n    return 0\n```", box, shown=partial)
+    assert "        return 0\n" in (applied.changes[0].new_text or "")
+    assert applied.located == ("box.py::Box.area (not in the prompt)",)
 
 
 def test_crlf_file_keeps_crlf(tmp_path: Path) -> None:
@@ -284,6 +285,8 @@ def test_under_its_file_s_path_a_function_not_shown_may_be_replaced(box: Path) -
     """The prompt showed only perimeter; the answer fixes Box.area, naming box.py: that is no guess."""
     shown = [CodeSlice("box.py", 17, 18, "perimeter", "")]
     answer = "box.py\n```python\nclass Box:\n    @property\n    def area(self):\n        return self.w * self.h\n```"
-    assert "return self.w * self.h" in (apply_answer(answer, box, shown=shown).changes[0].new_text or "")
-    with pytest.raises(PatchError, match="not in the code shown"):  # the same without the path
-        apply_answer(answer.split("\n", 1)[1], box, shown=shown)
+    applied = apply_answer(answer, box, shown=shown)
+    assert "return self.w * self.h" in (applied.changes[0].new_text or "") and applied.located == ()
+    # The same without the path: the one Box of the project, located there and said so.
+    located = apply_answer(answer.split("\n", 1)[1], box, shown=shown)
+    assert located.changes == applied.changes and located.located == ("box.py::Box.area (not in the prompt)",)

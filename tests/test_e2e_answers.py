@@ -87,3 +87,17 @@ def test_a_refused_parameter_is_dropped_not_fatal(make_project, capsys) -> None:
     assert "temperature" not in requests[1]
     assert doc["iterations"][0]["attempts"] == 2  # the refused call counts
     assert any(e["event"] == "model_param_dropped" for e in journal(doc))
+
+
+def test_a_function_the_prompt_did_not_show_is_located_and_journalled(make_project, capsys) -> None:
+    """clamp is in calc/numbers.py, which no slice of the prompt shows: the one clamp of the project is
+    changed, and the iteration's journal record says so."""
+    clamp = ("```python\ndef clamp(value, low, high):\n    \"\"\"Limit ``value`` to the closed interval [low, high].\"\"\"\n"
+             "    return min(max(value, low), high)\n```\n")
+    code, doc, _ = run(make_project("off_by_one"), [("ok", clamp), ("ok", RIGHT)], capsys)
+    assert code == 0 and doc["outcome"] == "fixed"
+    iterations = [e for e in journal(doc) if e["event"] == "iteration"]
+    assert not any(s.startswith("calc/numbers.py") for s in iterations[0]["shown"]["slices"])
+    assert "+    return min(max(value, low), high)" in iterations[0]["iteration"]["diff"]
+    assert iterations[0]["located"] == ["calc/numbers.py::clamp (not in the prompt)"]
+    assert iterations[1]["located"] == []

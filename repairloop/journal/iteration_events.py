@@ -103,7 +103,11 @@ class CandidateRejectedEvent:
 
 @dataclass(frozen=True)
 class IterationEvent:
-    """One iteration's record, what the model was shown, its answer and what the tests said."""
+    """One iteration's record, what the model was shown, its answer and what the tests said.
+
+    ``located`` names the definitions the candidate changes that the prompt did
+    not show, found by name in the project (``path::qualname (not in the prompt)``).
+    """
 
     kind: ClassVar[JournalKind] = JournalKind.ITERATION
     iteration: Iteration
@@ -111,6 +115,7 @@ class IterationEvent:
     answer: Optional[str] = None
     engine_notes: Optional[Dict[str, Any]] = None
     tests: Optional[TestsSummary] = None
+    located: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,8 @@ class _Ended:
 
     def record(self, it: Iteration, report: Optional[TestReport] = None) -> Iteration:
         it = replace(it, seconds_total=self.clock() - self.began)
-        _record(self.setup, it, self.context, self.proposed.proposal, report)
+        located = self.proposed.applied.located if self.proposed.applied else ()
+        _record(self.setup, it, self.context, self.proposed.proposal, report, located)
         return it
 
 
@@ -151,7 +152,7 @@ def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
 
 
 def _record(setup: AttemptSetup, it: Iteration, context: RepairContext, proposal: Optional[Proposal],
-            report: Optional[TestReport]) -> None:
+            report: Optional[TestReport], located: Tuple[str, ...] = ()) -> None:
     shown = Shown(
         failing_tests=context.failing_tests,
         message=context.message[:4000],
@@ -163,4 +164,5 @@ def _record(setup: AttemptSetup, it: Iteration, context: RepairContext, proposal
     )
     tests = None if report is None else report_summary(report)
     setup.journal.record(IterationEvent(iteration=it, shown=shown, answer=proposal.answer if proposal else None,
-                                        engine_notes=proposal.notes if proposal else None, tests=tests))
+                                        engine_notes=proposal.notes if proposal else None, tests=tests,
+                                        located=located))

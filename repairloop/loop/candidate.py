@@ -122,7 +122,8 @@ class _Screen:
         """The candidate as the guards approved it (``Proposed``), or the structural error (a string)."""
         setup = self.setup
         try:
-            applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold, shown=self.shown)
+            applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold, shown=self.shown,
+                                   is_test=setup.validation.test_files.is_test)
             screened = check_guards(applied, root, setup.validation.policy)
             check_syntax(screened.applied)  # scratch files dropped
             check_hardcoded(screened.applied, self.literals, setup.validation.test_files, failing_inputs(self.failing))

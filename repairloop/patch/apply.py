@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from repairloop.errors import PatchError
 from repairloop.patch.blocks import has_blocks, parse_blocks
@@ -41,15 +41,15 @@ _NO_PATCH_HINT = (
 )
 
 
-def parse_answer(answer: str, root: Optional[Path] = None,
-                 shown: Optional[Sequence[CodeSlice]] = None) -> List[FileEdit]:
+def parse_answer(answer: str, root: Optional[Path] = None, shown: Optional[Sequence[CodeSlice]] = None,
+                 is_test: Optional[Callable[[str], bool]] = None) -> List[FileEdit]:
     """The edits a model's answer asks for, in order (paths normalised, not yet checked).
 
     Thinking (``<think>`` blocks) is set aside first. SEARCH/REPLACE blocks
     win when the answer has a ``<<<<<<< SEARCH`` line; otherwise a unified
     diff, fenced or not, CRLF or not; otherwise, with ``root``, whole
     functions, methods, classes or files (``whole.py``; ``shown`` is the code
-    the prompt showed). Raises PatchError("no patch found in the answer")
+    the prompt showed, ``is_test`` which paths are test files). Raises PatchError("no patch found in the answer")
     when there is none of these, and PatchError for malformed blocks or
     diffs, refused whole-code answers, and two different changes of the
     same lines.
@@ -59,13 +59,13 @@ def parse_answer(answer: str, root: Optional[Path] = None,
     text = thought.answer
     edits = parse_blocks(text) if has_blocks(text) else parse_unified_diff(text)
     if not edits and root is not None:
-        edits = parse_whole(text, root, shown)
+        edits = parse_whole(text, root, shown, is_test)
     if not edits:
         if thought.thinking and not text.strip():
             why = "its <think> block is never closed" if thought.unclosed else "nothing follows its </think>"
             raise PatchError(f"the answer holds only thinking: {why}", hint=_NO_PATCH_HINT)
         raise PatchError("no patch found in the answer", hint=_NO_PATCH_HINT)
-    return _unique([FileEdit(normalize_path(e.path), e.kind, e.hunks, e.format) for e in edits])
+    return _unique([replace(e, path=normalize_path(e.path)) for e in edits])
 
 
 def _unique(edits: List[FileEdit]) -> List[FileEdit]:
@@ -89,7 +89,7 @@ def _unique(edits: List[FileEdit]) -> List[FileEdit]:
                     hint="send one patch, with one change of each place",
                 )
         if hunks or edit.kind != "modify":
-            out.append(FileEdit(edit.path, edit.kind, tuple(hunks), edit.format))
+            out.append(replace(edit, hunks=tuple(hunks)))
     return out
 
 
@@ -156,13 +156,17 @@ _SYMLINK_MODE = re.compile(r"^(?:new file |new |old |deleted file )?mode 120000\
 
 
 def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
-                 shown: Optional[Sequence[CodeSlice]] = None) -> AppliedPatch:
+                 shown: Optional[Sequence[CodeSlice]] = None,
+                 is_test: Optional[Callable[[str], bool]] = None) -> AppliedPatch:
     """Parse ``answer`` and compute every touched file's new text under ``root``.
 
     Nothing is written. ``fuzzy_threshold`` (0..1) is the least mean line
     similarity of a fuzzily located block; ``shown`` is the code the prompt
     showed (``RepairContext.slices``), which whole-function answers are
-    matched against. Raises PatchError when there is no patch, a file is
+    matched against before the rest of the project; ``is_test`` says which
+    paths are test files, where no unshown definition is located (default:
+    the default ``test_globs``). ``AppliedPatch.located`` names the
+    definitions changed that were not shown. Raises PatchError when there is no patch, a file is
     missing, binary or non-UTF-8, a block does not match (the message names it
     and the closest text, with line and similarity), a block is ambiguous,
     the answer elides code (``elision.py``), or nothing would change;
@@ -172,7 +176,7 @@ def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
     if _SYMLINK_MODE.search(answer):
         raise PatchError("the candidate creates a symbolic link (mode 120000); a link can make one path write another",
                          hint="edit files by their own paths; a fix needs no links")
-    edits = parse_answer(answer, root, shown)
+    edits = parse_answer(answer, root, shown, is_test)
     states: Dict[str, _FileState] = {}
     for edit in edits:
         state = states.get(edit.path) or _load(root, edit.path)
@@ -184,7 +188,8 @@ def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
             "the patch changes nothing: every edit leaves its file as it was",
             hint="make sure the new lines differ from the current ones",
         )
-    applied = AppliedPatch(changes, edits[0].format)
+    located = tuple(name for e in edits for name in e.located)
+    applied = AppliedPatch(changes, edits[0].format, located)
     check_elisions(applied)
     return applied
 

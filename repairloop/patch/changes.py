@@ -90,12 +90,18 @@ class Hunk:
 
 @dataclass(frozen=True)
 class FileEdit:
-    """What an answer asks of one file: ``kind`` is "modify", "create" or "delete"."""
+    """What an answer asks of one file: ``kind`` is "modify", "create" or "delete".
+
+    ``located`` names the definitions (``path::qualname (not in the prompt)``)
+    a whole-function answer changes that the prompt did not show, found by
+    name in the project (``lookup.py``).
+    """
 
     path: str  # relative POSIX path as the answer names it (a/ b/ prefixes removed)
     kind: str
     hunks: Tuple[Hunk, ...]
-    format: str  # "unified_diff" | "search_replace"
+    format: str  # "unified_diff" | "search_replace" | "whole_function" | "whole_file"
+    located: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,10 +123,15 @@ class FileChange:
 
 @dataclass(frozen=True)
 class AppliedPatch:
-    """A candidate patch computed against a root: per-file changes, nothing written."""
+    """A candidate patch computed against a root: per-file changes, nothing written.
+
+    ``located`` lists, for the journal, the definitions it changes that the
+    prompt did not show (``path::qualname (not in the prompt)``; ``FileEdit.located``).
+    """
 
     changes: Tuple[FileChange, ...]
-    format: str  # "unified_diff" | "search_replace"
+    format: str  # "unified_diff" | "search_replace" | "whole_function" | "whole_file"
+    located: Tuple[str, ...] = ()
 
     def diff(self) -> str:
         """Canonical unified diff: ``a/``/``b/`` prefixes, 3 lines of context.

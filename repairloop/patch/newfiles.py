@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import posixpath
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Set, Tuple
 
@@ -111,7 +112,7 @@ def split_scratch(applied: AppliedPatch, root: Path,
         )
     order = {c.path: i for i, c in enumerate(applied.changes)}
     kept.sort(key=lambda c: order[c.path])
-    return AppliedPatch(tuple(kept), applied.format), tuple(c.path for c in pending)
+    return replace(applied, changes=tuple(kept)), tuple(c.path for c in pending)
 
 
 def _has_source(directory: Path, root: Path, is_test: Callable[[str], bool]) -> bool:

@@ -33,11 +33,16 @@ class Target:
 
 @dataclass
 class BlockPlan:
-    """What the blocks ask for: per (path, qualname) and per whole file, each version with its block line."""
+    """What the blocks ask for: per (path, qualname) and per whole file, each version with its block line.
+
+    ``located`` are the (path, qualname) definitions found in the project, not
+    in the code shown (``lookup.py``), with all their members.
+    """
 
     defs: Dict[Tuple[str, str], List[Tuple[Tuple[str, ...], int]]] = field(default_factory=dict)
     files: Dict[str, List[Tuple[str, int]]] = field(default_factory=dict)
     fragments: List[int] = field(default_factory=list)
+    located: Set[Tuple[str, str]] = field(default_factory=set)
 
 
 def reindent(lines: List[str], have: str, want: str) -> List[str]:
@@ -105,8 +110,15 @@ def def_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
         lines = targets[path].lines
         hunks = tuple(_hunk(f"the new `{d.qualname}` in {path}", lines[d.start - 1:d.end], new, d.start - 1)
                       for d, new in changes)
-        edits.append(FileEdit(path, "modify", hunks, "whole_function"))
+        located = tuple(f"{path}::{d.qualname} (not in the prompt)" for d, _ in changes
+                        if _located(plan, path, d.qualname))
+        edits.append(FileEdit(path, "modify", hunks, "whole_function", located))
     return edits
+
+
+def _located(plan: BlockPlan, path: str, qualname: str) -> bool:
+    parts = qualname.split(".")
+    return any((path, ".".join(parts[:n])) in plan.located for n in range(1, len(parts) + 1))
 
 
 def _hunk(label: str, old: List[str], new: List[str], at: int) -> Hunk:

@@ -8,13 +8,20 @@ keeps a "whole" edit format for them). Rules, strict by design:
   method given bare or inside its class; a class given with all its members
   replaces the class, with some of them just those); definitions equal to the
   current ones change nothing;
+- a definition of a block under no path that the code shown does not have is
+  looked up in the whole project (``lookup.py``): the one definition of that
+  name outside the test files is replaced, and the edit names it
+  (``FileEdit.located``); several are refused as ambiguous, candidates listed;
+  one only in a test file is refused (tests are read-only); under a file's
+  path that does not define it, the refusal says where it is;
 - a block under a file's path that holds every top-level definition of that
   file and code the file does not have is the whole new file; under a path
   that does not exist, a new file;
-- refused, with the reason: a name that is not in the code shown, or shown
-  more than once; two different versions of one definition; a definition
-  whose body is only ``...``; new module-level code next to definitions
-  (an import, a constant: send a diff); a Python block that does not parse.
+- refused, with the reason: a name that is in neither the code shown nor
+  the project, or shown more than once; two different versions of one
+  definition; a definition whose body is only ``...``; new module-level code
+  next to definitions (an import, a constant: send a diff); a Python block
+  that does not parse.
 
 Demo code beside the definitions (``if __name__ == "__main__":``, a bare
 ``print(...)`` call) and placeholders outside the replaced definitions
@@ -26,19 +33,19 @@ from __future__ import annotations
 
 import ast
 import difflib
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from repairloop.errors import PatchError
 from repairloop.patch.changes import FileEdit
 from repairloop.patch.fences import CodeBlock, code_blocks
 from repairloop.patch.guards import resolve_inside
+from repairloop.patch.lookup import ProjectDefs, locate, read_target
 from repairloop.patch.outline import (
     DEF_TYPES,
     Definition,
     DefNode,
-    definitions,
     describe,
     first_new,
     is_demo,
@@ -50,26 +57,43 @@ from repairloop.patch.outline import (
     syntax_error,
 )
 from repairloop.patch.replace import BlockPlan, Target, def_edits, file_edits, reindent
-from repairloop.types import CodeSlice
+from repairloop.types import CodeSlice, TestFiles
 
 HINT = ("give each function or method you change complete, in a ```python block with its file path on "
         "the line above, named as in the code shown; or answer with a unified diff")
 
 
-def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]]) -> List[FileEdit]:
+@dataclass
+class _Answer:
+    """What an answer's blocks are matched against, and what they ask for so far.
+
+    ``targets`` are the shown files, then each file a block names or a
+    definition was located in (``def_edits`` takes every edited file from there).
+    """
+
+    root: Path
+    targets: Dict[str, Target]
+    project: ProjectDefs
+    plan: BlockPlan = field(default_factory=BlockPlan)
+
+
+def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]],
+                is_test: Optional[Callable[[str], bool]] = None) -> List[FileEdit]:
     """FileEdits for the whole-code blocks of ``text`` (``\\n`` newlines); [] when there is none.
 
-    ``shown`` is the code the prompt showed (None: unknown, then only blocks
-    under a file's path are used, against that whole file). Raises PatchError
-    for the refusals listed in the module docstring.
+    ``shown`` is the code the prompt showed (None: unknown, then every
+    definition of a block under no path is looked up in the project).
+    ``is_test`` says which project-relative paths are test files (default: the
+    default ``test_globs``); a definition only they have is not located there.
+    Raises PatchError for the refusals listed in the module docstring.
     """
     blocks = [b for b in code_blocks(text) if b.python]
     if not blocks:
         return []
-    targets = _shown_targets(root, shown or ())
-    plan = BlockPlan()
+    answer = _Answer(root, _shown_targets(root, shown or ()), ProjectDefs(root, is_test or TestFiles().is_test))
     for block in blocks:
-        _plan_block(block, root, targets, plan)
+        _plan_block(block, answer)
+    plan, targets = answer.plan, answer.targets
     edits = file_edits(plan, targets) + def_edits(plan, targets)
     if not edits and (plan.defs or plan.files):
         raise PatchError("the answer's code is the same as the current code: nothing would change",
@@ -81,17 +105,11 @@ def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]]) -> 
 
 
 def _read(root: Path, path: str) -> Optional[Target]:
-    target = resolve_inside(root, path)
-    try:
-        text = target.read_text(encoding="utf-8").replace("\r\n", "\n")
-    except (OSError, UnicodeDecodeError):
-        return None
-    tree = parse_module(text)
-    if tree is None:
-        return None
-    lines = text.split("\n")
-    defs = definitions(tree, lines)
-    return Target(path, lines, tree, defs, set())
+    """The file a prompt or an answer names, read where it resolves inside ``root`` (GuardError outside)."""
+    base = root.resolve()
+    real = resolve_inside(root, path)
+    target = read_target(base, real.relative_to(base).as_posix()) if real != base else None
+    return None if target is None else replace(target, path=path)
 
 
 def _shown_targets(root: Path, shown: Sequence[CodeSlice]) -> Dict[str, Target]:
@@ -117,7 +135,8 @@ def _resolve(label: str, root: Path, targets: Dict[str, Target]) -> str:
     return tails[0] if len(tails) == 1 else label
 
 
-def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: BlockPlan) -> None:
+def _plan_block(block: CodeBlock, answer: _Answer) -> None:
+    root, targets, plan = answer.root, answer.targets, answer.plan
     tree = parse_module(block.code)
     if tree is None and not block.language and not block.label:
         return  # an unmarked block that is not Python: output, a shell session
@@ -151,7 +170,7 @@ def _plan_block(block: CodeBlock, root: Path, targets: Dict[str, Target], plan: 
         # Under its file's path a definition is named unambiguously: any definition of that file may be
         # replaced, shown or not (a function the shown one calls, say). Unlabelled, only the shown ones.
         candidates = [replace(target, shown=set(target.defs))]
-    _plan_definitions(block, tree, candidates, plan)
+    _plan_definitions(block, tree, candidates, answer, path)
 
 
 def _whole_file(block: CodeBlock, tree: ast.Module, target: Target) -> bool:
@@ -170,13 +189,14 @@ def _whole_file(block: CodeBlock, tree: ast.Module, target: Target) -> bool:
                      f"({first_new(tree, new)})", hint=HINT)
 
 
-def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Target], plan: BlockPlan) -> None:
-    lines = block.code.split("\n")
+def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Target], answer: _Answer,
+                      label: str) -> None:
+    """Plan each definition of the block; ``label`` is the file the block is under ("" for none)."""
     touched: Set[str] = set()
     for node in tree.body:
         if isinstance(node, DEF_TYPES):
-            touched |= _plan_def(node, "", lines, block, candidates, plan)
-    known = [k for t in candidates if t.path in touched for k in statement_keys(t.tree.body)]
+            touched |= _plan_def(node, "", block, candidates, answer, label)
+    known = [k for path in sorted(touched) for k in statement_keys(answer.targets[path].tree.body)]
     new = [k for k in statement_keys(tree.body) if k not in known]
     if new and not is_demo(tree, new):
         raise PatchError(f"the code block at line {block.line} holds module code beside its definitions that "
@@ -184,7 +204,8 @@ def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Targe
                          "definitions", hint="send the change as a unified diff, or only complete definitions")
 
 
-def _find(node: DefNode, container: str, candidates: List[Target], block: CodeBlock) -> Tuple[Target, Definition]:
+def _find(node: DefNode, container: str, candidates: List[Target], block: CodeBlock, answer: _Answer,
+          label: str) -> Tuple[Target, Definition]:
     name = node.name
     if container:
         hits = [(t, t.defs[f"{container}.{name}"]) for t in candidates if f"{container}.{name}" in t.defs]
@@ -194,6 +215,11 @@ def _find(node: DefNode, container: str, candidates: List[Target], block: CodeBl
         hits = [(t, t.defs[q]) for t in candidates for q in sorted(t.defs)
                 if (q == name or q.endswith("." + name)) and _shown(t, q, node)]
     where = f"`{container + '.' if container else ''}{node.name}` (code block at line {block.line})"
+    found = None if hits or container else locate(answer.project, name, where, label)
+    if found is not None:  # a member of a class is looked for in its class only
+        target = answer.targets.setdefault(found.target.path, found.target)
+        answer.plan.located.add((target.path, found.definition.qualname))
+        return target, target.defs[found.definition.qualname]
     if not hits:
         shown = sorted({q for t in candidates for q in t.shown}, key=lambda q: (q.count("."), q))
         close = difflib.get_close_matches(name, [q.rsplit(".", 1)[-1] for q in shown], n=1, cutoff=0.5)
@@ -214,9 +240,9 @@ def _shown(target: Target, qualname: str, node: DefNode) -> bool:
     return isinstance(node, ast.ClassDef) and any(q.startswith(qualname + ".") for q in target.shown)
 
 
-def _plan_def(node: DefNode, container: str, lines: List[str], block: CodeBlock, candidates: List[Target],
-              plan: BlockPlan) -> Set[str]:
-    target, old = _find(node, container, candidates, block)
+def _plan_def(node: DefNode, container: str, block: CodeBlock, candidates: List[Target], answer: _Answer,
+              label: str) -> Set[str]:
+    target, old = _find(node, container, candidates, block, answer, label)
     _check_stubs(node, old.qualname, target, block)
     if isinstance(node, ast.ClassDef) and isinstance(old.node, ast.ClassDef):
         given = {n.name for n in node.body if isinstance(n, DEF_TYPES)}
@@ -225,11 +251,12 @@ def _plan_def(node: DefNode, container: str, lines: List[str], block: CodeBlock,
             touched = {target.path}
             for member in node.body:
                 if isinstance(member, DEF_TYPES):
-                    touched |= _plan_def(member, old.qualname, lines, block, [target], plan)
+                    touched |= _plan_def(member, old.qualname, block, [target], answer, label)
             return touched
+    lines = block.code.split("\n")
     new = describe(node, "", lines)
     body = reindent(lines[new.start - 1:new.end], new.indent, old.indent)
-    plan.defs.setdefault((target.path, old.qualname), []).append((tuple(body), block.line))
+    answer.plan.defs.setdefault((target.path, old.qualname), []).append((tuple(body), block.line))
     return {target.path}
 
 
