@@ -1,10 +1,10 @@
-"""Frozen records and enums shared by every module, and the Proposer protocol.
+"""Frozen records and enums shared by every module, and the Proposer and TestRunner protocols.
 
 Nothing here imports from the rest of the package: this package is the bottom
 of the import graph (see STYLE.md, "Who may import whom"). Every record is a
 frozen dataclass so that loop state is a growing tuple of values, never
 mutated. The records live in topic modules (``kinds``, ``results``,
-``paths``, ``proposals``, ``run``, ``model_events``); import them from here.
+``paths``, ``proposals``, ``run``, ``model_events``, ``testrunner``); import them from here.
 """
 
 from repairloop.types.kinds import (
@@ -55,6 +55,7 @@ from repairloop.types.proposals import (
 )
 from repairloop.types.reports import Failure, Frame, TestReport, TestResult, failure_kinds
 from repairloop.types.run import Evidence, Flag, Iteration, LoopEvent, Proof, RunResult, SandboxStatus
+from repairloop.types.testrunner import TestCommand, TestRunner, WarmStart, WarmTestProcess
 
 __all__ = [
     "DEFAULT_PROTECTED_GLOBS",
@@ -96,11 +97,15 @@ __all__ = [
     "RunResult",
     "SandboxStatus",
     "StopReason",
+    "TestCommand",
     "TestFiles",
     "TestOutcome",
     "TestReport",
     "TestResult",
+    "TestRunner",
     "Usage",
+    "WarmStart",
+    "WarmTestProcess",
     "failure_kinds",
     "is_bytecode",
     "is_project_path",
