@@ -53,14 +53,14 @@ class Fail:
     exc_module: str = "builtins"
 
 
-class _TimedOut:
+class TimedOut:
     def __repr__(self) -> str:
         return "TIMED_OUT"
 
 
-TIMED_OUT = _TimedOut()  # the whole run was killed at its time limit (no results, no exit code)
+TIMED_OUT = TimedOut()  # the whole run was killed at its time limit (no results, no exit code)
 Verdicts = Mapping[str, Optional[Fail]]
-Script = Callable[["Tree"], Union[Verdicts, _TimedOut]]
+Script = Callable[["Tree"], Union[Verdicts, TimedOut]]
 
 
 @dataclass(frozen=True)
@@ -131,10 +131,10 @@ def selected(verdicts: Verdicts, test_ids: Sequence[str]) -> List[str]:
     return [t for t in verdicts if any(t == a or t.startswith(a + "::") for a in test_ids)]
 
 
-def report_of(verdicts: Union[Verdicts, _TimedOut], test_ids: Sequence[str], seconds: float) -> TestReport:
+def report_of(verdicts: Union[Verdicts, TimedOut], test_ids: Sequence[str], seconds: float) -> TestReport:
     """The TestReport a pytest run of ``test_ids`` with these verdicts gives (``seconds`` of wall time)."""
     argv = COMMAND + tuple(test_ids)
-    if isinstance(verdicts, _TimedOut):
+    if isinstance(verdicts, TimedOut):
         return TestReport(argv, None, output=f"timed out after {seconds:g} s", seconds=seconds, timed_out=True)
     results = []
     for test_id in selected(verdicts, test_ids):
@@ -181,7 +181,7 @@ class CannedRunner:
         limit = self.time_limit(timeout, past_deadline)
         self.log.append(Run(Path(root), tuple(test_ids), limit, past_deadline))
         verdicts = self.script(Tree(Path(root), tuple(test_ids), len(self.log)))
-        return report_of(verdicts, test_ids, limit if isinstance(verdicts, _TimedOut) else 0.01)
+        return report_of(verdicts, test_ids, limit if isinstance(verdicts, TimedOut) else 0.01)
 
     def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
         limit = timeout or self.timeout

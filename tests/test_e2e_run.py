@@ -26,7 +26,7 @@ from scripted_server import ScriptedServer
 
 from repairloop.cli import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
+pytestmark = pytest.mark.usefixtures("no_flaky_check")
 
 RIGHT = """\
 --- a/calc/lists.py
@@ -231,6 +231,7 @@ def test_json_follows_the_contract(make_project, capsys) -> None:
     assert events[0] == "start" and "iteration" in events and events[-1] == "stopped"
 
 
+@pytest.mark.slow
 def test_stdout_is_only_json_in_a_subprocess(make_project) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
@@ -253,6 +254,7 @@ def test_apply_writes_only_the_fix(make_project, capsys) -> None:
     assert status.strip() == "M calc/lists.py"  # unstaged, uncommitted
 
 
+@pytest.mark.slow
 def test_editable_install_tests_the_workspace(make_project, tmp_path, capsys) -> None:
     """With the project installed editable, the candidate must be what the tests import."""
     project = make_project("src_layout")
