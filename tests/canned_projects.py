@@ -16,6 +16,8 @@ from repairloop.types import Frame
 
 LAST_N = "tests/test_lists.py::test_last_n"
 SLICE = re.compile(r"def last_n\(items, n\):.*?return (items\[[^\]\n]*\])", re.S)
+# What last_n([1, 2, 3, 4], 2) returns with the slices the loop tests write (pytest's assertion shows it).
+RETURNS = {"items[-n - 1:]": "[2, 3, 4]", "items[-n + 1:]": "[4]"}
 
 
 def off_by_one(tree: Tree) -> Dict[str, Optional[Fail]]:
@@ -29,7 +31,7 @@ def off_by_one(tree: Tree) -> Dict[str, Optional[Fail]]:
         return {"tests/test_lists.py": broken, "tests/test_numbers.py::test_mean": None,
                 "tests/test_numbers.py::test_clamp": None}
     body = found.group(1)
-    got = "[2, 3, 4]" if body == "items[-n - 1:]" else f"last_n([1, 2, 3, 4], 2) (returning {body})"
+    got = RETURNS.get(body, f"last_n([1, 2, 3, 4], 2) (returning {body})")
     fail = None if body == "items[-n:]" else Fail(
         "AssertionError", f"assert {got} == [3, 4]", (Frame("tests/test_lists.py", 9, "test_last_n"),))
     return {"tests/test_lists.py::test_first_n": None, LAST_N: fail, "tests/test_lists.py::test_chunk": None,

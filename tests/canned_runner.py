@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 from repairloop.settings import Settings
 from repairloop.types import (
@@ -54,6 +54,8 @@ class Fail:
 
 
 class TimedOut:
+    """What a script returns for a run killed at its time limit (``TIMED_OUT``)."""
+
     def __repr__(self) -> str:
         return "TIMED_OUT"
 
@@ -65,12 +67,9 @@ Script = Callable[["Tree"], Union[Verdicts, TimedOut]]
 
 @dataclass(frozen=True)
 class Tree:
-    """The copy under test as a script sees it: ``root``, the ``test_ids`` asked for (() all), and
-    ``number``, this run's position among every run of the factory (1 for the first)."""
+    """The copy under test as a script sees it (``root``: the workspace, a proof's fresh copy, ...)."""
 
     root: Path
-    test_ids: Tuple[str, ...] = ()
-    number: int = 1
 
     def read(self, rel: str) -> str:
         """The text of ``rel`` (project-relative), "" when it does not exist."""
@@ -180,7 +179,7 @@ class CannedRunner:
             past_deadline: bool = False, protect: Sequence[str] = ()) -> TestReport:
         limit = self.time_limit(timeout, past_deadline)
         self.log.append(Run(Path(root), tuple(test_ids), limit, past_deadline))
-        verdicts = self.script(Tree(Path(root), tuple(test_ids), len(self.log)))
+        verdicts = self.script(Tree(Path(root)))
         return report_of(verdicts, test_ids, limit if isinstance(verdicts, TimedOut) else 0.01)
 
     def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
@@ -209,13 +208,3 @@ class Canned:
                  scratch_dir: Optional[Path] = None) -> CannedRunner:
         return CannedRunner(self.script, deadline, settings.test_timeout, scratch_dir, self.installed, self.runs)
 
-    def full_runs(self) -> List[Run]:
-        """The runs of the whole suite (no test ids)."""
-        return [r for r in self.runs if not r.test_ids]
-
-
-def verdicts(passing: Sequence[str], failing: Dict[str, Fail]) -> Dict[str, Optional[Fail]]:
-    """``passing`` ids passed and ``failing`` ones failed, in that order (a helper for scripts)."""
-    out: Dict[str, Optional[Fail]] = dict.fromkeys(passing)
-    out.update(failing)
-    return out
