@@ -3,7 +3,8 @@
 Real litellm against the scripted server on 127.0.0.1 (tests/scripted_server.py
 records each request's headers): the user's key for the provider is sent, or
 the variable ``api_key_env`` names; the placeholder key only when none is set;
-the key's value never reaches the journal or the run's files.
+the key's value never reaches the journal or the run's files (runs whose tests'
+results are canned, ``tests/canned_runner.py``: the key is the model's business).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from canned_projects import canned
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
 
@@ -108,7 +110,8 @@ def test_unset_key_is_named_in_the_auth_hint() -> None:
 
 
 def run(project: Path, srv: ScriptedServer, capsys: pytest.CaptureFixture[str]) -> Dict[str, Any]:
-    main(["run", str(project), "--model", "openai/first", "--api-base", srv.base_url, "--no-builtin", "--json"])
+    main(["run", str(project), "--model", "openai/first", "--api-base", srv.base_url, "--no-builtin", "--json"],
+         runner=canned("off_by_one"))
     return json.loads(capsys.readouterr().out)
 
 
@@ -116,7 +119,6 @@ def run_files_text(doc: Dict[str, Any]) -> str:
     return "".join(p.read_text(errors="replace") for p in Path(doc["run_dir"]).rglob("*") if p.is_file())
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("no_flaky_check")
 def test_run_sends_the_users_key_and_keeps_it_out_of_the_journal(make_project, capsys, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -128,7 +130,6 @@ def test_run_sends_the_users_key_and_keeps_it_out_of_the_journal(make_project, c
     assert "journal.jsonl" in {p.name for p in Path(doc["run_dir"]).iterdir()} and KEY not in text
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("no_flaky_check")
 def test_run_with_api_key_env_keeps_an_echoed_key_out(make_project, capsys, monkeypatch) -> None:
     monkeypatch.setenv("REPAIRLOOP_API_KEY_ENV", "VLLM_AUTH")
@@ -142,7 +143,6 @@ def test_run_with_api_key_env_keeps_an_echoed_key_out(make_project, capsys, monk
     assert ODD_KEY not in run_files_text(doc)
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("no_flaky_check")
 def test_run_without_a_key_works_with_the_placeholder(make_project, capsys) -> None:
     with ScriptedServer([("ok", RIGHT)]) as srv:

@@ -1,27 +1,26 @@
 """Budgets that mean what they say: a cost limit with a model that has no price is refused before any
 call unless the user prices it; time spent in the offline engine is engine time; a candidate cut short
-by the run's time budget says so."""
+by the run's time budget says so. The runs' tests are canned (``tests/canned_runner.py``): what is
+tested is what the loop spends and decides."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Optional, Union
 
 import pytest
+from canned_projects import canned, off_by_one
+from canned_runner import TIMED_OUT, Canned, Fail, TimedOut, Tree, Verdicts
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT, run_cli, scripted_run
-from test_resume import project_with_hook
 
 from repairloop.integrations.hook import hook_settings
 from repairloop.loop.driver import repair
 from repairloop.reports.text import cost_line
 from repairloop.settings import Settings
 from repairloop.types import Decision, Iteration, Proposal, ProposalRequest, Usage
-
-pytestmark = pytest.mark.slow
 
 
 @pytest.mark.usefixtures("no_flaky_check")
@@ -30,7 +29,7 @@ def test_a_cost_limit_with_an_unpriced_model_is_refused_before_any_call(make_pro
     # "cost: unknown" and no warning, so the limit could never stop it.
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, err = run_cli(scripted_run(project, srv, "--max-cost", "0.0001"), capsys)
+        code, out, err = run_cli(scripted_run(project, srv, "--max-cost", "0.0001"), capsys, canned("off_by_one"))
         asked = len(srv.requests)
     doc = json.loads(out)
     assert code == 2 and asked == 0, (code, asked, err)
@@ -45,7 +44,7 @@ def test_a_priced_model_keeps_the_limit_at_the_users_price(make_project, capsys,
     project = make_project("off_by_one")
     monkeypatch.setenv("REPAIRLOOP_MODEL_PRICES", "openai/scripted=2/10")  # USD per million tokens
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--max-cost", "0.5"), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-cost", "0.5"), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
     first = doc["iterations"][0]
@@ -57,7 +56,7 @@ def test_a_priced_model_keeps_the_limit_at_the_users_price(make_project, capsys,
 def test_without_a_cost_limit_an_unpriced_model_runs(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["iterations"][0]["cost_usd"] is None  # unknown, and said so
 
@@ -103,16 +102,22 @@ class LateProposer:
         return Proposal(answer=RIGHT, engine="llm", model="late")
 
 
-def test_a_candidate_cut_by_the_runs_time_budget_says_so(make_project, tmp_path: Path) -> None:
+def hangs_with_the_fix(tree: Tree) -> Union[Verdicts, TimedOut]:
+    """off_by_one's tests, whose run hangs (until killed at its limit) once the fix is in."""
+    verdicts: Dict[str, Optional[Fail]] = off_by_one(tree)
+    return TIMED_OUT if verdicts["tests/test_lists.py::test_last_n"] is None else verdicts
+
+
+def test_a_candidate_cut_by_the_runs_time_budget_says_so(make_project) -> None:
     # Seen on a real project: a candidate whose tests were cut short because --timeout ran out was
     # reported as "the test suite timed out with this candidate".
-    project = project_with_hook(make_project, "late")
-    marker = tmp_path / "sessions"
-    env = {**os.environ, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "4"}  # the candidate's run hangs
+    project = make_project("off_by_one")
+    runner = Canned(hangs_with_the_fix)
     skip = [0.0]
-    settings = Settings(models=["late"], fallback_to_builtin=False, timeout=3600.0, sandbox="none")
-    result = repair(settings, project, environ=env, proposers={"late": LateProposer(skip, 3600.0)},
-                    clock=lambda: time.monotonic() + skip[0])
+    settings = Settings(models=["late"], fallback_to_builtin=False, timeout=3600.0, confirm_runs=0)
+    result = repair(settings, project, environ={}, proposers={"late": LateProposer(skip, 3600.0)},
+                    clock=lambda: time.monotonic() + skip[0], runner=runner)
     reason = result.iterations[0].reason
     assert "time budget (--timeout) ran out" in reason and "timed out with this candidate" not in reason, reason
     assert result.stop_reason.value == "budget_time"
+    assert runner.runs[-1].timeout == 1.0  # the candidate's run had what was left of --timeout (at least 1 s)

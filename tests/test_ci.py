@@ -1,8 +1,11 @@
-"""``repairloop ci``: real loops on fixture repositories, a local bare repository as the remote,
+"""``repairloop ci``: loops on fixture repositories, a local bare repository as the remote,
 a fake GitHub on 127.0.0.1, and the GitHub Actions files (outputs, step summary) read back.
 
 The model is the scripted OpenAI-compatible server (fast and deterministic);
-the offline engine's part is covered by the hook tests.
+the offline engine's part is covered by the hook tests. What ``ci`` does with a
+run's outcome (outputs, summary, annotations, pushes, pull requests, refusals) is
+shown on runs whose tests are canned (``tests/canned_runner.py``), the fix
+commit's re-run included; one run, the summary's, runs the real tests.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
+from canned_projects import canned
+from canned_runner import Canned
 from conftest import GIT_ENV, REPO_ROOT, git
 from fake_github import FakeForge
 from scripted_server import ScriptedServer, completion_body
@@ -66,8 +71,11 @@ def actions_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **extra: str) -
     return files
 
 
-def run_ci(project: Path, srv: ScriptedServer, capsys: pytest.CaptureFixture[str], *extra: str) -> Tuple[int, str]:
-    code = main(["ci", str(project), "--model", "openai/scripted", "--api-base", srv.base_url, *extra])
+def run_ci(project: Path, srv: ScriptedServer, capsys: pytest.CaptureFixture[str], *extra: str,
+           runner: Optional[Canned] = None) -> Tuple[int, str]:
+    """``repairloop ci PROJECT`` with the scripted model: (exit code, stdout); ``runner`` replays canned
+    test results (None: real pytest subprocesses in the sandbox)."""
+    code = main(["ci", str(project), "--model", "openai/scripted", "--api-base", srv.base_url, *extra], runner=runner)
     return code, capsys.readouterr().out
 
 
@@ -147,17 +155,16 @@ def test_summary_outputs_annotation_and_patch_artifact(make_project, monkeypatch
     assert checkout_state(project) == before  # the CI workspace is never written
 
 
-@pytest.mark.slow
 def test_open_pr_twice_on_the_same_commit_yields_one_pull_request(make_project, monkeypatch, tmp_path, capsys) -> None:
     project = make_project("off_by_one")
     bare = with_remote(project)
     with FakeForge() as forge, ScriptedServer([("ok", RIGHT)]) as srv:
         files = actions_env(monkeypatch, tmp_path, GITHUB_API_URL=forge.base_url)
         before = checkout_state(project)
-        code1, _ = run_ci(project, srv, capsys, "--open-pr", "--author", "Fix Bot <fixbot@example.com>")
+        code1, _ = run_ci(project, srv, capsys, "--open-pr", "--author", "Fix Bot <fixbot@example.com>", runner=canned("off_by_one"))
         first = outputs(files)
         files["output"].unlink()
-        code2, _ = run_ci(project, srv, capsys, "--open-pr", "--author", "Fix Bot <fixbot@example.com>")
+        code2, _ = run_ci(project, srv, capsys, "--open-pr", "--author", "Fix Bot <fixbot@example.com>", runner=canned("off_by_one"))
         second = outputs(files)
         pulls, posts = forge.open_pulls(), [r for r in forge.requests if r[0] == "POST"]
     assert code1 == code2 == 1 and len(pulls) == 1 and len(posts) == 1
@@ -177,13 +184,12 @@ def test_open_pr_twice_on_the_same_commit_yields_one_pull_request(make_project, 
     assert "re-ran the tests on" in summaries and f"branch repairloop/{FP} already holds this fix" in summaries
 
 
-@pytest.mark.slow
 def test_timeout_after_creating_the_pull_request_still_yields_one(make_project, monkeypatch, tmp_path, capsys) -> None:
     project = make_project("off_by_one")
     with_remote(project)
     with FakeForge(hang_after_create=1) as forge, ScriptedServer([("ok", RIGHT)]) as srv:
         files = actions_env(monkeypatch, tmp_path, GITHUB_API_URL=forge.base_url)
-        code, _ = run_ci(project, srv, capsys, "--open-pr", "--api-timeout", "2")
+        code, _ = run_ci(project, srv, capsys, "--open-pr", "--api-timeout", "2", runner=canned("off_by_one"))
         pulls = forge.open_pulls()
     assert code == 1 and len(pulls) == 1
     assert outputs(files)["pull-request-url"] == pulls[0]["html_url"]
@@ -191,7 +197,6 @@ def test_timeout_after_creating_the_pull_request_still_yields_one(make_project, 
     assert [e["event"] for e in notes] == ["intent", "note", "done"]
 
 
-@pytest.mark.slow
 def test_base_branch_moved_while_the_loop_ran_is_not_pushed(make_project, monkeypatch, tmp_path, capsys) -> None:
     project = make_project("off_by_one")
     bare = with_remote(project)
@@ -207,13 +212,12 @@ def test_base_branch_moved_while_the_loop_ran_is_not_pushed(make_project, monkey
 
     files = actions_env(monkeypatch, tmp_path)
     with ScriptedServer([push_meanwhile]) as srv:
-        code, out = run_ci(project, srv, capsys, "--push-branch")
+        code, out = run_ci(project, srv, capsys, "--push-branch", runner=canned("off_by_one"))
     assert code == 1 and outputs(files)["branch"] == ""
     assert "main moved on origin while the loop ran" in out and out.count("::error") == 1
     assert "repairloop/" not in git(bare, "branch", "--list")
 
 
-@pytest.mark.slow
 def test_patch_touching_ci_configuration_is_refused(make_project, monkeypatch, tmp_path, capsys) -> None:
     project = make_project("off_by_one")
     (project / ".github" / "workflows").mkdir(parents=True)
@@ -223,20 +227,19 @@ def test_patch_touching_ci_configuration_is_refused(make_project, monkeypatch, t
     bare = with_remote(project)
     files = actions_env(monkeypatch, tmp_path, REPAIRLOOP_PROTECTED_GLOBS="")  # the loop's own guard off
     with ScriptedServer([("ok", TOUCHES_WORKFLOW)]) as srv:
-        code, out = run_ci(project, srv, capsys, "--push-branch")
+        code, out = run_ci(project, srv, capsys, "--push-branch", runner=canned("off_by_one"))
     assert code == 1 and outputs(files)["outcome"] == "fixed" and outputs(files)["branch"] == ""
     assert "touches CI configuration (.github/workflows/test.yml); not pushed" in out
     assert "repairloop/" not in git(bare, "branch", "--list")
 
 
-@pytest.mark.slow
 def test_branch_holding_someone_elses_commit_is_not_pushed_over(make_project, monkeypatch, tmp_path, capsys) -> None:
     project = make_project("off_by_one")
     bare = with_remote(project)
     git(project, "push", "-q", "origin", f"HEAD:refs/heads/repairloop/{FP}")  # a human's commit there
     files = actions_env(monkeypatch, tmp_path)
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out = run_ci(project, srv, capsys, "--push-branch")
+        code, out = run_ci(project, srv, capsys, "--push-branch", runner=canned("off_by_one"))
     assert code == 1 and outputs(files)["branch"] == ""
     assert "has commits not made by repairloop; not pushing over it" in out
     assert git(bare, "rev-parse", f"refs/heads/repairloop/{FP}") == git(bare, "rev-parse", "main")
@@ -270,7 +273,7 @@ def test_unrecoverable_failures_are_annotated_at_file_and_line(make_project, mon
                                                                 case, file, line) -> None:
     project = make_project(case)
     files = actions_env(monkeypatch, tmp_path)
-    code = main(["ci", str(project)])
+    code = main(["ci", str(project)], runner=canned(case))
     out = capsys.readouterr().out
     assert code == 3 and outputs(files)["outcome"] == "unrecoverable" and outputs(files)["patch-path"] == ""
     kind = "syntax" if case == "syntax_error" else "dependency"
@@ -284,7 +287,8 @@ def test_gitlab_and_plain_modes_print_the_summary_and_write_dotenv(make_project,
     monkeypatch.setenv("GITHUB_ACTIONS", "")
     monkeypatch.setenv("GITLAB_CI", "true")
     dotenv, summary = tmp_path / "repairloop.env", tmp_path / "summary.md"
-    code = main(["ci", str(project), "--dotenv", str(dotenv), "--summary-file", str(summary)])
+    code = main(["ci", str(project), "--dotenv", str(dotenv), "--summary-file", str(summary)],
+                runner=canned("syntax_error"))
     out = capsys.readouterr().out
     assert code == 3 and "::error" not in out
     assert "error: geometry/shapes.py:10: syntax:" in out and "## repairloop:" in out

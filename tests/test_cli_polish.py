@@ -4,7 +4,8 @@
 --model); the patch printed once (``ci``, ``run --apply`` on a terminal); no
 ``::`` in ``stats``; no run directory left by a configuration error; hints a
 pip-installed user can follow; warnings for unknown ``REPAIRLOOP_*`` variables;
-the JSON error document of ``--json``.
+the JSON error document of ``--json``. The runs' tests are canned (``tests/canned_runner.py``):
+what is tested is what the command line says and does.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import re
 import subprocess
 import sys
 from importlib.metadata import version
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
+from canned_projects import canned
+from canned_runner import Canned
 from conftest import REPO_ROOT
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
@@ -28,8 +31,9 @@ from repairloop.settings import FIELD_NAMES
 FIX_LINE = "+    return items[-n:]"  # the one added line of RIGHT, off_by_one's fix
 
 
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = main(args)
+def cli(args: List[str], capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None) -> Tuple[int, str, str]:
+    """``repairloop ARGS`` in this process: (exit code, stdout, stderr); ``runner`` replays canned test results."""
+    code = main(args, runner=runner)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -110,11 +114,10 @@ def test_empty_or_unknown_values_in_the_config_file_are_errors(config, make_proj
 # -- 3. the patch once ----------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_ci_outside_github_prints_the_patch_once(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, err = cli(["ci", str(project), *scripted(srv)[:4]], capsys)  # ci has no --no-builtin
+        code, out, err = cli(["ci", str(project), *scripted(srv)[:4]], capsys, canned("off_by_one"))  # ci has no --no-builtin
     assert code == 1  # a fix is proposed; the commit is still broken
     assert (out + err).count(FIX_LINE) == 1 and FIX_LINE in out  # in the summary, not again in the panel
     assert "outcome: fixed" in err
@@ -127,12 +130,11 @@ class TerminalAnswering(io.StringIO):
         return True
 
 
-@pytest.mark.slow
 def test_run_apply_on_a_terminal_prints_the_patch_once(make_project, quiet_env, monkeypatch, capsys) -> None:
     project = make_project("off_by_one")
     monkeypatch.setattr(sys, "stdin", TerminalAnswering("y\n"))
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, err = cli(["run", str(project), *scripted(srv), "--apply"], capsys)
+        code, out, err = cli(["run", str(project), *scripted(srv), "--apply"], capsys, canned("off_by_one"))
     assert code == 0 and "Apply this patch to your files?" in err
     assert (out + err).count(FIX_LINE) == 1  # shown with the question, not again under the panel
     assert "return items[-n:]" in (project / "calc" / "lists.py").read_text()
@@ -141,12 +143,11 @@ def test_run_apply_on_a_terminal_prints_the_patch_once(make_project, quiet_env, 
 # -- 4. stats without "::" ------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_stats_name_the_recurring_code_without_a_double_colon(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     for _ in range(2):  # two runs repairing the same function: it keeps coming back
         with ScriptedServer([("ok", RIGHT)]) as srv:
-            assert cli(["run", str(project), *scripted(srv), "--json"], capsys)[0] == 0
+            assert cli(["run", str(project), *scripted(srv), "--json"], capsys, canned("off_by_one"))[0] == 0
     code, out, _ = cli(["stats", "-C", str(project)], capsys)
     upstream = [line for line in out.splitlines() if line.startswith("upstream:")]
     assert code == 0 and len(upstream) == 1
@@ -207,7 +208,7 @@ def test_the_readme_configuration_section_names_every_key() -> None:
 def test_a_misspelt_variable_is_named_with_the_closest_setting(make_project, quiet_env, monkeypatch, capsys) -> None:
     project = make_project("all_green")
     monkeypatch.setenv("REPAIRLOOP_MAX_ITERATION", "3")
-    code, out, err = cli(["classify", str(project), "--json"], capsys)
+    code, out, err = cli(["classify", str(project), "--json"], capsys, canned("all_green"))
     warnings = [line for line in err.splitlines() if "warning" in line]
     assert code == 0 and json.loads(out)["kind"] == "none"  # a warning, not a failure
     assert warnings == ["repairloop: warning: REPAIRLOOP_MAX_ITERATION is not a repairloop setting and is "
@@ -225,7 +226,7 @@ def test_variables_repairloop_itself_uses_are_not_warned_about(make_project, qui
     }
     for name, value in internal.items():
         monkeypatch.setenv(name, value)
-    code, _, err = cli(["classify", str(project)], capsys)
+    code, _, err = cli(["classify", str(project)], capsys, canned("all_green"))
     assert code == 0 and "warning" not in err
 
 

@@ -1,7 +1,8 @@
 """End to end: answers as real models write them, through `repairloop run`, litellm and the scripted server.
 
-The fixture project is off_by_one (``last_n`` slices one item too many); the tests
-are real pytest subprocesses in the run's own workspace.
+The fixture project is off_by_one (``last_n`` slices one item too many), in the run's
+own workspace; what is tested is how an answer becomes a candidate, so its tests'
+results are canned (``tests/canned_runner.py``: passing once ``last_n`` is right).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from canned_projects import canned
 from scripted_server import ScriptedServer
 
 from repairloop.cli import main
 from repairloop.propose.prompts import SYSTEM_PROMPTS
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
+pytestmark = pytest.mark.usefixtures("no_flaky_check")
 
 HEAD = 'def last_n(items, n):\n    """Return the last ``n`` items of ``items``."""\n'
 
@@ -34,7 +36,7 @@ def run(project: Path, script: List[Any], capsys: pytest.CaptureFixture[str], *e
         ) -> Tuple[int, Dict[str, Any], List[Dict[str, Any]]]:
     with ScriptedServer(script) as srv:
         code = main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                     "--no-builtin", "--json", *extra])
+                     "--no-builtin", "--json", *extra], runner=canned("off_by_one"))
         requests = list(srv.requests)
     out, _ = capsys.readouterr()
     return code, json.loads(out), requests

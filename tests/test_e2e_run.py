@@ -1,8 +1,13 @@
 """End to end: `repairloop run` on real fixture repositories with a scripted model.
 
 The model is the scripted OpenAI-compatible server on 127.0.0.1, reached
-through the real litellm with ``openai/<name>`` and ``--api-base``; the tests
-are real pytest subprocesses in a real git worktree.
+through the real litellm with ``openai/<name>`` and ``--api-base``; the
+workspace is a real git worktree. What the loop decides (keep or revert,
+stagnation, budgets, hand-overs, the JSON document, exit codes) is driven by
+the canned runner (``tests/canned_runner.py``: the fixture's test results for
+the tree as it is, no subprocess); two runs are real pytest subprocesses in
+the sandbox: ``repairloop run`` as a process, and an editable install whose
+imports must reach the workspace.
 """
 
 from __future__ import annotations
@@ -12,14 +17,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import pytest
+from canned_projects import canned
+from canned_runner import Canned
 from scripted_server import ScriptedServer
 
 from repairloop.cli import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
+pytestmark = pytest.mark.usefixtures("no_flaky_check")
 
 RIGHT = """\
 --- a/calc/lists.py
@@ -100,8 +107,10 @@ def snapshot(repo: Path) -> Dict[str, object]:
     }
 
 
-def run_cli(args: Sequence[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = main(list(args))
+def run_cli(args: Sequence[str], capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None) -> Tuple[int, str, str]:
+    """``repairloop ARGS`` in this process: (exit code, stdout, stderr); ``runner`` replays canned test results
+    (None: the real pytest subprocesses in the sandbox)."""
+    code = main(list(args), runner=runner)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -121,7 +130,7 @@ def test_right_on_the_first_try(make_project, capsys) -> None:
     project = make_project("off_by_one")
     before = snapshot(project)
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed" and doc["stop_reason"] == "success"
     assert len(doc["iterations"]) == 1 and doc["iterations"][0]["decision"] == "kept"
@@ -133,7 +142,7 @@ def test_right_on_the_first_try(make_project, capsys) -> None:
 def test_wrong_then_right(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
         second_prompt = user_messages(srv.requests[1])
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
@@ -144,7 +153,7 @@ def test_wrong_then_right(make_project, capsys) -> None:
 def test_same_wrong_patch_twice_stops_on_stagnation(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", WRONG)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
         calls = len(srv.requests)
     doc = json.loads(out)
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["stop_reason"] == "stagnation"
@@ -155,7 +164,7 @@ def test_same_wrong_patch_twice_stops_on_stagnation(make_project, capsys) -> Non
 def test_a_b_a_oscillation_stops_at_the_third(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", WRONG), ("ok", OTHER_WRONG), ("ok", WRONG)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 1 and doc["stop_reason"] == "stagnation"
     assert [i["decision"] for i in doc["iterations"]] == ["reverted", "reverted", "duplicate"]
@@ -165,7 +174,7 @@ def test_a_b_a_oscillation_stops_at_the_third(make_project, capsys) -> None:
 def test_token_budget_gates_the_call_before_it_is_sent(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--max-tokens", "500"), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-tokens", "500"), capsys, canned("off_by_one"))
         calls = len(srv.requests)
     doc = json.loads(out)
     assert code == 1 and doc["stop_reason"] == "budget_tokens" and calls == 0
@@ -174,7 +183,7 @@ def test_token_budget_gates_the_call_before_it_is_sent(make_project, capsys) -> 
 def test_answer_without_patch_is_retried_with_the_error(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", "The bug is in last_n, it slices one too many."), ("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
         retry = srv.requests[1]["messages"]
     doc = json.loads(out)
     assert code == 0 and len(doc["iterations"]) == 1 and doc["iterations"][0]["attempts"] == 2
@@ -185,7 +194,7 @@ def test_answer_without_patch_is_retried_with_the_error(make_project, capsys) ->
 def test_patch_touching_a_test_file_is_rejected(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", EDITS_TEST), ("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
         retry = srv.requests[1]["messages"][-1]["content"]
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
@@ -196,7 +205,7 @@ def test_patch_touching_a_test_file_is_rejected(make_project, capsys) -> None:
 def test_slightly_wrong_context_is_applied_fuzzily(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", FUZZY)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
     assert '"""Return the last ``n`` items of ``items``."""' in (project / "calc/lists.py").read_text()
@@ -206,7 +215,7 @@ def test_slightly_wrong_context_is_applied_fuzzily(make_project, capsys) -> None
 def test_json_follows_the_contract(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        _, out, _ = run_cli(scripted_run(project, srv), capsys)
+        _, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     for key in ("run_id", "outcome", "stop_reason", "failure_kinds", "iterations", "totals", "patch", "run_dir"):
         assert key in doc
@@ -222,6 +231,7 @@ def test_json_follows_the_contract(make_project, capsys) -> None:
     assert events[0] == "start" and "iteration" in events and events[-1] == "stopped"
 
 
+@pytest.mark.slow
 def test_stdout_is_only_json_in_a_subprocess(make_project) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
@@ -237,13 +247,14 @@ def test_stdout_is_only_json_in_a_subprocess(make_project) -> None:
 def test_apply_writes_only_the_fix(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--apply", "--yes"), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv, "--apply", "--yes"), capsys, canned("off_by_one"))
     assert code == 0 and json.loads(out)["applied"] is True
     assert "return items[-n:]" in (project / "calc/lists.py").read_text()
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout
     assert status.strip() == "M calc/lists.py"  # unstaged, uncommitted
 
 
+@pytest.mark.slow
 def test_editable_install_tests_the_workspace(make_project, tmp_path, capsys) -> None:
     """With the project installed editable, the candidate must be what the tests import."""
     project = make_project("src_layout")
@@ -273,7 +284,7 @@ def test_budget_share_steps_down_to_the_next_model(make_project, capsys, monkeyp
     with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
         args = ["run", str(project), "--model", "openai/big", "--model", "openai/small",
                 "--api-base", srv.base_url, "--no-builtin", "--json"]
-        code, out, _ = run_cli(args, capsys)
+        code, out, _ = run_cli(args, capsys, canned("off_by_one"))
         models = [r["model"] for r in srv.requests]
     doc = json.loads(out)
     assert code == 0 and models == ["big", "small"]
@@ -285,7 +296,7 @@ def test_unauthorised_model_is_dropped_and_the_next_one_used(make_project, capsy
     with ScriptedServer([("status", 401, "invalid api key"), ("ok", RIGHT)]) as srv:
         args = ["run", str(project), "--model", "openai/first", "--model", "openai/second",
                 "--api-base", srv.base_url, "--no-builtin", "--json"]
-        code, out, _ = run_cli(args, capsys)
+        code, out, _ = run_cli(args, capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
     assert [i["decision"] for i in doc["iterations"]] == ["no_candidate", "kept"]
@@ -297,7 +308,7 @@ def test_unauthorised_model_is_dropped_and_the_next_one_used(make_project, capsy
 def test_only_model_unauthorised_is_unrecoverable(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("status", 401, "invalid api key")]) as srv:
-        code, out, _err = run_cli(scripted_run(project, srv), capsys)
+        code, out, _err = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 3 and doc["outcome"] == "unrecoverable" and doc["stop_reason"] == "no_model_left"
     assert "openai/scripted" in doc["stop_detail"]
@@ -306,7 +317,7 @@ def test_only_model_unauthorised_is_unrecoverable(make_project, capsys) -> None:
 def test_blocking_kind_stops_before_any_model_call(make_project, capsys) -> None:
     project = make_project("syntax_error")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("syntax_error"))
         calls = len(srv.requests)
     doc = json.loads(out)
     assert code == 3 and doc["outcome"] == "unrecoverable" and calls == 0
@@ -315,7 +326,7 @@ def test_blocking_kind_stops_before_any_model_call(make_project, capsys) -> None
 
 def test_nothing_to_fix(make_project, capsys) -> None:
     project = make_project("all_green")
-    code, out, _ = run_cli(["run", str(project), "--json"], capsys)
+    code, out, _ = run_cli(["run", str(project), "--json"], capsys, canned("all_green"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "nothing_to_fix" and doc["iterations"] == []
 
@@ -336,7 +347,7 @@ def test_the_prompt_after_a_kept_partial_fix_carries_code(make_project, capsys) 
     shows, and names the kept change by file instead of pointing at code it does not show."""
     project = make_project("shared_root_cause")
     with ScriptedServer([("ok", PRICE_FIX), ("ok", "no idea")]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "2"), capsys)
+        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "2"), capsys, canned("shared_root_cause"))
         prompts = [user_messages(r) for r in srv.requests]
     doc = json.loads(out)
     assert [i["decision"] for i in doc["iterations"]] == ["kept", "rejected"] and code == 1

@@ -1,5 +1,9 @@
 """``repairloop hook``: in-process runs, and runs through the real ``pre-commit`` tool.
 
+The in-process runs show what the hook does with an outcome, on canned test results
+(``tests/canned_runner.py``); the runs through pre-commit run the real tests (the offline
+engine's repair, an applied fix, a green suite).
+
 The pre-commit tests point a real ``.pre-commit-config.yaml`` (and ``pre-commit
 try-repo``) at a git repository holding this project's current files (HEAD
 plus uncommitted and new files, like try-repo's own shadow clone), with
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from canned_projects import canned
 from conftest import GIT_ENV, REPO_ROOT, git
 from scripted_server import ScriptedServer
 from test_ci import RIGHT
@@ -49,13 +54,13 @@ def test_hook_defaults_sit_below_the_users_configuration(tmp_path: Path) -> None
 def test_green_suite_exits_zero(make_project, capsys, monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     project = make_project("all_green")
-    assert main(["hook", str(project)]) == 0
+    assert main(["hook", str(project)], runner=canned("all_green")) == 0
     assert capsys.readouterr().out == "repairloop: the tests pass\n"
 
 
 def test_unrecoverable_failure_says_where_and_exits_three(make_project, capsys) -> None:
     project = make_project("syntax_error")
-    assert main(["hook", str(project)]) == 3
+    assert main(["hook", str(project)], runner=canned("syntax_error")) == 3
     out = capsys.readouterr().out
     assert "geometry/shapes.py:10: syntax: fix the syntax at geometry/shapes.py:10" in out
     assert "fix it by hand" in out

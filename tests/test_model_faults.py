@@ -1,7 +1,9 @@
 """A model that misbehaves, end to end: each scripted failure takes DESIGN.md's path and is journalled.
 
 Every case runs the real loop on a real fixture repository against the scripted
-OpenAI-compatible server through litellm, then reads the run's journal.
+OpenAI-compatible server through litellm, then reads the run's journal. The model's
+failures are the subject, so the tests' results are canned (``tests/canned_runner.py``);
+the hand-over to the offline engine, which runs the tests itself, runs them for real.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
+from canned_projects import canned
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
 
 from repairloop.cli import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
+pytestmark = pytest.mark.usefixtures("no_flaky_check")
 
 Check = Callable[[dict, List[Dict[str, Any]], List[dict]], None]
 
@@ -110,7 +113,7 @@ def test_model_failure_takes_its_path(case: str, make_project, capsys, quick_ret
     project = make_project("off_by_one")
     with ScriptedServer(script) as srv:
         code = main(["run", str(project), "--model", "openai/first", "--model", "openai/second",
-                     "--api-base", srv.base_url, "--no-builtin", "--json"])
+                     "--api-base", srv.base_url, "--no-builtin", "--json"], runner=canned("off_by_one"))
         requests = list(srv.requests)
     doc = json.loads(capsys.readouterr().out)
     check(doc, journal(doc), requests)
@@ -123,12 +126,13 @@ def test_connection_refused_is_transient_then_gives_up(make_project, capsys, qui
         port = sock.getsockname()[1]
     project = make_project("off_by_one")
     code = main(["run", str(project), "--model", "openai/only", "--api-base", f"http://127.0.0.1:{port}/v1",
-                 "--no-builtin", "--json"])
+                 "--no-builtin", "--json"], runner=canned("off_by_one"))
     doc = json.loads(capsys.readouterr().out)
     refused_connection(doc, journal(doc), [])
     assert code == 1
 
 
+@pytest.mark.slow
 def test_a_model_without_progress_hands_over_to_builtin(make_project, capsys, quick_retries) -> None:
     """A model that keeps giving an unusable answer ends its turn after `patience` iterations; the chain's
     last link, the offline engine, then gets its turn and repairs the bug (seen on a real project:

@@ -1,4 +1,9 @@
-"""Odd repositories: where the loop can work it works; where it cannot, exit 2 with a clear message."""
+"""Odd repositories: where the loop can work it works; where it cannot, exit 2 with a clear message.
+
+Where the repository's shape is the point (a detached HEAD, CRLF files, a project in a subdirectory),
+the tests' results are canned (``tests/canned_runner.py``, reading the tree it is given); test runs
+that must reach odd paths, another test command or a real hang run for real.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,16 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import pytest
+from canned_projects import canned
+from canned_runner import Canned
 from conftest import PROJECTS, git, init_repo
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
 
 from repairloop.cli import main
-
-pytestmark = pytest.mark.slow
 
 
 def scripted(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
@@ -23,9 +28,9 @@ def scripted(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
             "--no-builtin", "--json", *extra]
 
 
-def fixed_with(project: Path, answer: str, capsys: pytest.CaptureFixture[str]) -> dict:
+def fixed_with(project: Path, answer: str, capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None) -> dict:
     with ScriptedServer([("ok", answer)]) as srv:
-        code = main(scripted(project, srv))
+        code = main(scripted(project, srv), runner=runner)
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["outcome"] == "fixed", doc
     return doc
@@ -35,10 +40,11 @@ def fixed_with(project: Path, answer: str, capsys: pytest.CaptureFixture[str]) -
 def test_detached_head(make_project, capsys) -> None:
     project = make_project("off_by_one")
     git(project, "checkout", "-q", "--detach")
-    fixed_with(project, RIGHT, capsys)
+    fixed_with(project, RIGHT, capsys, canned("off_by_one"))
     assert git(project, "rev-parse", "--abbrev-ref", "HEAD").strip() == "HEAD"  # still detached
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_flaky_check")
 def test_spaces_and_non_ascii_names(tmp_path, capsys) -> None:
     project = tmp_path / "my project é"
@@ -61,7 +67,7 @@ def test_crlf_file_stays_crlf_and_missing_final_newline_stays_missing(make_proje
     lists.write_bytes(lists.read_bytes().replace(b"\n", b"\r\n").rstrip(b"\r\n"))
     init_repo(project)
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code = main(scripted(project, srv, "--apply", "--yes"))
+        code = main(scripted(project, srv, "--apply", "--yes"), runner=canned("off_by_one"))
     capsys.readouterr()
     assert code == 0
     data = lists.read_bytes()
@@ -75,10 +81,11 @@ def test_project_in_a_subdirectory_of_a_larger_repository(tmp_path, capsys) -> N
     shutil.copytree(PROJECTS / "off_by_one", repo / "services" / "calc")
     (repo / "README.md").write_text("a larger repository\n")
     init_repo(repo)
-    doc = fixed_with(repo / "services" / "calc", RIGHT, capsys)
+    doc = fixed_with(repo / "services" / "calc", RIGHT, capsys, canned("off_by_one"))  # reads the project's own files
     assert "--- a/calc/lists.py" in doc["patch"]  # paths relative to the project, not the repository
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_flaky_check")
 def test_non_git_project(make_project, capsys) -> None:
     project = make_project("plain_project", git_repo=False)
@@ -140,6 +147,7 @@ def test_read_only_checkout(make_project, capsys) -> None:
         subprocess.run(["chattr", "-i", str(project)])
 
 
+@pytest.mark.slow
 def test_a_test_command_known_only_by_its_exit_code_is_repaired(tmp_path, capsys) -> None:
     """No pytest plugin and no JUnit XML: the whole suite is the failing unit, never 'flaky'."""
     root = tmp_path / "plain_unittest"
@@ -157,6 +165,7 @@ def test_a_test_command_known_only_by_its_exit_code_is_repaired(tmp_path, capsys
     assert doc["flaky_tests"] == [] and doc["iterations"][0]["decision"] == "kept"
 
 
+@pytest.mark.slow
 def test_the_run_budget_running_out_in_the_baseline_is_a_budget_stop(make_project, capsys) -> None:
     project = make_project("off_by_one")
     (project / "conftest.py").write_text("import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep(30)\n")

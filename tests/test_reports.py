@@ -3,7 +3,8 @@
 The real run is the loop on ``fixtures/projects/off_by_one`` with the scripted
 OpenAI-compatible server answering: a wrong patch, an answer without a patch
 then another wrong patch (rejected once, retried in the same thread), and the
-right patch. Hand-written journals use the real ``Journal`` writer and the real
+right patch; its tests' results are canned (``tests/canned_runner.py``), since
+what is tested is the report of what the loop decided. Hand-written journals use the real ``Journal`` writer and the real
 event records for the cases a run cannot easily produce (interrupted, torn,
 many runs).
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from canned_projects import canned
 from conftest import PROJECTS, init_repo
 from scripted_server import ScriptedServer
 from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
@@ -58,7 +60,7 @@ from repairloop.reports.stats import repaired_code
 from repairloop.settings import load_settings
 from repairloop.types import Decision, Failure, FailureKind, Iteration, Outcome, RunResult, StopReason, Usage
 
-# -- one real run, shared by the slow tests ------------------------------------
+# -- one run of the loop, shared by the tests below ----------------------------
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, RunResult]
     script = [("ok", WRONG), ("ok", "I think last_n slices one too many."), ("ok", OTHER_WRONG), ("ok", RIGHT)]
     with ScriptedServer(script) as srv:
         flags = {"models": ["openai/scripted"], "api_base": srv.base_url, "fallback_to_builtin": False}
-        result = repair(load_settings(project, flags, environ={}), project)
+        result = repair(load_settings(project, flags, environ={}), project, runner=canned("off_by_one"))
     assert result.outcome.value == "fixed" and len(result.iterations) == 3
     return project, result
 
@@ -80,7 +82,6 @@ def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, 
     return code, out, err
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_text_report_explains_every_iteration(real_run, capsys) -> None:
     project, result = real_run
@@ -99,7 +100,6 @@ def test_text_report_explains_every_iteration(real_run, capsys) -> None:
     assert "totals: 3 iterations, 4 model calls" in out
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_json_and_markdown_reports_carry_the_same_facts(real_run, capsys) -> None:
     project, result = real_run
@@ -138,7 +138,6 @@ class _Tags(HTMLParser):
         self.open.pop()
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_html_report_is_one_self_contained_file_with_the_chart(real_run, capsys, tmp_path) -> None:
     project, _result = real_run
@@ -164,7 +163,6 @@ def test_html_report_is_one_self_contained_file_with_the_chart(real_run, capsys,
     assert "Final patch" in html and "assert [2, 3, 4] == [3, 4]" in html
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_runs_and_stats_over_the_real_run(real_run, capsys) -> None:
     project, result = real_run
@@ -177,7 +175,6 @@ def test_runs_and_stats_over_the_real_run(real_run, capsys) -> None:
     assert doc["unpriced_runs"] == 1  # "openai/scripted" has no price: cost is unknown, not 0
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_the_journal_gives_back_the_live_result(real_run) -> None:
     """One model: the RunResult read back from the journal is the one the loop returned."""
@@ -188,7 +185,6 @@ def test_the_journal_gives_back_the_live_result(real_run) -> None:
     assert read.result.to_json() == json.loads((Path(result.run_dir) / "summary.json").read_text())
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")
 @pytest.mark.parametrize("fmt", format_names())
 def test_every_format_renders_a_live_result_and_a_journal_read_one_the_same_way(real_run, fmt) -> None:
@@ -201,7 +197,6 @@ def test_every_format_renders_a_live_result_and_a_journal_read_one_the_same_way(
         assert render(read, fmt) == live
 
 
-@pytest.mark.slow
 @pytest.mark.xdist_group("reports_real_run")  # one worker: the module's run is made once
 def test_the_ci_summary_renders_the_journal_read_result_as_the_live_one(real_run) -> None:
     _project, result = real_run

@@ -1,4 +1,9 @@
-"""`repairloop resume`: a run killed with SIGKILL in iteration 3 continues without paying twice."""
+"""`repairloop resume`: a run killed with SIGKILL in iteration 3 continues without paying twice.
+
+The kill and the resume are real processes running real tests; what resume decides about a
+finished run, or an apply cut short, is shown on runs whose tests are canned
+(``tests/canned_runner.py``).
+"""
 
 from __future__ import annotations
 
@@ -12,12 +17,11 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+from canned_projects import canned
 from conftest import git
 from scripted_server import ScriptedServer
 from test_e2e_run import OTHER_WRONG, RIGHT, WRONG
 from test_misbehaving_tests import alive
-
-pytestmark = pytest.mark.slow
 
 # Each pytest session appends its pid to a marker file; from session N on it sleeps,
 # so the test knows when iteration 3's validation is running and can kill the run there.
@@ -67,6 +71,7 @@ def decisions(doc: dict) -> List[Tuple[str, str]]:
     return [(i["model"], i["decision"]) for i in doc["iterations"]]
 
 
+@pytest.mark.slow
 def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_project, tmp_path) -> None:
     env = {**os.environ, "NO_COLOR": "1"}
     script = [("ok", WRONG), ("ok", OTHER_WRONG), ("ok", RIGHT)]
@@ -120,11 +125,12 @@ def test_resume_of_a_finished_run_is_a_clear_error(make_project, capsys) -> None
     from repairloop.cli import main
 
     project = make_project("off_by_one")
+    runner = canned("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
         assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                     "--no-builtin"]) == 0
+                     "--no-builtin"], runner=runner) == 0
     capsys.readouterr()
-    assert main(["resume", "--project", str(project)]) == 2
+    assert main(["resume", "--project", str(project)], runner=runner) == 2
     assert "already finished" in capsys.readouterr().err
 
 
@@ -136,7 +142,7 @@ def test_resume_settles_an_apply_that_was_cut_short(make_project, capsys) -> Non
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
         assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                     "--no-builtin", "--json"]) == 0
+                     "--no-builtin", "--json"], runner=canned("off_by_one")) == 0
     run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
     Journal(run_dir).record(IntentEvent("apply", "cut-short", files=("calc/lists.py",)))
     assert main(["resume", "--project", str(project)]) == 0  # not yet applied: applied now

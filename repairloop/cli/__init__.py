@@ -13,7 +13,7 @@ commands so that ``repairloop --help`` answers fast.
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -21,6 +21,9 @@ from repairloop.cli import history, integrations, repair
 from repairloop.cli.bench import bench_app
 from repairloop.cli.common import json_error
 from repairloop.types import ExitCode
+
+if TYPE_CHECKING:
+    from repairloop.loop.suite import RunnerFactory
 
 __all__ = ["app", "main"]
 
@@ -72,8 +75,12 @@ def _terminated(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """Console-script entry point; returns the exit code."""
+def main(argv: Optional[List[str]] = None, *, runner: Optional["RunnerFactory"] = None) -> int:
+    """Console-script entry point; returns the exit code.
+
+    ``runner`` builds the TestRunner of the commands that run tests (run, resume, classify, hook,
+    ci; ``loop.iterate``'s): None for the real one, the project's tests in the sandbox.
+    """
     import signal
     import threading
 
@@ -83,8 +90,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         if "--json" in args:
-            return _main_json(args)
-        app(args=args, prog_name="repairloop", standalone_mode=True)
+            return _main_json(args, runner)
+        app(args=args, prog_name="repairloop", standalone_mode=True, obj=runner)
     except SystemExit as done:
         return int(done.code or 0)
     finally:
@@ -93,12 +100,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def _main_json(args: List[str]) -> int:
+def _main_json(args: List[str], runner: Optional["RunnerFactory"]) -> int:
     """Like standalone mode, but a usage error click finds (bad option or value) also prints the JSON error."""
     # click's base exception, whether typer uses click or (typer >= 0.29) its own copy of it.
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
-        return int(app(args=args, prog_name="repairloop", standalone_mode=False) or 0)
+        return int(app(args=args, prog_name="repairloop", standalone_mode=False, obj=runner) or 0)
     except click_exception as err:  # type: ignore[misc]
         err.show()
         exit_code: int = err.exit_code

@@ -14,12 +14,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 import typer
 
 from repairloop.errors import RepairloopError
 from repairloop.types import ExitCode, Outcome, RunResult, StopReason
+
+if TYPE_CHECKING:  # the loop is imported inside the commands (``repairloop --help`` stays fast)
+    from repairloop.loop.suite import RunnerFactory
 
 # The PATH argument of the commands that take a project directory positionally.
 PathArg = typer.Argument(Path("."), help="Project directory (default: the current directory).")
@@ -39,6 +42,12 @@ def exit_code_of(result: RunResult) -> ExitCode:
     if result.stop_reason is StopReason.INTERRUPTED:
         return ExitCode.INTERRUPTED
     return OUTCOME_EXIT[result.outcome]
+
+
+def given_runner(ctx: typer.Context) -> Optional["RunnerFactory"]:
+    """The TestRunner factory ``main(runner=...)`` was given (a library user's, a test's canned runner);
+    None: the loop's own (``TestSuite``, the project's tests in the sandbox)."""
+    return ctx.obj if callable(ctx.obj) else None
 
 
 def err_console() -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import typer
 
@@ -18,6 +18,7 @@ from repairloop.cli.common import (
     PathArg,
     check_usage,
     err_console,
+    given_runner,
     guarded,
     not_a_directory,
     print_notices,
@@ -25,8 +26,12 @@ from repairloop.cli.common import (
     warn_unknown_env,
 )
 
+if TYPE_CHECKING:
+    from repairloop.loop.suite import RunnerFactory
+
 
 def hook(
+    ctx: typer.Context,
     path: Path = PathArg,
     apply: bool = typer.Option(False, "--apply", help="Write the fix to the working tree (never staged); still exits 1."),
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
@@ -40,10 +45,10 @@ def hook(
     """pre-commit entry point: passing tests exit 0; failing ones get a short repair and exit 1 with the patch."""
     flags = {"test_cmd": test_cmd, "models": model or None, "api_base": api_base, "max_iterations": max_iterations,
              "max_cost": max_cost, "timeout": timeout, "test_timeout": test_timeout}
-    guarded(lambda: _hook(path, flags, apply, model))
+    guarded(lambda: _hook(path, flags, apply, model, given_runner(ctx)))
 
 
-def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[str]]) -> int:
+def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[str]], runner: Optional["RunnerFactory"] = None) -> int:
     from repairloop.integrations.hook import hook_settings, run_hook
     from repairloop.reports.console import ConsoleRenderer
 
@@ -56,7 +61,7 @@ def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[s
     settings = layers.settings
     renderer = ConsoleRenderer(err_console())
     try:
-        report = run_hook(settings, path, apply=apply, on_event=renderer)
+        report = run_hook(settings, path, apply=apply, on_event=renderer, runner=runner)
     finally:
         renderer.close()
     sys.stdout.write("\n".join(report.lines) + "\n")
@@ -64,6 +69,7 @@ def _hook(path: Path, flags: Dict[str, Any], apply: bool, model: Optional[List[s
 
 
 def ci(
+    ctx: typer.Context,
     path: Path = PathArg,
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
     model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
@@ -92,10 +98,10 @@ def ci(
     extra = {"push_branch": push_branch or open_pr, "open_pr": open_pr, "remote": remote, "base": base,
              "author": author, "patch_file": patch_file, "summary_file": summary_file, "dotenv_file": dotenv,
              "api_timeout": api_timeout}
-    guarded(lambda: _ci(path, flags, extra, model))
+    guarded(lambda: _ci(path, flags, extra, model, given_runner(ctx)))
 
 
-def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optional[List[str]]) -> int:
+def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optional[List[str]], runner: Optional["RunnerFactory"] = None) -> int:
     from repairloop.integrations import github_actions
     from repairloop.integrations.ci import CIOptions, run_ci
     from repairloop.integrations.ci_env import GITHUB, detect_system
@@ -108,7 +114,8 @@ def _ci(path: Path, flags: Dict[str, Any], extra: Dict[str, Any], model: Optiona
     console = err_console()
     renderer = ConsoleRenderer(console)
     try:
-        report = run_ci(settings, path, options, environ=os.environ, stdout=sys.stdout, on_event=renderer)
+        report = run_ci(settings, path, options, environ=os.environ, stdout=sys.stdout, on_event=renderer,
+                        runner=runner)
     finally:
         renderer.close()
     if report.result is not None:

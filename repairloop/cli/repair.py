@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import typer
 
@@ -20,14 +20,19 @@ from repairloop.cli.common import (
     check_usage,
     err_console,
     exit_code_of,
+    given_runner,
     guarded,
     not_a_directory,
     project_settings,
 )
 from repairloop.types import ExitCode, RunStopped, StopReason
 
+if TYPE_CHECKING:
+    from repairloop.loop.suite import RunnerFactory
+
 
 def run(
+    ctx: typer.Context,
     path: Path = PathArg,
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
     junit_xml: Optional[str] = typer.Option(None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."),
@@ -67,7 +72,7 @@ def run(
         "allow_test_edits": True if allow_test_edits else None,
         **_edit_format_flags(edit_format or []),
     }
-    guarded(lambda: _run(path, flags, apply=apply, yes=yes, as_json=as_json, model=model), as_json)
+    guarded(lambda: _run(path, flags, apply=apply, yes=yes, as_json=as_json, model=model, runner=given_runner(ctx)), as_json)
 
 
 def _edit_format_flags(values: List[str]) -> Dict[str, Any]:
@@ -77,7 +82,8 @@ def _edit_format_flags(values: List[str]) -> Dict[str, Any]:
     return {"edit_format": plain[-1] if plain else None, "model_edit_formats": per_model or None}
 
 
-def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]]) -> int:
+def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]],
+         runner: Optional["RunnerFactory"] = None) -> int:
     from repairloop.loop.driver import iterate, new_run_id, run_dir_for
 
     check_usage(model=model, yes=yes, apply=apply)
@@ -86,7 +92,8 @@ def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: 
     confirm = None if (yes or not sys.stdin.isatty()) else _Ask(console)
     run_id = new_run_id()
     try:
-        return _show(console, iterate(settings, path, apply=apply, confirm=confirm, run_id=run_id), as_json, confirm)
+        events = iterate(settings, path, apply=apply, confirm=confirm, run_id=run_id, runner=runner)
+        return _show(console, events, as_json, confirm)
     except KeyboardInterrupt as exc:  # outside the loop (its own Ctrl-C ends in a result): say which run
         if not run_dir_for(path.resolve(), run_id).is_dir():
             raise  # it had not started: nothing to resume
@@ -121,6 +128,7 @@ def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = No
 
 
 def resume(
+    ctx: typer.Context,
     run_id: Optional[str] = typer.Argument(None, help="Run id or unique prefix (default: the latest run)."),
     path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
     apply: bool = typer.Option(False, "--apply", help="Write the final patch to your files (asks first on a terminal)."),
@@ -137,7 +145,8 @@ def resume(
         check_usage(yes=yes, apply=apply)
         console = err_console()
         confirm = None if (yes or not sys.stdin.isatty()) else _Ask(console)
-        return _show(console, resume_run(path, run_id, apply=apply, confirm=confirm), as_json, confirm)
+        events = resume_run(path, run_id, apply=apply, confirm=confirm, runner=given_runner(ctx))
+        return _show(console, events, as_json, confirm)
 
     guarded(body, as_json)
 
@@ -176,6 +185,7 @@ class _Ask:
 
 
 def classify(
+    ctx: typer.Context,
     path: Path = PathArg,
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
     junit_xml: Optional[str] = typer.Option(None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."),
@@ -189,15 +199,15 @@ def classify(
     """
     flags = {"test_cmd": test_cmd, "junit_xml": junit_xml, "test_timeout": test_timeout,
              "per_test_timeout": per_test_timeout}
-    guarded(lambda: _classify(path, flags, as_json), as_json)
+    guarded(lambda: _classify(path, flags, as_json, given_runner(ctx)), as_json)
 
 
-def _classify(path: Path, flags: Dict[str, Any], as_json: bool) -> int:
+def _classify(path: Path, flags: Dict[str, Any], as_json: bool, runner: Optional["RunnerFactory"] = None) -> int:
     from repairloop.loop.driver import classify_project
     from repairloop.reports.console import render_classification, summary_counts
 
     settings = project_settings(path, flags)
-    report, failures, kind = classify_project(settings, path)
+    report, failures, kind = classify_project(settings, path, runner=runner)
     if as_json:
         document = {
             "summary": summary_counts(report),

@@ -28,7 +28,7 @@ from repairloop.integrations.ci_publish import PublishPlan, publish
 from repairloop.integrations.summary import fingerprint, markdown_summary
 from repairloop.journal import Journal
 from repairloop.loop.driver import iterate
-from repairloop.loop.suite import sandbox_for
+from repairloop.loop.suite import RunnerFactory, sandbox_for
 from repairloop.settings import Settings, pull_request_event
 from repairloop.types import ExitCode, FailureKind, LoopEvent, Outcome, RunResult, RunStopped
 
@@ -81,8 +81,10 @@ def parse_author(text: str) -> Tuple[str, str]:
 
 
 def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Mapping[str, str],
-           stdout: IO[str], on_event: Callable[[LoopEvent], None] = lambda e: None) -> CIReport:
-    """Run the whole CI job for ``project``; see the module docstring for the steps.
+           stdout: IO[str], on_event: Callable[[LoopEvent], None] = lambda e: None,
+           runner: Optional[RunnerFactory] = None) -> CIReport:
+    """Run the whole CI job for ``project``; see the module docstring for the steps. ``runner`` runs the
+    tests, the loop's and the fix commit's re-run (None: ``TestSuite``, as ``loop.iterate``).
 
     Raises ConfigError / ProjectError (exit 2) for what must be fixed in the
     job's configuration, before the loop starts whenever it can be known then.
@@ -100,8 +102,8 @@ def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Ma
         _emit(report, ctx, options, stdout, level="notice", message=f"repairloop skipped: {why}")
         return report
     _refuse_unconfined_pull_request(settings, project, environ)
-    plan = _plan(options, ctx, repo, environ) if publishing and repo is not None else None
-    result = _drain(iterate(settings, project, environ=environ), on_event)
+    plan = _plan(options, ctx, repo, environ, runner) if publishing and repo is not None else None
+    result = _drain(iterate(settings, project, environ=environ, runner=runner), on_event)
     github_actions.resume_commands(stdout, options.commands_token)  # what follows is repairloop's own
     fp = fingerprint(result.failures)
     report = CIReport(result.outcome.value, _exit_code(result.outcome), result, fp, _save_patch(result, options, ctx))
@@ -157,7 +159,8 @@ def _drain(events: Any, on_event: Callable[[LoopEvent], None]) -> RunResult:
     return result
 
 
-def _plan(options: CIOptions, ctx: ci_env.CIContext, repo: git.Repo, environ: Mapping[str, str]) -> PublishPlan:
+def _plan(options: CIOptions, ctx: ci_env.CIContext, repo: git.Repo, environ: Mapping[str, str],
+          runner: Optional[RunnerFactory]) -> PublishPlan:
     """Everything publishing needs, checked before the loop: base branch, its remote tip, the forge."""
     base = options.base or ctx.ref or git.current_branch(repo)
     if not base:
@@ -165,7 +168,7 @@ def _plan(options: CIOptions, ctx: ci_env.CIContext, repo: git.Repo, environ: Ma
                           hint="pass --base BRANCH")
     forge = ci_env.make_forge(ctx, environ, options.api_timeout) if options.open_pr else None
     return PublishPlan(base=base, base_tip=git.remote_sha(repo, options.remote, base), remote=options.remote,
-                forge=forge, repository=ctx.repository or _remote_url(repo, options.remote))
+                forge=forge, repository=ctx.repository or _remote_url(repo, options.remote), runner=runner)
 
 
 def _remote_url(repo: git.Repo, remote: str) -> str:

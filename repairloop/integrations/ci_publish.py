@@ -20,6 +20,7 @@ from repairloop.integrations import branch as git
 from repairloop.integrations.forge import ensure_pull_request
 from repairloop.integrations.summary import markdown_summary
 from repairloop.journal import DoneEvent, IntentEvent, Journal, PushRefusedEvent
+from repairloop.loop.suite import RunnerFactory
 from repairloop.settings import Settings
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import Outcome, RunResult
@@ -30,13 +31,15 @@ CI_CONFIG = (".github/workflows/", ".github/actions/", ".gitlab-ci.yml", ".gitla
 
 @dataclass(frozen=True)
 class PublishPlan:
-    """What publishing needs, settled before the loop: the base branch and its remote tip then, the forge."""
+    """What publishing needs, settled before the loop: the base branch and its remote tip then, the forge,
+    and what re-runs the tests on the fix commit (``runner``: the loop's, None for ``TestSuite``)."""
 
     base: str
     base_tip: Optional[str]  # None when the base branch is not on the remote
     remote: str
     forge: Any  # forge.GitHub, forge.GitLab, or None without --open-pr
     repository: str  # for the idempotency key: "owner/name", else the remote's URL
+    runner: Optional[RunnerFactory] = None
 
 
 @dataclass
@@ -100,7 +103,7 @@ def publish(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo
 def _checked_push(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo, name: str,
                   commit: str, fp: str, key: str, journal: Journal, out: Published) -> bool:
     """Re-run the tests on ``commit``, refuse if the base moved meanwhile, then push. True when pushed."""
-    green, detail = verify_commit(settings, project, repo, commit)
+    green, detail = verify_commit(settings, project, repo, commit, plan.runner)
     out.actions.append(detail)
     if not green:
         out.errors.append(f"{detail}; not pushed")
@@ -141,8 +144,10 @@ def _push_branch(repo: git.Repo, remote: str, name: str, commit: str, fp: str, k
     return True
 
 
-def verify_commit(settings: Settings, project: Path, repo: git.Repo, commit: str) -> Tuple[bool, str]:
-    """Re-run the test suite on ``commit`` in a throw-away worktree: (green, what happened).
+def verify_commit(settings: Settings, project: Path, repo: git.Repo, commit: str,
+                  runner: Optional[RunnerFactory] = None) -> Tuple[bool, str]:
+    """Re-run the test suite on ``commit`` in a throw-away worktree (through ``runner``, None: the
+    loop's TestSuite): (green, what happened).
 
     The loop validated the patch already; this checks the exact commit to be
     pushed, since a push made with the CI's default token does not trigger CI
@@ -157,7 +162,7 @@ def verify_commit(settings: Settings, project: Path, repo: git.Repo, commit: str
         git.add_worktree(repo, tree, commit)
         try:
             report, _, kind = classify_project(settings.model_copy(update={"test_cmd": command}),
-                                               tree / repo.prefix if repo.prefix else tree)
+                                               tree / repo.prefix if repo.prefix else tree, runner=runner)
         finally:
             git.remove_worktree(repo, tree)
     if report.green:

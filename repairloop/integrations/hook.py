@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from repairloop.loop.driver import iterate
+from repairloop.loop.suite import RunnerFactory
 from repairloop.settings import Layers, Settings, load_layers
 from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult, RunStopped
 
@@ -53,13 +54,14 @@ class HookReport:
 
 
 def run_hook(settings: Settings, project: Path, *, apply: bool = False, environ: Optional[Mapping[str, str]] = None,
-             on_event: Callable[[LoopEvent], None] = lambda e: None) -> HookReport:
-    """Run the loop for a hook and say what the user should do next (see the module docstring).
+             on_event: Callable[[LoopEvent], None] = lambda e: None, runner: Optional[RunnerFactory] = None) -> HookReport:
+    """Run the loop for a hook and say what the user should do next (see the module docstring); ``runner``
+    runs the tests (None: ``TestSuite``, as ``loop.iterate``).
 
     Raises ProjectError, ConfigError, LockedError, WorkspaceError like ``loop.iterate``.
     """
     result: Optional[RunResult] = None
-    for event in iterate(settings, project, environ=environ, apply=apply, confirm=None):
+    for event in iterate(settings, project, environ=environ, apply=apply, confirm=None, runner=runner):
         on_event(event)
         if isinstance(event, RunStopped):
             result = event.result

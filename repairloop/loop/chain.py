@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from repairloop import errors
 from repairloop.errors import ConfigError, ProposerError
@@ -17,7 +17,7 @@ from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.loop.prefilter import journalled_warm
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
-from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles
+from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles, TestReport, TestRunner
 
 BUILTIN = "builtin"
 RecordedAnswer = Union[ProposalEvent, ProposalErrorEvent]  # what a resumed run replays
@@ -53,11 +53,11 @@ class ChainState:
         self.advance(iterations)
 
 
-def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journal: Journal,
+def build_proposer(name: str, settings: Settings, root: Path, suite: TestRunner, journal: Journal,
                    test_files: TestFiles) -> Proposer:
     """The proposer for one chain link: ``builtin`` (offline engine) or a litellm model name.
 
-    ``suite`` is the loop's TestSuite (runs the project's tests in any copy);
+    ``suite`` is the loop's TestRunner (runs the project's tests in any copy; the engine's copies too);
     ``journal`` records the model's events (retries, errors; ``types.model_events``); ``test_files`` are the run's test
     files (never mutated by the offline engine).
     """
@@ -65,7 +65,7 @@ def build_proposer(name: str, settings: Settings, root: Path, suite: Any, journa
         from repairloop.localise import localise
         from repairloop.propose.builtin import BuiltinProposer
 
-        def run_tests(copy: Path, test_ids: Sequence[str], timeout: float, coverage: bool) -> Any:
+        def run_tests(copy: Path, test_ids: Sequence[str], timeout: float, coverage: bool) -> TestReport:
             return suite.run(copy, test_ids, coverage=coverage, timeout=timeout)
 
         return BuiltinProposer(

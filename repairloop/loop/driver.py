@@ -6,7 +6,8 @@ targeted tests -> full suite -> keep or revert -> stop policy. This module
 holds the run's frame (lock, journal, workspace, resume); the steps inside it
 are ``session.Session``, one iteration is ``attempt.run_attempt`` (its
 candidate judged by ``validation.validate``), every ending is ``stop.check``'s,
-and ``suite.TestSuite`` runs the tests. Workers never call each other; the loop
+and a ``types.TestRunner`` runs the tests: ``suite.TestSuite`` unless the caller
+brings a ``runner`` factory (``suite.RunnerFactory``). Workers never call each other; the loop
 layer passes what one needs from another as data.
 """
 
@@ -34,7 +35,7 @@ from repairloop.journal import (
 from repairloop.loop.chain import check_cost_limit, warm_up
 from repairloop.loop.resume import Recorded
 from repairloop.loop.session import ConfirmApply, Session
-from repairloop.loop.suite import TestSuite
+from repairloop.loop.suite import RunnerFactory, TestSuite
 from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command
 from repairloop.settings import Settings, model_chain
@@ -54,6 +55,7 @@ def repair(
     clock: Callable[[], float] = time.monotonic,
     proposers: Optional[Mapping[str, Proposer]] = None,
     run_id: Optional[str] = None,
+    runner: Optional[RunnerFactory] = None,
 ) -> RunResult:
     """Run the whole loop without a terminal and return its RunResult (the arguments are ``iterate``'s).
 
@@ -61,7 +63,7 @@ def repair(
     """
     result: Optional[RunResult] = None
     for event in iterate(settings, project, environ=environ, apply=apply, confirm=confirm, clock=clock,
-                         proposers=proposers, run_id=run_id):
+                         proposers=proposers, run_id=run_id, runner=runner):
         if isinstance(event, RunStopped):
             result = event.result
     assert result is not None  # iterate() always ends with a RunStopped
@@ -78,13 +80,15 @@ def iterate(
     clock: Callable[[], float] = time.monotonic,
     proposers: Optional[Mapping[str, Proposer]] = None,
     run_id: Optional[str] = None,
+    runner: Optional[RunnerFactory] = None,
 ) -> Iterator[LoopEvent]:
     """Repair ``project`` and yield LoopEvents; the last one is ``stopped`` with the RunResult.
 
     ``apply`` writes the final patch to the user's tree (after ``confirm(diff)``
     returns True when given). ``proposers`` maps chain names to Proposer objects
     a library user brings (``settings.models`` names them); ``run_id`` is the new
-    run's id (``new_run_id()`` when None). Raises
+    run's id (``new_run_id()`` when None); ``runner`` builds the run's TestRunner
+    (None: ``TestSuite.for_project``, the project's tests in the sandbox). Raises
     ProjectError, ConfigError, LockedError, WorkspaceError before the loop
     starts; KeyboardInterrupt and other exceptions propagate after the
     workspace is removed, the lock released and the journal says so.
@@ -95,7 +99,7 @@ def iterate(
     check_cost_limit(settings, model_chain(settings, os.environ if environ is None else environ))
     run_id = run_id or new_run_id()
     yield from drive(settings, project, run_id, environ=environ, apply=apply, confirm=confirm,
-                     clock=clock, proposers=proposers)
+                     clock=clock, proposers=proposers, runner=runner)
 
 
 def drive(
@@ -109,8 +113,9 @@ def drive(
     clock: Callable[[], float] = time.monotonic,
     proposers: Optional[Mapping[str, Proposer]] = None,
     recorded: Optional[Recorded] = None,
+    runner: Optional[RunnerFactory] = None,
 ) -> Iterator[LoopEvent]:
-    """The run itself, new (``recorded`` None) or resumed from a journal (``resume``)."""
+    """The run itself, new (``recorded`` None) or resumed from a journal (``resume``); ``runner`` as ``iterate``'s."""
     environ = dict(os.environ if environ is None else environ)
     chain = model_chain(settings, environ)
     if not settings.test_cmd:
@@ -135,7 +140,8 @@ def drive(
                     journal.record(WorkspaceEvent(base=ws.base, head=ws.start.head))
                     journal.write_json("start.json", {"head": ws.start.head, "files": ws.start.files})
                 session = Session(settings, project, ws, journal, environ, chain, clock, started, run_id,
-                                  replay=recorded.answers if recorded else None, given=proposers)
+                                  replay=recorded.answers if recorded else None, given=proposers,
+                                  runner=runner or TestSuite.for_project)
                 for event in session.run(apply=apply, confirm=confirm):
                     yield redact_record(event, journal.redact)  # the screen sees what the journal sees
         except KeyboardInterrupt:  # outside the session's loop (creating or removing the workspace)
@@ -174,8 +180,9 @@ def resume(
     apply: bool = False,
     confirm: Optional[ConfirmApply] = None,
     clock: Callable[[], float] = time.monotonic,
+    runner: Optional[RunnerFactory] = None,
 ) -> Iterator[LoopEvent]:
-    """Continue a killed or interrupted run from its journal; yields like ``iterate``.
+    """Continue a killed or interrupted run from its journal; yields like ``iterate`` (``runner`` too).
 
     The workspace is re-created at the recorded start state and the run is
     replayed with every recorded answer, then goes on live. Raises
@@ -196,15 +203,16 @@ def resume(
     if recorded.base is None:
         yield RunNote("not a git project: the workspace is copied from the files as they are now")
     yield from drive(recorded.settings, project, recorded.run_id, environ=environ, apply=apply,
-                     confirm=confirm, clock=clock, recorded=recorded)
+                     confirm=confirm, clock=clock, recorded=recorded, runner=runner)
 
 
 def classify_project(
-    settings: Settings, project: Path, *, environ: Optional[Mapping[str, str]] = None
+    settings: Settings, project: Path, *, environ: Optional[Mapping[str, str]] = None,
+    runner: Optional[RunnerFactory] = None,
 ) -> Tuple[TestReport, Tuple[Failure, ...], str]:
     """Run the suite once in a workspace and classify it: (report, failures, overall kind).
 
-    The overall kind is the blocking kind's value, ``logic``, or ``none``.
+    The overall kind is the blocking kind's value, ``logic``, or ``none``; ``runner`` as ``iterate``'s.
     Raises ProjectError / WorkspaceError like ``iterate``.
     """
     from repairloop.classify import blocking_kind, overall_kind
@@ -217,7 +225,7 @@ def classify_project(
     registry = project / ".repairloop" / "worktrees"
     ensure_excluded(project)
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
-        suite = TestSuite.for_project(settings, project, environ, lambda: settings.test_timeout, ws.scratch)
+        suite = (runner or TestSuite.for_project)(settings, project, environ, lambda: settings.test_timeout, ws.scratch)
         report = suite.run(ws.root)
         failures = classify_baseline(suite, ws.root, report)
         if failures and blocking_kind(failures, settings.retry_kinds) is None:  # as `run` does before spending

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from repairloop.classify import SESSION_ID, classify_report
-from repairloop.loop.suite import TestSuite
 from repairloop.runner import is_pytest_command
 from repairloop.runner.command import with_arguments
-from repairloop.types import Failure, FailureKind, TestReport
+from repairloop.types import Failure, FailureKind, TestReport, TestRunner
 
 ALONE_LIMIT = 20  # failing tests re-run one by one; the rest are re-run together
 BISECT_LIMIT = 3  # order-dependent tests whose polluter is looked for
@@ -60,7 +59,7 @@ class Confirmation:
     notes: Tuple[str, ...] = ()
 
 
-def show(suite: TestSuite, test_ids: Sequence[str] = ()) -> str:
+def show(suite: TestRunner, test_ids: Sequence[str] = ()) -> str:
     """The suite's command (with ``test_ids``) as a user would type it."""
     command = with_arguments(suite.command, tuple(test_ids)) if test_ids else suite.command
     return command if isinstance(command, str) else shlex.join(command)
@@ -72,7 +71,7 @@ class _Tally:
     alone: List[bool] = field(default_factory=list)
 
 
-def confirm_failures(suite: TestSuite, root: Path, failing: Sequence[str], baseline: TestReport,
+def confirm_failures(suite: TestRunner, root: Path, failing: Sequence[str], baseline: TestReport,
                      confirm_runs: int) -> Confirmation:
     """Re-run ``failing`` (test ids of ``baseline``) in order and alone, ``confirm_runs`` times.
 
@@ -119,7 +118,7 @@ def confirm_failures(suite: TestSuite, root: Path, failing: Sequence[str], basel
     return Confirmation(tuple(flaky), tuple(confirmed), tuple(unstable), runs, tuple(notes))
 
 
-def _run_alone(suite: TestSuite, root: Path, ids: Sequence[str], tally: Dict[str, _Tally]) -> int:
+def _run_alone(suite: TestRunner, root: Path, ids: Sequence[str], tally: Dict[str, _Tally]) -> int:
     """One run per test (each in its own process), the ones past ALONE_LIMIT together; returns runs."""
     runs = 0
     for t in ids[:ALONE_LIMIT]:
@@ -137,7 +136,7 @@ def _run_alone(suite: TestSuite, root: Path, ids: Sequence[str], tally: Dict[str
     return runs
 
 
-def _judge(suite: TestSuite, test_id: str, tally: _Tally) -> Optional[FlakyTest]:
+def _judge(suite: TestRunner, test_id: str, tally: _Tally) -> Optional[FlakyTest]:
     """Flaky (with reason and command) or None for a test that failed every time."""
     in_order, alone = tally.in_order, tally.alone
     if not all(in_order):
@@ -153,7 +152,7 @@ def _judge(suite: TestSuite, test_id: str, tally: _Tally) -> Optional[FlakyTest]
     return None
 
 
-def _find_polluter(suite: TestSuite, root: Path, test_id: str, order: Sequence[str]) -> Tuple[Optional[str], int]:
+def _find_polluter(suite: TestRunner, root: Path, test_id: str, order: Sequence[str]) -> Tuple[Optional[str], int]:
     """The earlier test after which ``test_id`` fails, by bisecting the tests before it; (test or None, runs).
 
     Each step runs a half of the candidates and then ``test_id``; the half
@@ -182,7 +181,7 @@ def _find_polluter(suite: TestSuite, root: Path, test_id: str, order: Sequence[s
     return None, runs
 
 
-def classify_baseline(suite: TestSuite, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
+def classify_baseline(suite: TestRunner, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
     """The baseline's failures, classified (``classify.classify_report``), and one ``environment`` failure when
     the user's world passes what the copy fails (``fidelity_failures``): the step ``run`` and ``classify`` share."""
     if baseline.green:
@@ -190,15 +189,15 @@ def classify_baseline(suite: TestSuite, root: Path, baseline: TestReport) -> Tup
     return classify_report(baseline, root, interpreter=suite.interpreter) + fidelity_failures(suite, root, baseline)
 
 
-def fidelity_failures(suite: TestSuite, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
+def fidelity_failures(suite: TestRunner, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
     """One ``environment`` failure when the user's world passes what repairloop's world fails, else ().
 
     Only a suite that redirects imports can differ from the user's command in
-    what it imports (``TestSuite.imports``); its failing tests (or, with no
+    what it imports (``TestRunner.redirected``); its failing tests (or, with no
     per-test results, the whole suite) are re-run without the redirection,
     importing the user's tree exactly as the user's own command does.
     """
-    if not suite.imports or baseline.green:
+    if not suite.redirected or baseline.green:
         return ()
     ids = [t for t in baseline.failing_ids if t != SESSION_ID]
     plain = suite.plain()
@@ -212,7 +211,7 @@ def fidelity_failures(suite: TestSuite, root: Path, baseline: TestReport) -> Tup
         passing = (ids or ["the test suite"]) if again.green else []
     if not passing:
         return ()
-    names = ", ".join(suite.imports.names)
+    names = ", ".join(suite.redirected)
     shown = ", ".join(passing[:5]) + (f" and {len(passing) - 5} more" if len(passing) > 5 else "")
     message = (f"repairloop's copy of the project does not behave like your tree: {shown} fail(s) in the copy but "
                f"pass when {names} is imported from your tree, as your environment (an editable install) does")

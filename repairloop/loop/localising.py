@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Sequence
 
 from repairloop.localise import localise
-from repairloop.loop.suite import TestSuite
-from repairloop.types import Localisation, TestFiles, read_sources
+from repairloop.types import Localisation, TestFiles, TestRunner, read_sources
 
 
-def localise_now(suite: TestSuite, root: Path, failing: Sequence[str], test_files: TestFiles) -> Localisation:
+def localise_now(suite: TestRunner, root: Path, failing: Sequence[str], test_files: TestFiles) -> Localisation:
     """Run the suite once in ``root`` recording the lines each test runs, and rank the suspects of
     ``failing`` (a Localisation whose ``report`` is that run; its line data file is removed after).
     Raises nothing for the project's faults: without line data the ranking comes from the traceback."""

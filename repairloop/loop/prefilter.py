@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from repairloop.journal import Journal, WarmEvent
-from repairloop.loop.suite import TestSuite
-from repairloop.runner.warm import WarmProcess
-from repairloop.types import TestReport
+from repairloop.types import TestReport, TestRunner, WarmTestProcess
 
 MAX_FALLBACK_EVENTS = 20  # fallback events journalled per warm process; the rest are counted in notes
 
 
 class JournalledWarm:
-    """A ``WarmProcess`` that journals as ``where`` (``loop`` or ``builtin``); the engine's ``WarmTests``."""
+    """A warm process (``runner.warm.WarmProcess``, or whatever the run's TestRunner makes) that journals
+    as ``where`` (``loop`` or ``builtin``); the engine's ``WarmTests``."""
 
-    def __init__(self, process: WarmProcess, journal: Journal, where: str) -> None:
+    def __init__(self, process: WarmTestProcess, journal: Journal, where: str) -> None:
         self.process = process
         self.journal = journal
         self.where = where
@@ -77,7 +76,7 @@ class JournalledWarm:
             self.journal.record(WarmEvent(where=self.where, action="closed", served=self.served, fresh=self.fresh))
 
 
-def journalled_warm(suite: TestSuite, journal: Journal, where: str) -> Callable[[Path], JournalledWarm]:
+def journalled_warm(suite: TestRunner, journal: Journal, where: str) -> Callable[[Path], JournalledWarm]:
     """What makes a copy's warm process, for the offline engine (``open_warm``)."""
     return lambda root: JournalledWarm(suite.warm(root), journal, where)
 

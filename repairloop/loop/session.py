@@ -35,7 +35,7 @@ from repairloop.loop.proof import prove, union
 from repairloop.loop.result import build_result, record_result
 from repairloop.loop.state import RunState
 from repairloop.loop.stop import Ending, Handover
-from repairloop.loop.suite import TestSuite, per_test_seconds, with_sandbox
+from repairloop.loop.suite import RunnerFactory, TestSuite, per_test_seconds, with_sandbox
 from repairloop.loop.validation import ValidationSetup
 from repairloop.patch import GuardPolicy
 from repairloop.runner import is_pytest_command
@@ -68,10 +68,11 @@ class Session:
 
     def __init__(self, settings: Settings, project: Path, ws: Workspace, journal: Journal, environ: Dict[str, str],
                  chain: Sequence[str], clock: Callable[[], float], started: float, run_id: str, *,
-                 replay: Optional[Replay] = None, given: Optional[Mapping[str, Proposer]] = None) -> None:
+                 replay: Optional[Replay] = None, given: Optional[Mapping[str, Proposer]] = None,
+                 runner: RunnerFactory = TestSuite.for_project) -> None:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
         self.clock, self.started, self.run_id = clock, started, run_id
-        self.suite = TestSuite.for_project(settings, project, environ, self.seconds_left, ws.scratch)  # gone after a kill too
+        self.suite = runner(settings, project, environ, self.seconds_left, ws.scratch)  # gone after a kill too
         self.proof_suite = self.suite  # the proof run keeps the whole per-test timeout (candidates get a short one)
         self.state = RunState(ChainState(tuple(chain)))
         self.chain = self.state.chain

@@ -1,5 +1,7 @@
 """How the project's tests are run in any copy of it: the command, its limits, its environment
-and the sandbox every run goes through."""
+and the sandbox every run goes through. ``TestSuite`` is the real ``types.TestRunner``; a
+``RunnerFactory`` is what the loop builds a run's runner with (``TestSuite.for_project`` unless
+the caller brings another)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from repairloop.runner import (
 )
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
-from repairloop.types import InterpreterQuery, RunResult, SandboxStatus, TestReport, within
+from repairloop.types import InterpreterQuery, RunResult, SandboxStatus, TestReport, TestRunner, within
 from repairloop.workspace.confinement import filter_environment, open_sandbox
 from repairloop.workspace.repository import locate
 from repairloop.workspace.sandbox import Sandbox, SandboxPolicy
@@ -110,9 +112,16 @@ def with_sandbox(result: RunResult, status: SandboxStatus) -> RunResult:
     return replace(result, sandbox=status, notes=notes)
 
 
+# What the loop builds a run's TestRunner with: (settings, project, the user's environment, the seconds left
+# in the run, the run's registered scratch directory or None) -> the runner. Raises ProjectError when there
+# is no test command, ConfigError for a sandbox that cannot run (``TestSuite.for_project``'s contract).
+RunnerFactory = Callable[[Settings, Path, Mapping[str, str], Callable[[], float], Optional[Path]], TestRunner]
+
+
 @dataclass
 class TestSuite:
-    """How to run the project's tests in any copy of it (the workspace or an engine's scratch copy)."""
+    """How to run the project's tests in any copy of it (the workspace or an engine's scratch copy):
+    the real ``types.TestRunner``, test commands in subprocesses through the sandbox."""
 
     __test__ = False  # keep pytest from collecting this class
 
@@ -181,6 +190,11 @@ class TestSuite:
         if sandbox is not None and sandbox.policy.hidden:
             sandbox = sandbox.showing()
         return replace(self, imports=ImportRedirect(), sandbox=sandbox)
+
+    @property
+    def redirected(self) -> Tuple[str, ...]:
+        """The top-level modules sent to the copy under test instead of the user's tree; () when none."""
+        return self.imports.names
 
     @property
     def sandbox_status(self) -> SandboxStatus:

@@ -22,9 +22,8 @@ from typing import Callable, FrozenSet, Optional, Sequence, Tuple
 from repairloop.classify import classify_report
 from repairloop.journal import Journal
 from repairloop.loop.prefilter import JournalledWarm, WarmSlot
-from repairloop.loop.suite import TestSuite
 from repairloop.patch import AppliedPatch, GuardPolicy
-from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport, judge_run
+from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport, TestRunner, judge_run
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
 
@@ -42,7 +41,7 @@ class ValidationSetup:
     """
 
     workspace: Workspace
-    suite: TestSuite
+    suite: TestRunner
     journal: Journal
     policy: GuardPolicy
     test_files: TestFiles

@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -40,7 +40,7 @@ from repairloop.runner.assemble import assemble
 from repairloop.runner.command import is_pytest_command, with_arguments
 from repairloop.runner.plugin_records import read_plugin_results
 from repairloop.runner.proc import ProcessResult
-from repairloop.types import TestReport
+from repairloop.types import TestReport, WarmStart
 
 WARM_FD_ENV = "REPAIRLOOP_WARM_FD"  # read by the plugin (repairloop_pytest_plugin_warm)
 CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"
@@ -48,16 +48,6 @@ SKIP_ENV = "REPAIRLOOP_WARM_SKIP"
 MAX_STARTS = 5  # starts of one warm process's server (the first and four restarts)
 ANSWER_GRACE = 15.0  # seconds past a request's own timeout before the server counts as hung
 OUTPUT_LIMIT = 200_000  # bytes of a child's output kept (its tail)
-
-
-@dataclass(frozen=True)
-class WarmStart:
-    """How a warm process's start went: ``ready``, or ``why`` not; ``seconds`` it took; ``collected`` tests."""
-
-    ready: bool
-    why: str = ""
-    seconds: float = 0.0
-    collected: int = 0
 
 
 class WarmProcess:

@@ -1,10 +1,10 @@
-"""Frozen records and enums shared by every module, and the Proposer protocol.
+"""Frozen records and enums shared by every module, and the Proposer and TestRunner protocols.
 
 Nothing here imports from the rest of the package: this package is the bottom
 of the import graph (see STYLE.md, "Who may import whom"). Every record is a
 frozen dataclass so that loop state is a growing tuple of values, never
 mutated. The records live in topic modules (``kinds``, ``results``,
-``paths``, ``proposals``, ``run``, ``model_events``); import them from here.
+``paths``, ``proposals``, ``run``, ``model_events``, ``testrunner``); import them from here.
 """
 
 from repairloop.types.confinement_status import SandboxStatus
@@ -67,6 +67,7 @@ from repairloop.types.proposals import (
 )
 from repairloop.types.reports import Failure, Frame, TestReport, TestResult, failure_kinds
 from repairloop.types.run import Evidence, Flag, Iteration, Proof, RunResult
+from repairloop.types.testrunner import TestCommand, TestRunner, WarmStart, WarmTestProcess
 from repairloop.types.verdict import CandidateVerdict, judge_run, passes
 
 __all__ = [
@@ -120,11 +121,15 @@ __all__ = [
     "StopReason",
     "Suspect",
     "SuspectFunction",
+    "TestCommand",
     "TestFiles",
     "TestOutcome",
     "TestReport",
     "TestResult",
+    "TestRunner",
     "Usage",
+    "WarmStart",
+    "WarmTestProcess",
     "copy_ignore",
     "failure_kinds",
     "is_bytecode",
