@@ -1,20 +1,26 @@
-"""``make bench``'s figure 6 says how many of the offline engine's plausible patches are correct.
+"""``make bench``'s figure 6 says how many of the offline engine's plausible patches are correct;
+figure 13 whether the first prompt shows the code a real bug's fix changes.
 
-The figure is built from ``bench --json`` rows (tests/bench/engine_figure.py,
+Figure 6 is built from ``bench --json`` rows (tests/bench/engine_figure.py,
 tests/bench/correct_figure.py); these rows are written here, so the shares
-and the checks are tested without running the engine.
+and the checks are tested without running the engine. Figure 13's answer and
+in-prompt check (tests/bench/context_check.py) are tested on source and prompt
+texts written here, without the network or a run.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 BENCH_SCRIPTS = Path(__file__).resolve().parent / "bench"
 sys.path.insert(0, str(BENCH_SCRIPTS))
 
+import context_check  # noqa: E402
+import context_figure  # noqa: E402
 import engine_figure  # noqa: E402
+import realbugs  # noqa: E402
 
 
 def row(name: str, plausible: bool, correct: Optional[bool], same: Optional[bool] = None) -> Dict[str, Any]:
@@ -75,3 +81,155 @@ def test_with_every_case_run_as_many_fixed_warm_as_fresh_meets_the_full_runs_tar
     fig = figure([row("a", True, True)], [row("a", True, True)], half=None)
     check = next(c for c in fig.checks if "at least as many" in c.target)
     assert (check.measured, check.met) == ("1 vs 1 of 33", True)
+
+
+# --- figure 13 ------------------------------------------------------------------------------
+
+BUGGY = '''import functools
+
+
+def helper(x):
+    return x
+
+
+@functools.lru_cache()
+def total(items):
+    """Sum of items."""
+    result = 0
+    for item in items:
+        result += item
+    return result - 1
+
+
+class Box:
+    size = 2
+
+    def area(self, n):
+        return n * self.size + 1
+
+    def name(self):
+        return "box"
+'''
+FIXED = BUGGY.replace("    return result - 1\n", "    return result\n").replace(
+    "        return n * self.size + 1\n", "        return n * self.size\n")
+
+
+def test_the_whole_function_answer_is_the_fixed_text_and_applies_to_the_buggy_code(
+        tmp_path: Path) -> None:
+    from repairloop.patch import apply_answer
+
+    entries = ["pkg/mod.py::total", "pkg/mod.py::Box.area"]
+    answer = context_check.whole_function_answer({"pkg/mod.py": FIXED}, {"pkg/mod.py": BUGGY},
+                                                 entries)
+    assert answer is not None
+    assert ('pkg/mod.py\n```python\n@functools.lru_cache()\ndef total(items):\n'
+            '    """Sum of items."""') in answer
+    assert "    return result\n```" in answer
+    assert ("pkg/mod.py\n```python\nclass Box:\n    def area(self, n):\n"
+            "        return n * self.size\n```") in answer
+    for absent in ("return result - 1", "def name", "size = 2"):
+        assert absent not in answer
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(BUGGY)
+    (change,) = apply_answer(answer, tmp_path).changes
+    assert change.new_text == FIXED
+
+
+def test_a_fix_outside_functions_is_no_whole_function_answer_but_the_reference_diff() -> None:
+    sources = ({"m.py": FIXED.replace("size = 2", "size = 3")}, {"m.py": BUGGY})
+    for entry in ("m.py::<module>", "m.py::Box", "m.py::Box.volume", "m.py::nowhere"):
+        assert context_check.whole_function_answer(*sources, [entry]) is None
+    diff = context_check.reference_diff(*sources)
+    assert diff.startswith("```diff\n--- a/m.py\n+++ b/m.py\n@@")
+    assert "-    size = 2\n+    size = 3\n" in diff and diff.endswith("```\n")
+
+
+def test_the_lines_a_prompt_must_show_are_the_def_line_and_the_changed_lines() -> None:
+    needles = context_check.expected_lines(BUGGY, FIXED, ["total", "Box.area"])
+    assert needles == {"total": ["def total(items):", "    return result - 1"],
+                       "Box.area": ["    def area(self, n):", "        return n * self.size + 1"]}
+    inserted = BUGGY.replace('        return "box"', '        self.check()\n        return "box"')
+    # an insertion right after the def line: the def line is its anchor, and needed once
+    assert context_check.expected_lines(BUGGY, inserted, ["Box.name"]) == {
+        "Box.name": ["    def name(self):"]}
+    added = BUGGY + "\n    def volume(self):\n        return 0\n"
+    needed = context_check.expected_lines(BUGGY, added, ["Box.volume"])["Box.volume"]
+    assert needed[0] == "class Box:"  # a method the fix adds: the class it goes into
+
+
+NUMBERED_PROMPT = '''## Code
+
+### pkg/mod.py, lines 8-14 (total)
+```python
+   8 | @functools.lru_cache()
+   9 | def total(items):
+  10 |     """Sum of items."""
+  11 |     result = 0
+  12 |     for item in items:
+  13 |         result += item
+  14 |     return result - 1
+```
+'''
+
+
+def test_a_function_is_in_the_prompt_when_one_block_shows_its_def_and_changed_lines() -> None:
+    needles = context_check.expected_lines(BUGGY, FIXED, ["total", "Box.area"])
+    assert context_check.missing_from_prompt(NUMBERED_PROMPT, needles["total"]) is None
+    plain = "\n".join(line[7:] if "| " in line else line for line in NUMBERED_PROMPT.splitlines())
+    assert "\n    return result - 1\n" in plain  # today's layout: no line numbers
+    assert context_check.missing_from_prompt(plain, needles["total"]) is None
+    missing = context_check.missing_from_prompt(NUMBERED_PROMPT, needles["Box.area"])
+    assert missing == "def area(self, n):"
+    trimmed = NUMBERED_PROMPT.replace("  14 |     return result - 1\n", "")
+    assert context_check.missing_from_prompt(trimmed, needles["total"]) == "return result - 1"
+    outside = NUMBERED_PROMPT.replace("  14 |     return result - 1\n```", "```\nreturn result - 1")
+    assert context_check.missing_from_prompt(outside, needles["total"]) == "return result - 1"
+    shown, why = context_figure.judge_prompt(NUMBERED_PROMPT,
+                                             {"pkg/mod.py::Box.area": needles["Box.area"]})
+    assert not shown
+    assert why == ("pkg/mod.py::Box.area: `def area(self, n):` not shown "
+                   "(shown: pkg/mod.py, lines 8-14 (total))")
+
+
+def test_the_loop_runs_the_case_command_with_this_python_and_its_own_pytest_cache() -> None:
+    cmd = "python -m pytest -q -p no:cacheprovider -o pythonpath=src tests/test_x.py"
+    assert context_figure.loop_test_cmd(cmd, "/v/bin/python") == \
+        "/v/bin/python -m pytest -q -o pythonpath=src tests/test_x.py"
+
+
+Way = Tuple[bool, int, str]  # in the prompt, tokens, outcome
+
+
+def case_result(name: str, kind: str, localised: Way, traceback: Way) -> Any:
+    case = realbugs.RealBug(name, Path(name), "lib", "1", "0" * 64, "", "", ("m.py::f",), ("t",),
+                            "", "callee")
+    ways = {}
+    for way, (shown, tokens, outcome) in zip(("localised", "traceback only"),
+                                             (localised, traceback)):
+        why = "" if shown else "m.py::f: `def f():` not shown"
+        detail = "" if outcome == "fixed" else "rejected: no patch"
+        ways[way] = context_figure.WayRun(shown, why, tokens, outcome, detail, 9.0)
+    return context_figure.CaseResult(case, kind, ways)
+
+
+def test_figure_thirteen_judges_the_localised_way_and_shows_the_traceback_way_beside_it() -> None:
+    results = [case_result(f"c{n}", "whole", (True, 100 * n, "fixed"), (n < 5, 50, "fixed"))
+               for n in range(1, 20)]
+    results.append(case_result("d", "diff", (True, 2000, "fixed"), (False, 60, "not_fixed")))
+    fig = context_figure.context_figure(results, 59, False, 120.0)
+    shown, fixed = fig.checks
+    assert shown.measured == "20 of 20 (100.0%); traceback only: 4 of 20 (20.0%)" and shown.met
+    assert fixed.measured == "20 of 20 (100.0%); traceback only: 19 of 20 (95.0%)" and fixed.met
+    text = fig.markdown("this machine")
+    assert ("| **answered as the reference diff** | 1 cases |  | 1 of 1 (100.0%) | "
+            "median 2,000, p90 2,000 | 1 fixed |") in text
+    assert ("First-prompt tokens: localised median 1,050, p90 1,800; "
+            "traceback only median 50, p90 50") in text
+    assert "Code not in the first prompt, traceback only: c5 (callee): m.py::f: `def f():`" in text
+    assert "Not fixed, traceback only: d: not_fixed, rejected: no patch" in text
+    one_missed = [case_result("e", "whole", (False, 10, "fixed"), (False, 10, "fixed"))]
+    assert context_figure.context_figure(one_missed + results[:19], 59, False, 1.0).checks[0].met
+    two_missed = one_missed + [case_result("f", "whole", (False, 9, "no"), (True, 9, "fixed"))]
+    fig = context_figure.context_figure(two_missed + results[:18], 59, False, 1.0)
+    assert [c.met for c in fig.checks] == [False, True]  # 18 of 20 shown (90%), 19 of 20 fixed
+    assert context_figure.p90([5, 1, 4, 2, 3, 10, 9, 8, 7, 6]) == 9.0

@@ -7,7 +7,9 @@ time budget (default 570 s, under ``make bench``'s ten minutes): the offline
 engine's figure, measured last, gets what is left (at least ``ENGINE_FLOOR``
 of the budget, so a busy machine can overrun it), half for each way of
 validating candidates (fresh, warm), unless ``BENCH_FULL=1``
-(``engine_figure.py``).
+(``engine_figure.py``). ``BENCH_FULL=1`` also has figure 13 run every real bug
+of ``fixtures/realbugs`` instead of its fixed subset, one per library
+(``context_figure.py``; the sdists come from PyPI once, then from the cache).
 
 Usage: ``python tests/bench/run.py [--out FILE] [--budget SECONDS] [--only 1,5]``
 """
@@ -72,13 +74,15 @@ def _revision() -> str:
 def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: float) -> Dict[int, Figure]:
     import answer_figures
     import classify_figure
+    import context_figure
     import engine_figure
     import loop_figures
     import sandbox_figure
     import speed_figures
     import warm_figure
 
-    want = set(only or range(1, 13))
+    want = set(only or range(1, 14))
+    full = os.environ.get("BENCH_FULL") == "1"
     figures: Dict[int, Figure] = {}
     steps = [(5, lambda: speed_figures.figure_startup()),
              (4, lambda: speed_figures.figure_targeted_tests(work / "f4")),
@@ -88,7 +92,8 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
              (9, lambda: answer_figures.figure_corpus(work / "f9")),
              (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
              (11, lambda: classify_figure.figure_classification(work / "f11")),
-             (12, lambda: warm_figure.figure_warm(work / "f12w"))]
+             (12, lambda: warm_figure.figure_warm(work / "f12w")),
+             (13, lambda: context_figure.figure_context(work / "f13", full))]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
             figures[1], figures[2] = loop_figures.figure_overhead_and_tokens(work / "f12")
@@ -101,7 +106,6 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
         # What is left (leaving time to write the file), but never under ENGINE_FLOOR: on a busy machine
         # the other figures take longer, and a figure 6 squeezed to nothing would compare nothing.
         left = max(budget - (time.monotonic() - started) - 30, ENGINE_FLOOR * budget)
-        full = os.environ.get("BENCH_FULL") == "1"
         figures[6] = engine_figure.figure_offline_engine(REPO / "fixtures" / "bench", work / "f6", left, full)
         _progress(figures, started)
     return {n: figures[n] for n in sorted(figures) if n in want}
