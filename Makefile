@@ -16,6 +16,7 @@ install: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check repairloop tests
+	$(BIN)/ruff format --check repairloop tests
 	$(BIN)/mypy repairloop
 	cd repairloop/runner/plugin && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --explicit-package-bases --cache-dir $(CURDIR)/.mypy_cache *.py
 

@@ -62,13 +62,24 @@ class ProposerError(RepairloopError):
 
     exit_code = ExitCode.NOT_FIXED
 
-    def __init__(self, message: str, hint: str = "", usage: Optional[Usage] = None, attempts: int = 1,
-                 candidates: int = 0, degraded: str = ""):
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        usage: Optional[Usage] = None,
+        attempts: int = 1,
+        candidates: int = 0,
+        degraded: str = "",
+    ):
         super().__init__(message, hint)
         self.usage = usage or Usage()
         self.attempts = attempts
-        self.candidates = candidates  # candidate edits tried before giving up (the offline engine's)
-        self.degraded = degraded  # why the proposer's fault localisation was weak ("" when it was not)
+        self.candidates = (
+            candidates  # candidate edits tried before giving up (the offline engine's)
+        )
+        self.degraded = (
+            degraded  # why the proposer's fault localisation was weak ("" when it was not)
+        )
 
 
 class TransientModelError(ProposerError):
@@ -99,7 +110,17 @@ class EngineExhausted(ProposerError):
 
     notes: Dict[str, Any]
 
-    def __init__(self, message: str, hint: str = "", usage: Optional[Usage] = None, attempts: int = 1,
-                 notes: Optional[Dict[str, Any]] = None, candidates: int = 0, degraded: str = ""):
-        super().__init__(message, hint, usage=usage, attempts=attempts, candidates=candidates, degraded=degraded)
+    def __init__(
+        self,
+        message: str,
+        hint: str = "",
+        usage: Optional[Usage] = None,
+        attempts: int = 1,
+        notes: Optional[Dict[str, Any]] = None,
+        candidates: int = 0,
+        degraded: str = "",
+    ):
+        super().__init__(
+            message, hint, usage=usage, attempts=attempts, candidates=candidates, degraded=degraded
+        )
         self.notes = dict(notes or {})

@@ -19,8 +19,9 @@ import warnings
 from collections import Counter
 from typing import List, Optional, Sequence, Tuple
 
-# What redaction puts where a secret was (``redact.py``): "[REDACTED]" or "[REDACTED:<kind>]". Masked
-# text is never content: a candidate or a patch that adds it is refused (``patch.guards``, ``--apply``).
+# What redaction puts where a secret was (``redact.py``): "[REDACTED]" or "[REDACTED:<kind>]".
+# Masked text is never content: a candidate or a patch that adds it is refused (``patch.guards``,
+# ``--apply``).
 REDACTION_MARKER = "[REDACTED"
 
 
@@ -42,7 +43,8 @@ def fence(text: str, language: str = "") -> str:
 
 
 def usd(cost: Optional[float], unknown: str = "unknown") -> str:
-    """A cost in USD with four decimals (``$0.0123``); ``unknown`` for None (a model with no known price)."""
+    """A cost in USD with four decimals (``$0.0123``); ``unknown`` for None (a model with no known
+    price)."""
     return unknown if cost is None else f"${cost:.4f}"
 
 
@@ -62,13 +64,14 @@ def numstat_paths(output: str) -> List[str]:
         if len(fields) == 3 and fields[2]:
             paths.append(fields[2])
         elif len(fields) == 3:  # a rename: the old and the new name follow
-            paths.extend(items[i:i + 2])
+            paths.extend(items[i : i + 2])
             i += 2
     return sorted(set(paths))
 
 
 def common_ends(old: Sequence[str], new: Sequence[str]) -> Tuple[int, int]:
-    """(prefix, suffix): how many items are equal at the start and, not overlapping, at the end of both."""
+    """(prefix, suffix): how many items are equal at the start and, not overlapping, at the end of
+    both."""
     prefix = 0
     limit = min(len(old), len(new))
     while prefix < limit and old[prefix] == new[prefix]:
@@ -99,7 +102,11 @@ def doctest_examples(text: Optional[str]) -> Counter[Tuple[str, str, str]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 visit(child, child.name if owner == "<module>" else f"{owner}.{child.name}")
-            elif isinstance(child, ast.Constant) and isinstance(child.value, str) and ">>>" in child.value:
+            elif (
+                isinstance(child, ast.Constant)
+                and isinstance(child.value, str)
+                and ">>>" in child.value
+            ):
                 try:
                     examples = parser.get_examples(child.value)
                 except ValueError:  # malformed examples (doctest's own error): compare the raw text

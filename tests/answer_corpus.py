@@ -1,4 +1,5 @@
-"""The corpus of recorded answers (``fixtures/answers/``): loading a case and judging the parser on it.
+"""The corpus of recorded answers (``fixtures/answers/``): loading a case and judging the parser on
+it.
 
 Shared by ``tests/test_patch.py`` (every case must pass) and ``tests/bench/answer_shapes.py``
 (the share that does). A case's expected outcome is either the files in ``after/`` (plus
@@ -37,14 +38,19 @@ def shown(case: Path, root: Path) -> Tuple[CodeSlice, ...]:
         wanted = [str(s) for s in json.loads(spec.read_text())]
     else:
         files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
-        wanted = [f"{f}:1-{max(len((root / f).read_text().splitlines()), 1)}" for f in files
-                  if not Path(f).name.startswith("test_")]
+        wanted = [
+            f"{f}:1-{max(len((root / f).read_text().splitlines()), 1)}"
+            for f in files
+            if not Path(f).name.startswith("test_")
+        ]
     pieces = []
     for item in wanted:
         path, _, span = item.partition(":")
         start, _, end = span.partition("-")
         lines = (root / path).read_text().splitlines()
-        pieces.append(CodeSlice(path, int(start), int(end), "", "\n".join(lines[int(start) - 1:int(end)])))
+        pieces.append(
+            CodeSlice(path, int(start), int(end), "", "\n".join(lines[int(start) - 1 : int(end)]))
+        )
     return tuple(pieces)
 
 
@@ -57,7 +63,11 @@ def after(case: Path) -> Dict[str, str]:
     folder = case / "after"
     if not folder.is_dir():
         return {}
-    return {p.relative_to(folder).as_posix(): p.read_bytes().decode() for p in folder.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes().decode()
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
 
 
 def refusal(case: Path) -> Optional[List[str]]:
@@ -69,7 +79,9 @@ def refusal(case: Path) -> Optional[List[str]]:
 def run(case: Path, root: Path) -> Tuple[Optional[AppliedPatch], Optional[PatchError]]:
     """Apply the case's answer to ``root`` the way the loop does (with the code shown)."""
     try:
-        return apply_answer((case / "answer.md").read_bytes().decode(), root, shown=shown(case, root)), None
+        return apply_answer(
+            (case / "answer.md").read_bytes().decode(), root, shown=shown(case, root)
+        ), None
     except PatchError as err:
         return None, err
 
@@ -117,5 +129,7 @@ def _compare(case: Path, applied: AppliedPatch) -> Verdict:
     if "format" in spec and applied.format != spec["format"]:
         return Verdict(False, f"format {applied.format}, expected {spec['format']}")
     if list(applied.located) != list(spec.get("located", [])):  # type: ignore[call-overload]
-        return Verdict(False, f"located {list(applied.located)}, expected {spec.get('located', [])}")
+        return Verdict(
+            False, f"located {list(applied.located)}, expected {spec.get('located', [])}"
+        )
     return Verdict(True)

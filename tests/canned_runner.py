@@ -38,13 +38,16 @@ from repairloop.types import (
 
 COMMAND: Tuple[str, ...] = ("python", "-m", "pytest")
 NO_WARM = "canned test runs (tests/canned_runner.py) have no warm process"
-SANDBOX = SandboxStatus(False, "none", "canned test runs (tests/canned_runner.py): no test code runs")
+SANDBOX = SandboxStatus(
+    False, "none", "canned test runs (tests/canned_runner.py): no test code runs"
+)
 
 
 @dataclass(frozen=True)
 class Fail:
-    """One test's failure as the plugin reports it: ``exc_type`` and ``message``; ``frames`` outermost
-    first (project-relative paths); ``phase`` ``call``, ``setup`` or ``collect`` (a module's id)."""
+    """One test's failure as the plugin reports it: ``exc_type`` and ``message``; ``frames``
+    outermost first (project-relative paths); ``phase`` ``call``, ``setup`` or ``collect`` (a
+    module's id)."""
 
     exc_type: str
     message: str
@@ -67,7 +70,8 @@ Script = Callable[["Tree"], Union[Verdicts, TimedOut]]
 
 @dataclass(frozen=True)
 class Tree:
-    """The copy under test as a script sees it (``root``: the workspace, a proof's fresh copy, ...)."""
+    """The copy under test as a script sees it (``root``: the workspace, a proof's fresh copy,
+    ...)."""
 
     root: Path
 
@@ -79,7 +83,8 @@ class Tree:
 
 @dataclass(frozen=True)
 class CannedInterpreter:
-    """The project's interpreter as classification asks it: a module is installed when in ``installed``."""
+    """The project's interpreter as classification asks it: a module is installed when in
+    ``installed``."""
 
     installed: FrozenSet[str] = frozenset()
 
@@ -104,7 +109,9 @@ class NoWarm:
         self.last_start = WarmStart(False, self.refused)
         return False
 
-    def run(self, test_ids: Sequence[str], changed: Sequence[str], timeout: float) -> Optional[TestReport]:
+    def run(
+        self, test_ids: Sequence[str], changed: Sequence[str], timeout: float
+    ) -> Optional[TestReport]:
         self.why = self.refused or "the warm server is not running"
         return None
 
@@ -130,11 +137,16 @@ def selected(verdicts: Verdicts, test_ids: Sequence[str]) -> List[str]:
     return [t for t in verdicts if any(t == a or t.startswith(a + "::") for a in test_ids)]
 
 
-def report_of(verdicts: Union[Verdicts, TimedOut], test_ids: Sequence[str], seconds: float) -> TestReport:
-    """The TestReport a pytest run of ``test_ids`` with these verdicts gives (``seconds`` of wall time)."""
+def report_of(
+    verdicts: Union[Verdicts, TimedOut], test_ids: Sequence[str], seconds: float
+) -> TestReport:
+    """The TestReport a pytest run of ``test_ids`` with these verdicts gives (``seconds`` of wall
+    time)."""
     argv = COMMAND + tuple(test_ids)
     if isinstance(verdicts, TimedOut):
-        return TestReport(argv, None, output=f"timed out after {seconds:g} s", seconds=seconds, timed_out=True)
+        return TestReport(
+            argv, None, output=f"timed out after {seconds:g} s", seconds=seconds, timed_out=True
+        )
     results = []
     for test_id in selected(verdicts, test_ids):
         fail = verdicts[test_id]
@@ -142,14 +154,35 @@ def report_of(verdicts: Union[Verdicts, TimedOut], test_ids: Sequence[str], seco
             results.append(TestResult(test_id, TestOutcome.PASSED, 0.001))
             continue
         outcome = TestOutcome.FAILED if fail.phase == "call" else TestOutcome.ERROR
-        results.append(TestResult(test_id, outcome, 0.001, fail.phase, fail.exc_type, fail.message, fail.frames,
-                                  longrepr=f"{fail.exc_type}: {fail.message}", exc_module=fail.exc_module))
+        results.append(
+            TestResult(
+                test_id,
+                outcome,
+                0.001,
+                fail.phase,
+                fail.exc_type,
+                fail.message,
+                fail.frames,
+                longrepr=f"{fail.exc_type}: {fail.message}",
+                exc_module=fail.exc_module,
+            )
+        )
     failed = [r for r in results if r.failed]
-    lines = [f"FAILED {r.test_id} - {r.exc_type}: {r.message.splitlines()[0] if r.message else ''}" for r in failed]
+    lines = [
+        f"FAILED {r.test_id} - {r.exc_type}: {r.message.splitlines()[0] if r.message else ''}"
+        for r in failed
+    ]
     lines.append(f"{len(failed)} failed, {len(results) - len(failed)} passed in 0.01s")
     exit_code = 1 if failed else (0 if results else 5)
-    return TestReport(argv, exit_code, tuple(results), "\n".join(lines), 0.01, source=ResultSource.PLUGIN,
-                      collected=sum(1 for r in results if r.phase != "collect"))
+    return TestReport(
+        argv,
+        exit_code,
+        tuple(results),
+        "\n".join(lines),
+        0.01,
+        source=ResultSource.PLUGIN,
+        collected=sum(1 for r in results if r.phase != "collect"),
+    )
 
 
 @dataclass
@@ -175,8 +208,16 @@ class CannedRunner:
     def interpreter(self) -> Optional[InterpreterQuery]:
         return CannedInterpreter(self.installed)
 
-    def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None,
-            past_deadline: bool = False, protect: Sequence[str] = ()) -> TestReport:
+    def run(
+        self,
+        root: Path,
+        test_ids: Sequence[str] = (),
+        *,
+        coverage: bool = False,
+        timeout: Optional[float] = None,
+        past_deadline: bool = False,
+        protect: Sequence[str] = (),
+    ) -> TestReport:
         limit = self.time_limit(timeout, past_deadline)
         self.log.append(Run(Path(root), tuple(test_ids), limit, past_deadline))
         verdicts = self.script(Tree(Path(root)))
@@ -198,13 +239,21 @@ class CannedRunner:
 
 @dataclass
 class Canned:
-    """A ``loop.suite.RunnerFactory`` whose runners replay ``script``; ``runs`` holds every run they made."""
+    """A ``loop.suite.RunnerFactory`` whose runners replay ``script``; ``runs`` holds every run they
+    made."""
 
     script: Script
     installed: FrozenSet[str] = frozenset()
     runs: List[Run] = field(default_factory=list)
 
-    def __call__(self, settings: Settings, project: Path, environ: Mapping[str, str], deadline: Callable[[], float],
-                 scratch_dir: Optional[Path] = None) -> CannedRunner:
-        return CannedRunner(self.script, deadline, settings.test_timeout, scratch_dir, self.installed, self.runs)
-
+    def __call__(
+        self,
+        settings: Settings,
+        project: Path,
+        environ: Mapping[str, str],
+        deadline: Callable[[], float],
+        scratch_dir: Optional[Path] = None,
+    ) -> CannedRunner:
+        return CannedRunner(
+            self.script, deadline, settings.test_timeout, scratch_dir, self.installed, self.runs
+        )

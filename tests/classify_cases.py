@@ -36,9 +36,13 @@ else:  # pragma: no cover
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "classify"
 SITE = "fixture-site"
-_IDENTITY = {"GIT_AUTHOR_NAME": "Fixture Author", "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
-             "GIT_COMMITTER_NAME": "Fixture Author", "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
-             "GIT_CONFIG_NOSYSTEM": "1"}
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Fixture Author",
+    "GIT_AUTHOR_EMAIL": "fixture@example.invalid",
+    "GIT_COMMITTER_NAME": "Fixture Author",
+    "GIT_COMMITTER_EMAIL": "fixture@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -77,11 +81,14 @@ def load_cases() -> List[Case]:
 
 
 def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **_IDENTITY}, check=True, capture_output=True)
+    subprocess.run(
+        ["git", *args], cwd=cwd, env={**os.environ, **_IDENTITY}, check=True, capture_output=True
+    )
 
 
 def prepare(case: Case, workdir: Path) -> Tuple[Path, Optional[Path]]:
-    """Copy the case to ``workdir/<name>`` (a committed git repository); its stand-in libraries apart."""
+    """Copy the case to ``workdir/<name>`` (a committed git repository); its stand-in libraries
+    apart."""
     project = workdir / case.name
     ignore = shutil.ignore_patterns(SITE, "fixture.toml", "__pycache__", ".pytest_cache")
     shutil.copytree(case.path, project, ignore=ignore)
@@ -96,9 +103,12 @@ def prepare(case: Case, workdir: Path) -> Tuple[Path, Optional[Path]]:
 
 
 def case_environment(case: Case, site: Optional[Path], base: Mapping[str, str]) -> Dict[str, str]:
-    """The user's environment for ``case``: ``base``, its stand-in libraries and its own variables."""
+    """The user's environment for ``case``: ``base``, its stand-in libraries and its own
+    variables."""
     env = dict(base)
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only the plugins a case names; the same on every machine
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = (
+        "1"  # only the plugins a case names; the same on every machine
+    )
     if site is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
     env.update({str(k): str(v) for k, v in case.spec.get("env", {}).items()})
@@ -135,5 +145,7 @@ def run_case(case: Case, workdir: Path, environ: Optional[Mapping[str, str]] = N
     records = tuple(f.to_json() for f in failures)
     said = " | ".join(f"{r['message']} | {r['hint']}" for r in records)
     expected = spec.get("expected_hint", [])
-    missing = tuple(h for h in ([expected] if isinstance(expected, str) else expected) if h not in said)
+    missing = tuple(
+        h for h in ([expected] if isinstance(expected, str) else expected) if h not in said
+    )
     return Outcome(case, kind, records, time.monotonic() - started, missing)

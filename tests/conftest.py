@@ -85,7 +85,8 @@ def make_project(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture
 def no_flaky_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs skip the flaky check (``confirm_runs = 0``): for tests whose behaviour does not depend on it.
+    """Runs skip the flaky check (``confirm_runs = 0``): for tests whose behaviour does not depend
+    on it.
 
     The check re-runs the failing tests before repairing (the suite in order, then each failing
     test alone); with a deterministic fixture it only adds two test sessions to every run.
@@ -117,7 +118,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
 
 
 def _mark_xdist_groups(items: List[pytest.Item]) -> None:
-    """Give tests marked ``xdist_group(name)`` the ``@name`` node id suffix ``--dist loadgroup`` groups by.
+    """Give tests marked ``xdist_group(name)`` the ``@name`` node id suffix ``--dist loadgroup``
+    groups by.
 
     pytest-xdist 3.8 writes the suffix to ``item._nodeid``, which pytest 9.2 no longer reads (a node
     id is ``item._id`` there): the groups were silently ignored, so a module's shared run (the
@@ -128,8 +130,12 @@ def _mark_xdist_groups(items: List[pytest.Item]) -> None:
     except ImportError:  # an older pytest reads xdist's own suffix
         return
     for item in items:
-        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                        for m in item.iter_markers("xdist_group")})
+        names = sorted(
+            {
+                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                for m in item.iter_markers("xdist_group")
+            }
+        )
         suffix = "@" + "_".join(names)
         if names and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]

@@ -27,10 +27,18 @@ HUNG: Dict[str, Any] = {}  # _create's answer when it hung up without answering
 
 
 class FakeForge:
-    """The server and its state; a context manager. ``pulls`` holds every pull request ever created."""
+    """The server and its state; a context manager. ``pulls`` holds every pull request ever
+    created."""
 
-    def __init__(self, repository: str = "acme/widgets", token: str = "t0ken", *,
-                 hang_after_create: int = 0, stale_lists: int = 0, fail_creates: int = 0) -> None:
+    def __init__(
+        self,
+        repository: str = "acme/widgets",
+        token: str = "t0ken",
+        *,
+        hang_after_create: int = 0,
+        stale_lists: int = 0,
+        fail_creates: int = 0,
+    ) -> None:
         self.repository = repository
         self.token = token
         self.hang_after_create = hang_after_create
@@ -50,14 +58,28 @@ class FakeForge:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def open_pulls(self, head: Optional[str] = None) -> List[Dict[str, Any]]:
-        return [p for p in self.pulls if p["state"] == "open" and (head is None or p["head"]["ref"] == head)]
+        return [
+            p
+            for p in self.pulls
+            if p["state"] == "open" and (head is None or p["head"]["ref"] == head)
+        ]
 
     def add_pull(self, head: str, base: str, title: str, body: str) -> Dict[str, Any]:
         number = len(self.pulls) + 1
-        pull = {"number": number, "iid": number, "state": "open", "title": title, "body": body, "description": body,
-                "head": {"ref": head}, "base": {"ref": base}, "source_branch": head, "target_branch": base,
-                "html_url": f"https://github.example/{self.repository}/pull/{number}",
-                "web_url": f"https://gitlab.example/{self.repository}/-/merge_requests/{number}"}
+        pull = {
+            "number": number,
+            "iid": number,
+            "state": "open",
+            "title": title,
+            "body": body,
+            "description": body,
+            "head": {"ref": head},
+            "base": {"ref": base},
+            "source_branch": head,
+            "target_branch": base,
+            "html_url": f"https://github.example/{self.repository}/pull/{number}",
+            "web_url": f"https://gitlab.example/{self.repository}/-/merge_requests/{number}",
+        }
         self.pulls.append(pull)
         return pull
 
@@ -101,7 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _authorised(self) -> bool:
         token = self.forge.token
-        if self.headers.get("Authorization") == f"Bearer {token}" or self.headers.get("PRIVATE-TOKEN") == token:
+        if (
+            self.headers.get("Authorization") == f"Bearer {token}"
+            or self.headers.get("PRIVATE-TOKEN") == token
+        ):
             return True
         self._send(401, {"message": "Bad credentials"})
         return False
@@ -121,7 +146,11 @@ class _Handler(BaseHTTPRequestHandler):
         parts = url.path.strip("/").split("/")
         if parts[:1] == ["repos"] and len(parts) >= 4 and parts[3] == "pulls":
             self._github(method, parts[4:], query)
-        elif parts[:3] == ["api", "v4", "projects"] and len(parts) >= 5 and parts[4] == "merge_requests":
+        elif (
+            parts[:3] == ["api", "v4", "projects"]
+            and len(parts) >= 5
+            and parts[4] == "merge_requests"
+        ):
             self._gitlab(method, parts[5:], query)
         else:
             self._send(404, {"message": "Not Found"})
@@ -134,7 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self.forge.open_pulls(head)
 
     def _create(self, head: str, base: str, title: str, body: str) -> Optional[Dict[str, Any]]:
-        """The new pull request, or None when one is open for ``head``; may hang after storing it."""
+        """The new pull request, or None when one is open for ``head``; may hang after storing
+        it."""
         with self.forge.lock:
             if self.forge.open_pulls(head):
                 return None
@@ -157,9 +187,20 @@ class _Handler(BaseHTTPRequestHandler):
             if pull is HUNG:
                 return
             if pull is None:
-                self._send(422, {"message": "Validation Failed", "errors": [
-                    {"resource": "PullRequest", "code": "custom",
-                     "message": f"A pull request already exists for {self.forge.repository.split('/')[0]}:{body['head']}."}]})
+                self._send(
+                    422,
+                    {
+                        "message": "Validation Failed",
+                        "errors": [
+                            {
+                                "resource": "PullRequest",
+                                "code": "custom",
+                                "message": f"A pull request already exists for "
+                                f"{self.forge.repository.split('/')[0]}:{body['head']}.",
+                            }
+                        ],
+                    },
+                )
             else:
                 self._send(201, pull)
         elif method == "PATCH" and len(rest) == 1:
@@ -172,11 +213,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, self._list(query.get("source_branch")))
         elif method == "POST" and not rest:
             body = self._body()
-            pull = self._create(body["source_branch"], body["target_branch"], body["title"], body.get("description", ""))
+            pull = self._create(
+                body["source_branch"],
+                body["target_branch"],
+                body["title"],
+                body.get("description", ""),
+            )
             if pull is HUNG:
                 return
             if pull is None:
-                self._send(409, {"message": ["Another open merge request already exists for this source branch"]})
+                self._send(
+                    409,
+                    {
+                        "message": [
+                            "Another open merge request already exists for this source branch"
+                        ]
+                    },
+                )
             else:
                 self._send(201, pull)
         elif method == "PUT" and len(rest) == 1:

@@ -20,7 +20,8 @@ DYNAMIC_IMPORTS = ("import_module", "__import__")
 
 @dataclass(frozen=True)
 class Edge:
-    """One import in ``source`` (a file relative to the package root) of the dotted module ``target``.
+    """One import in ``source`` (a file relative to the package root) of the dotted module
+    ``target``.
 
     ``how`` is ``absolute``, ``relative`` or ``dynamic``; ``target`` is None for a
     dynamic import whose module name is not a string literal.
@@ -33,14 +34,20 @@ class Edge:
 
 
 def module_name(package: Path, path: Path) -> str:
-    """``repairloop/patch/guards.py`` -> ``repairloop.patch.guards``; a package's ``__init__`` -> the package."""
+    """``repairloop/patch/guards.py`` -> ``repairloop.patch.guards``; a package's ``__init__`` ->
+    the package."""
     parts = list(path.relative_to(package.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def package_files(package: Path, skip: Sequence[str] = ()) -> List[Path]:
-    """The ``.py`` files below ``package``, sorted, without those under a directory named in ``skip``."""
-    return [p for p in sorted(package.rglob("*.py")) if not set(p.relative_to(package).parts[:-1]) & set(skip)]
+    """The ``.py`` files below ``package``, sorted, without those under a directory named in
+    ``skip``."""
+    return [
+        p
+        for p in sorted(package.rglob("*.py"))
+        if not set(p.relative_to(package).parts[:-1]) & set(skip)
+    ]
 
 
 def _resolve_relative(module: str, is_package: bool, level: int, name: Optional[str]) -> str:
@@ -52,7 +59,13 @@ def _resolve_relative(module: str, is_package: bool, level: int, name: Optional[
 def _dynamic_target(call: ast.Call) -> Tuple[bool, Optional[str]]:
     """(is a dynamic import, the literal module name or None)."""
     func = call.func
-    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    called = (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
     if called not in DYNAMIC_IMPORTS:
         return False, None
     if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
@@ -71,9 +84,17 @@ def edges(package: Path, path: Path) -> Iterator[Edge]:
                 yield Edge(source, node.lineno, alias.name, "absolute")
         elif isinstance(node, ast.ImportFrom):
             how = "relative" if node.level else "absolute"
-            base = _resolve_relative(me, is_package, node.level, node.module) if node.level else node.module or ""
-            for alias in node.names:  # ``from pkg import sub`` may name a module: keep both, resolved later
-                yield Edge(source, node.lineno, f"{base}.{alias.name}" if alias.name != "*" else base, how)
+            base = (
+                _resolve_relative(me, is_package, node.level, node.module)
+                if node.level
+                else node.module or ""
+            )
+            for (
+                alias
+            ) in node.names:  # ``from pkg import sub`` may name a module: keep both, resolved later
+                yield Edge(
+                    source, node.lineno, f"{base}.{alias.name}" if alias.name != "*" else base, how
+                )
         elif isinstance(node, ast.Call):
             dynamic, target = _dynamic_target(node)
             if dynamic:
@@ -81,7 +102,8 @@ def edges(package: Path, path: Path) -> Iterator[Edge]:
 
 
 def known_module(modules: Set[str], dotted: str) -> Optional[str]:
-    """The longest prefix of ``dotted`` that is a module of the tree (``a.b.name`` -> ``a.b``), or None."""
+    """The longest prefix of ``dotted`` that is a module of the tree (``a.b.name`` -> ``a.b``), or
+    None."""
     parts = dotted.split(".")
     for end in range(len(parts), 0, -1):
         candidate = ".".join(parts[:end])

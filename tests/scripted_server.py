@@ -21,7 +21,8 @@ answers that depend on the request:
 
 Usage::
 
-    with ScriptedServer([("status", 429, "slow down", {"Retry-After": "1"}), ("ok", "diff")]) as srv:
+    with ScriptedServer([("status", 429, "slow down", {"Retry-After": "1"}), ("ok", "diff")]) as
+    srv:
         litellm.completion(model="openai/scripted", api_base=srv.base_url, api_key="k", ...)
         assert len(srv.requests) == 2
 
@@ -57,21 +58,33 @@ def _prompt_chars(body: Dict[str, Any]) -> int:
     return total
 
 
-def completion_body(body: Dict[str, Any], content: str, finish_reason: str = "stop",
-                    usage: Optional[Dict[str, int]] = None,
-                    message_fields: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def completion_body(
+    body: Dict[str, Any],
+    content: str,
+    finish_reason: str = "stop",
+    usage: Optional[Dict[str, int]] = None,
+    message_fields: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     """An OpenAI chat.completion JSON document answering ``body`` with ``content``."""
     if usage is None:
         prompt, completion = _prompt_chars(body) // 4, len(content) // 4
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                 "total_tokens": prompt + completion}
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "scripted"),
-        "choices": [{"index": 0, "finish_reason": finish_reason,
-                     "message": {"role": "assistant", "content": content, **(message_fields or {})}}],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish_reason,
+                "message": {"role": "assistant", "content": content, **(message_fields or {})},
+            }
+        ],
         "usage": usage,
     }
 
@@ -96,8 +109,9 @@ class ScriptedServer:
         self._httpd.daemon_threads = True
         self.port: int = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        kwargs={"poll_interval": 0.05})
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, daemon=True, kwargs={"poll_interval": 0.05}
+        )
         self._thread.start()
 
     def next_item(self, body: Dict[str, Any], headers: Optional[Dict[str, str]] = None) -> Item:
@@ -146,8 +160,13 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # broken pipe, reset, socket timeout
             pass  # the client gave up (its timeout): not an error of the server
 
-    def _send(self, code: int, payload: Union[bytes, Dict[str, Any]],
-              ctype: str = "application/json", headers: Optional[Dict[str, str]] = None) -> None:
+    def _send(
+        self,
+        code: int,
+        payload: Union[bytes, Dict[str, Any]],
+        ctype: str = "application/json",
+        headers: Optional[Dict[str, str]] = None,
+    ) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(code)
         self.send_header("Content-Type", ctype)
@@ -178,8 +197,14 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "empty":
             self._send(200, completion_body(body, ""))
         elif kind == "status":
-            error = {"error": {"message": item[2], "type": "scripted_error", "code": None,
-                               **(item[4] if len(item) > 4 else {})}}
+            error = {
+                "error": {
+                    "message": item[2],
+                    "type": "scripted_error",
+                    "code": None,
+                    **(item[4] if len(item) > 4 else {}),
+                }
+            }
             self._send(item[1], error, headers=item[3] if len(item) > 3 else None)
         elif kind == "hang":
             self.scripted.wait(float(item[1]))
@@ -199,7 +224,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Serve one fixed answer until interrupted (for trying the proposer by hand)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
-    parser.add_argument("--answer-file", type=Path, required=True, help="text served as every answer")
+    parser.add_argument(
+        "--answer-file", type=Path, required=True, help="text served as every answer"
+    )
     args = parser.parse_args(argv)
     answer = args.answer_file.read_text(encoding="utf-8")
     with ScriptedServer([("ok", answer)], port=args.port) as srv:

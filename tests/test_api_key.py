@@ -25,11 +25,18 @@ from repairloop.types import CodeSlice, ProposalRequest, RepairContext
 
 KEY = "sk-test-4f9a2c7e1b8d6f3a5c0e"
 ODD_KEY = "gateway-pass-8c1d0e7f"  # a key whose format the redactor's patterns do not know
-DIFF = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def last(xs):\n-    return xs[len(xs)]\n+    return xs[-1]\n"
-REQUEST = ProposalRequest(context=RepairContext(
-    failing_tests=("tests/test_calc.py::test_last",), message="IndexError: list index out of range",
-    traceback="calc.py:2 in last",
-    slices=(CodeSlice("calc.py", 1, 2, "last", "def last(xs):\n    return xs[len(xs)]\n"),)))
+DIFF = (
+    "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def last(xs):\n-    return xs[len(xs)]\n+  "
+    "  return xs[-1]\n"
+)
+REQUEST = ProposalRequest(
+    context=RepairContext(
+        failing_tests=("tests/test_calc.py::test_last",),
+        message="IndexError: list index out of range",
+        traceback="calc.py:2 in last",
+        slices=(CodeSlice("calc.py", 1, 2, "last", "def last(xs):\n    return xs[len(xs)]\n"),),
+    )
+)
 KEY_VARIABLES = ("OPENAI_API_KEY", "HOSTED_VLLM_API_KEY", "VLLM_AUTH", "REPAIRLOOP_API_KEY_ENV")
 
 
@@ -64,7 +71,9 @@ def test_without_any_key_the_placeholder_is_sent_and_works() -> None:
     assert bearer(srv) == [f"Bearer {DUMMY_KEY}"]
 
 
-def test_key_variable_follows_the_provider_of_the_model_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_variable_follows_the_provider_of_the_model_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert provider_key_env("openai/x") == provider_key_env("gpt-4o-mini") == "OPENAI_API_KEY"
     assert provider_key_env("hosted_vllm/x") == "HOSTED_VLLM_API_KEY"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-this-provider-0000")
@@ -110,17 +119,32 @@ def test_unset_key_is_named_in_the_auth_hint() -> None:
 
 
 def run(project: Path, srv: ScriptedServer, capsys: pytest.CaptureFixture[str]) -> Dict[str, Any]:
-    main(["run", str(project), "--model", "openai/first", "--api-base", srv.base_url, "--no-builtin", "--json"],
-         runner=canned("off_by_one"))
+    main(
+        [
+            "run",
+            str(project),
+            "--model",
+            "openai/first",
+            "--api-base",
+            srv.base_url,
+            "--no-builtin",
+            "--json",
+        ],
+        runner=canned("off_by_one"),
+    )
     return json.loads(capsys.readouterr().out)
 
 
 def run_files_text(doc: Dict[str, Any]) -> str:
-    return "".join(p.read_text(errors="replace") for p in Path(doc["run_dir"]).rglob("*") if p.is_file())
+    return "".join(
+        p.read_text(errors="replace") for p in Path(doc["run_dir"]).rglob("*") if p.is_file()
+    )
 
 
 @pytest.mark.usefixtures("no_flaky_check")
-def test_run_sends_the_users_key_and_keeps_it_out_of_the_journal(make_project, capsys, monkeypatch) -> None:
+def test_run_sends_the_users_key_and_keeps_it_out_of_the_journal(
+    make_project, capsys, monkeypatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with ScriptedServer([("ok", RIGHT)]) as srv:
         doc = run(make_project("off_by_one"), srv, capsys)
@@ -138,7 +162,10 @@ def test_run_with_api_key_env_keeps_an_echoed_key_out(make_project, capsys, monk
         doc = run(make_project("off_by_one"), srv, capsys)
     assert bearer(srv) == [f"Bearer {ODD_KEY}"]
     assert doc["outcome"] == "unrecoverable" and ODD_KEY not in json.dumps(doc)
-    events = [json.loads(line) for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)
+        for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()
+    ]
     assert [e for e in events if e["event"] == "model_dropped"]
     assert ODD_KEY not in run_files_text(doc)
 

@@ -38,16 +38,33 @@ BENCH = REPO / "fixtures" / "bench"
 
 def row(name: str, outcome: str = "fixed", **extra: Any) -> CaseResult:
     plausible = outcome == "fixed"
-    fields: Dict[str, Any] = {"plausible": plausible, "seconds": float(len(name)), "tokens": 10, "cost_usd": 0.01}
+    fields: Dict[str, Any] = {
+        "plausible": plausible,
+        "seconds": float(len(name)),
+        "tokens": 10,
+        "cost_usd": 0.01,
+    }
     fields.update(extra)
-    return CaseResult(name, "literal", True, outcome, "success" if plausible else "stagnation", **fields)
+    return CaseResult(
+        name, "literal", True, outcome, "success" if plausible else "stagnation", **fields
+    )
 
 
-ROWS = [row("a", correct=True, matches_reference=True, passes_hidden_tests=True),
-        row("b", correct=False, matches_reference=False, passes_hidden_tests=False),
-        row("c", "not_fixed"), row("d"), row("e", "error", plausible=False),
-        row("f", correct=True, matches_reference=False, passes_hidden_tests=True, edits_tests=True)]
-BENCH_INFO = {"cases_dir": "cases", "cases": [r.name for r in ROWS], "models": [], "timeout": None, "workers": None}
+ROWS = [
+    row("a", correct=True, matches_reference=True, passes_hidden_tests=True),
+    row("b", correct=False, matches_reference=False, passes_hidden_tests=False),
+    row("c", "not_fixed"),
+    row("d"),
+    row("e", "error", plausible=False),
+    row("f", correct=True, matches_reference=False, passes_hidden_tests=True, edits_tests=True),
+]
+BENCH_INFO = {
+    "cases_dir": "cases",
+    "cases": [r.name for r in ROWS],
+    "models": [],
+    "timeout": None,
+    "workers": None,
+}
 
 
 def write_shards(root: Path, count: int) -> List[Path]:
@@ -64,10 +81,11 @@ def write_shards(root: Path, count: int) -> List[Path]:
 
 
 def select_shard_rows(shard: Shard) -> List[CaseResult]:
-    return ROWS[shard.index - 1::shard.count]
+    return ROWS[shard.index - 1 :: shard.count]
 
 
-# -- shards ------------------------------------------------------------------------------------------
+# -- shards
+# ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 5, 40])
@@ -77,7 +95,9 @@ def test_shards_cover_every_case_once_and_differ_by_at_most_one(count: int) -> N
     names = [c.name for part in slices for c in part]
     assert sorted(names) == sorted(c.name for c in cases) and len(names) == len(set(names))
     assert max(map(len, slices)) - min(map(len, slices)) <= 1
-    assert [c.name for c in select_shard(list(reversed(cases)), Shard(1, count))] == [c.name for c in slices[0]]
+    assert [c.name for c in select_shard(list(reversed(cases)), Shard(1, count))] == [
+        c.name for c in slices[0]
+    ]
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "a/b", "2", "1/0", "-1/2", ""])
@@ -90,19 +110,23 @@ def test_a_shard_is_read() -> None:
     assert parse_shard(" 2/4 ") == Shard(2, 4)
 
 
-# -- same change after normalising whitespace ----------------------------------------------------------
+# -- same change after normalising whitespace
+# ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("first, second, same", [
-    ("def f(x):\n    return x*3\n", "def f(x):\n    return x * 3\n", True),
-    ("def f(x):\n  return (x +\n          1)\n", "def f(x):\n    return (x + 1)\n\n\n", True),
-    ("def f(x):\n    return x * 3  \n", "def f(x):\n    return x * 3\n", True),
-    ("def f(x):\n    return x * 3\n", "def f(x):\n    return 3 * x\n", False),
-    # indentation is structure: a statement moved out of the loop is another change
-    ("for i in r:\n    a()\n    b()\n", "for i in r:\n    a()\nb()\n", False),
-    ("s = 'a b'\n", "s = 'a  b'\n", False),  # whitespace inside a string is content
-    ("x = 1  # one\n", "x = 1\n", False),  # a comment is part of the change
-])
+@pytest.mark.parametrize(
+    "first, second, same",
+    [
+        ("def f(x):\n    return x*3\n", "def f(x):\n    return x * 3\n", True),
+        ("def f(x):\n  return (x +\n          1)\n", "def f(x):\n    return (x + 1)\n\n\n", True),
+        ("def f(x):\n    return x * 3  \n", "def f(x):\n    return x * 3\n", True),
+        ("def f(x):\n    return x * 3\n", "def f(x):\n    return 3 * x\n", False),
+        # indentation is structure: a statement moved out of the loop is another change
+        ("for i in r:\n    a()\n    b()\n", "for i in r:\n    a()\nb()\n", False),
+        ("s = 'a b'\n", "s = 'a  b'\n", False),  # whitespace inside a string is content
+        ("x = 1  # one\n", "x = 1\n", False),  # a comment is part of the change
+    ],
+)
 def test_python_is_compared_as_tokens(first: str, second: str, same: bool) -> None:
     assert same_code("m.py", first, second) is same
 
@@ -111,7 +135,9 @@ def test_other_files_are_compared_as_words_and_missing_files_only_match_missing(
     assert same_code("README.md", "a  b\n\nc\n", "a b c")
     assert not same_code("README.md", "a b", "a c")
     assert same_code("m.py", None, None) and not same_code("m.py", None, "")
-    assert same_code("m.py", "def broken(:\n  x =  1\n", "def broken(:\n x = 1")  # untokenizable: words
+    assert same_code(
+        "m.py", "def broken(:\n  x =  1\n", "def broken(:\n x = 1"
+    )  # untokenizable: words
 
 
 def test_a_patch_matches_the_reference_it_was_written_like(tmp_path: Path) -> None:
@@ -126,11 +152,19 @@ def test_a_patch_matches_the_reference_it_was_written_like(tmp_path: Path) -> No
     assert not (ref_root / "reference.patch").exists() and not (ref_root / "hidden_tests").exists()
 
 
-# -- the hidden-test verdict ---------------------------------------------------------------------------
+# -- the hidden-test verdict
+# ---------------------------------------------------------------------------
 
 
 def report(results: List[TestResult], exit_code: int = 0, **extra: Any) -> TestReport:
-    return TestReport(("pytest",), exit_code, tuple(results), source=ResultSource.PLUGIN, collected=len(results), **extra)
+    return TestReport(
+        ("pytest",),
+        exit_code,
+        tuple(results),
+        source=ResultSource.PLUGIN,
+        collected=len(results),
+        **extra,
+    )
 
 
 HIDDEN = ("tests/test_x_hidden.py",)
@@ -144,7 +178,9 @@ def test_hidden_tests_pass_only_when_reported_passed_in_a_green_run() -> None:
     ok, count, detail = hidden_verdict(report([VISIBLE, PASSED, failed], 1), HIDDEN)
     assert (ok, count) == (False, 2) and "test_x_hidden.py::test_b" in detail
     skipped = TestResult("tests/test_x_hidden.py::test_c", TestOutcome.SKIPPED)
-    assert hidden_verdict(report([VISIBLE, PASSED, skipped]), HIDDEN)[0] is False  # skipped is not passed
+    assert (
+        hidden_verdict(report([VISIBLE, PASSED, skipped]), HIDDEN)[0] is False
+    )  # skipped is not passed
     broke = TestResult("tests/test_x.py::test_w", TestOutcome.FAILED)
     assert "1 other test(s) failed" in hidden_verdict(report([PASSED, broke], 1), HIDDEN)[2]
 
@@ -153,10 +189,13 @@ def test_hidden_tests_that_never_ran_or_a_run_cut_short_do_not_pass() -> None:
     ok, count, detail = hidden_verdict(report([VISIBLE]), HIDDEN)
     assert (ok, count) == (False, 0) and "no hidden test ran" in detail
     assert hidden_verdict(report([VISIBLE, PASSED], 0, complete=False), HIDDEN)[0] is False
-    assert hidden_verdict(report([VISIBLE, PASSED], None, timed_out=True), HIDDEN)[2].endswith("it timed out")
+    assert hidden_verdict(report([VISIBLE, PASSED], None, timed_out=True), HIDDEN)[2].endswith(
+        "it timed out"
+    )
 
 
-# -- totals and merging ----------------------------------------------------------------------------------
+# -- totals and merging
+# ----------------------------------------------------------------------------------
 
 
 def test_totals_count_correct_among_the_judged_plausible_patches() -> None:
@@ -201,26 +240,40 @@ def _edit(path: Path, **changes: Any) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d[:2], "shard(s) 3/3 missing"),
-    (lambda d: [d[0], d[1], d[2], d[1]], "shard 2/3 is given twice"),
-    (lambda d: [d[0], d[1], _edit(d[2], bench={**BENCH_INFO, "models": ["openai/other"]})], "their models differ"),
-    (lambda d: [d[0], d[1], _edit(d[2], complete=False)], "is an unfinished bench"),
-    (lambda d: [d[0], d[1], _edit(d[2], shard=None)], "is a whole bench, not a shard"),
-    (lambda d: [d[0], d[1], _edit(d[2], shard={"index": 3, "count": 4})], "split the bench differently"),
-    (lambda d: [d[0], d[1], d[2].parent / "nowhere"], "does not exist"),
-    (lambda d: [d[0], d[1], _edit(d[2], cases="x")], "is not a bench result"),
-    (lambda d: [d[0], d[1], _edit(d[2], cases=[])], "no shard ran case(s) c, f"),
-    (lambda d: [], "no shards to merge"),
-])
-def test_merge_refuses_what_is_not_every_shard_of_one_finished_bench(change: Any, message: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d[:2], "shard(s) 3/3 missing"),
+        (lambda d: [d[0], d[1], d[2], d[1]], "shard 2/3 is given twice"),
+        (
+            lambda d: [d[0], d[1], _edit(d[2], bench={**BENCH_INFO, "models": ["openai/other"]})],
+            "their models differ",
+        ),
+        (lambda d: [d[0], d[1], _edit(d[2], complete=False)], "is an unfinished bench"),
+        (lambda d: [d[0], d[1], _edit(d[2], shard=None)], "is a whole bench, not a shard"),
+        (
+            lambda d: [d[0], d[1], _edit(d[2], shard={"index": 3, "count": 4})],
+            "split the bench differently",
+        ),
+        (lambda d: [d[0], d[1], d[2].parent / "nowhere"], "does not exist"),
+        (lambda d: [d[0], d[1], _edit(d[2], cases="x")], "is not a bench result"),
+        (lambda d: [d[0], d[1], _edit(d[2], cases=[])], "no shard ran case(s) c, f"),
+        (lambda d: [], "no shards to merge"),
+    ],
+)
+def test_merge_refuses_what_is_not_every_shard_of_one_finished_bench(
+    change: Any, message: str, tmp_path: Path
+) -> None:
     assert message in _refusal(tmp_path, change)
 
 
-# -- the command line --------------------------------------------------------------------------------------
+# -- the command line
+# --------------------------------------------------------------------------------------
 
 
-def test_merge_errors_are_usage_errors_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_merge_errors_are_usage_errors_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     dirs = write_shards(tmp_path, 2)
     code = main(["bench", "merge", str(dirs[0]), "--json"])
     out, err = capsys.readouterr()
@@ -228,7 +281,9 @@ def test_merge_errors_are_usage_errors_with_a_hint(tmp_path: Path, capsys: pytes
     assert json.loads(out)["error"]["exit_code"] == 2
 
 
-def test_merge_prints_one_table_or_one_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_merge_prints_one_table_or_one_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     dirs = write_shards(tmp_path, 2)
     assert main(["bench", "merge", *map(str, dirs)]) == 0
     assert capsys.readouterr().out == markdown_table(ROWS) + "\n"
@@ -237,40 +292,56 @@ def test_merge_prints_one_table_or_one_document(tmp_path: Path, capsys: pytest.C
     assert document["merged_from"] == [str(d) for d in dirs] and document["shard"] is None
 
 
-def test_bench_refuses_a_keep_directory_that_is_not_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_refuses_a_keep_directory_that_is_not_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     keep = tmp_path / "kept"
     keep.mkdir()
     (keep / "old.txt").write_text("a previous bench")
-    assert main(["bench", str(BENCH), "--keep", str(keep)]) == 2  # routed to `bench run`, refused before any case runs
+    assert (
+        main(["bench", str(BENCH), "--keep", str(keep)]) == 2
+    )  # routed to `bench run`, refused before any case runs
     err = capsys.readouterr().err
     assert "--keep" in err and "is not an empty directory" in err
     assert sorted(p.name for p in keep.iterdir()) == ["old.txt"]
 
 
-def test_bench_refuses_a_reference_fix_that_does_not_apply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_refuses_a_reference_fix_that_does_not_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cases = tmp_path / "cases"
     shutil.copytree(BENCH / "caesar_modulus", cases / "caesar_modulus")
     (cases / "caesar_modulus" / "reference.patch").write_text(
-        "--- a/cipher.py\n+++ b/cipher.py\n@@ -1,1 +1,1 @@\n-not in the file\n+anything\n")
+        "--- a/cipher.py\n+++ b/cipher.py\n@@ -1,1 +1,1 @@\n-not in the file\n+anything\n"
+    )
     assert main(["bench", "run", str(cases), "--shard", "1/1"]) == 2
     err = capsys.readouterr().err
     assert "reference.patch does not apply to its case" in err
 
 
-@pytest.mark.parametrize("args, message", [(["--shard", "3/2"], "is not I/N"), (["--shard", "x"], "is not I/N")])
-def test_bench_refuses_a_bad_shard(args: List[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "args, message", [(["--shard", "3/2"], "is not I/N"), (["--shard", "x"], "is not I/N")]
+)
+def test_bench_refuses_a_bad_shard(
+    args: List[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["bench", str(BENCH), *args]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_a_case_with_an_empty_hidden_tests_directory_is_refused(tmp_path: Path) -> None:
-    shutil.copytree(BENCH / "caesar_modulus", tmp_path / "c" / "caesar_modulus", ignore=shutil.ignore_patterns("hidden_tests"))
+    shutil.copytree(
+        BENCH / "caesar_modulus",
+        tmp_path / "c" / "caesar_modulus",
+        ignore=shutil.ignore_patterns("hidden_tests"),
+    )
     (tmp_path / "c" / "caesar_modulus" / "hidden_tests").mkdir()
     with pytest.raises(ConfigError, match="holds no files"):
         find_cases(tmp_path / "c")
 
 
-# -- progress ------------------------------------------------------------------------------------------------
+# -- progress
+# ------------------------------------------------------------------------------------------------
 
 
 class Clock:
@@ -313,16 +384,21 @@ def test_on_a_terminal_the_progress_bar_shows_the_same_counts() -> None:
     assert "1/2" in shown and "1 fixed" in shown and "0:30 left" in shown
 
 
-# -- the README's GitHub Actions matrix --------------------------------------------------------------------
+# -- the README's GitHub Actions matrix
+# --------------------------------------------------------------------
 
 
-def test_readme_matrix_runs_every_shard_then_merges_them_with_flags_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_matrix_runs_every_shard_then_merges_them_with_flags_that_exist(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import re
 
     import yaml
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(.*?)```", text[text.index("### Spreading a bench over CI machines"):], re.S)
+    block = re.search(
+        r"```yaml\n(.*?)```", text[text.index("### Spreading a bench over CI machines") :], re.S
+    )
     assert block is not None
     jobs = yaml.safe_load(block.group(1))["jobs"]
     shards = jobs["shard"]["strategy"]["matrix"]["shard"]
@@ -332,13 +408,23 @@ def test_readme_matrix_runs_every_shard_then_merges_them_with_flags_that_exist(c
         if "uses" in step:
             assert re.match(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$", step["uses"]), step["uses"]
     bench = next(s["run"] for s in jobs["shard"]["steps"] if "repairloop bench" in s.get("run", ""))
-    assert f"--shard ${{{{ matrix.shard }}}}/{len(shards)}" in bench and "--keep shard-${{ matrix.shard }}" in bench
+    assert (
+        f"--shard ${{{{ matrix.shard }}}}/{len(shards)}" in bench
+        and "--keep shard-${{ matrix.shard }}" in bench
+    )
     upload = next(s for s in jobs["shard"]["steps"] if "upload-artifact" in s.get("uses", ""))
     download = next(s for s in jobs["merge"]["steps"] if "download-artifact" in s.get("uses", ""))
     assert upload["with"]["path"] == "shard-${{ matrix.shard }}"
     assert upload["with"]["name"].startswith(download["with"]["pattern"].rstrip("*"))
-    merges = [line for s in jobs["merge"]["steps"] for line in s.get("run", "").splitlines() if "bench merge" in line]
-    assert merges and all(f"{download['with']['path']}/{download['with']['pattern']}" in line for line in merges)
+    merges = [
+        line
+        for s in jobs["merge"]["steps"]
+        for line in s.get("run", "").splitlines()
+        if "bench merge" in line
+    ]
+    assert merges and all(
+        f"{download['with']['path']}/{download['with']['pattern']}" in line for line in merges
+    )
     for command, lines in (("run", [bench]), ("merge", merges)):
         assert main(["bench", command, "--help"]) == 0
         help_text = capsys.readouterr().out

@@ -23,24 +23,53 @@ import engine_figure  # noqa: E402
 import realbugs  # noqa: E402
 
 
-def row(name: str, plausible: bool, correct: Optional[bool], same: Optional[bool] = None) -> Dict[str, Any]:
+def row(
+    name: str, plausible: bool, correct: Optional[bool], same: Optional[bool] = None
+) -> Dict[str, Any]:
     """A row as ``bench --json`` writes it, with the limits figure 6 adds to it."""
-    return {"name": name, "outcome": "fixed" if plausible else "not_fixed", "stop_reason": "success" if plausible else
-            "no_model_left", "seconds": 10.0, "single_mutation": True, "edits_tests": False, "plausible": plausible,
-            "correct": correct, "matches_reference": same, "limit": 120.0, "own_limit": 120.0,
-            "judge_detail": "" if correct is not False else "1 of 4 hidden test(s) did not pass: tests/t_hidden.py::test_x"}
+    return {
+        "name": name,
+        "outcome": "fixed" if plausible else "not_fixed",
+        "stop_reason": "success" if plausible else "no_model_left",
+        "seconds": 10.0,
+        "single_mutation": True,
+        "edits_tests": False,
+        "plausible": plausible,
+        "correct": correct,
+        "matches_reference": same,
+        "limit": 120.0,
+        "own_limit": 120.0,
+        "judge_detail": ""
+        if correct is not False
+        else "1 of 4 hidden test(s) did not pass: tests/t_hidden.py::test_x",
+    }
 
 
-def figure(rows: List[Dict[str, Any]], fresh: Optional[List[Dict[str, Any]]] = None, half: Optional[float] = 150.0) -> Any:
-    return engine_figure.engine_figure(Path("fixtures/bench"), 33, {"fresh": fresh or [], "warm": rows}, 60.0, half)
+def figure(
+    rows: List[Dict[str, Any]],
+    fresh: Optional[List[Dict[str, Any]]] = None,
+    half: Optional[float] = 150.0,
+) -> Any:
+    return engine_figure.engine_figure(
+        Path("fixtures/bench"), 33, {"fresh": fresh or [], "warm": rows}, 60.0, half
+    )
 
 
 def test_figure_six_gives_the_plausible_and_the_correct_share() -> None:
-    fig = figure([row("a", True, True, True), row("b", True, True, False), row("c", True, False, False),
-                  row("d", False, None), row("e", True, None)])
+    fig = figure(
+        [
+            row("a", True, True, True),
+            row("b", True, True, False),
+            row("c", True, False, False),
+            row("d", False, None),
+            row("e", True, None),
+        ]
+    )
     text = fig.markdown("this machine")
     assert "Plausible patches: 4 of 5 cases (80%)" in text
-    assert "correct (passing the case's hidden tests after the run): 2 of the 3 judged (67%)" in text
+    assert (
+        "correct (passing the case's hidden tests after the run): 2 of the 3 judged (67%)" in text
+    )
     assert "the same change as the reference fix after normalising whitespace: 1." in text
     check = next(c for c in fig.checks if "plausible patch is correct" in c.target)
     assert (check.measured, check.met) == ("2 of 3 (67%)", False)
@@ -71,10 +100,15 @@ def test_the_warm_way_must_fix_more_cases_than_the_fresh_way_in_the_same_share()
 
 
 def test_a_case_the_share_cut_short_is_not_finished_and_not_in_the_rate() -> None:
-    cut = dict(row("slow", False, None), seconds=40.0, limit=41.0)  # stopped by the share, own limit 120 s
+    cut = dict(
+        row("slow", False, None), seconds=40.0, limit=41.0
+    )  # stopped by the share, own limit 120 s
     fig = figure([row("a", True, True), cut])
     assert "| warm (default) | 1 of 33 | 1 of 33 | 100% |" in fig.markdown("this machine")
-    assert "Stopped by the end of the warm share before their own limit (not finished): slow (40 s)." in fig.notes
+    assert (
+        "Stopped by the end of the warm share before their own limit (not finished): slow (40 s)."
+        in fig.notes
+    )
 
 
 def test_with_every_case_run_as_many_fixed_warm_as_fresh_meets_the_full_runs_target() -> None:
@@ -111,22 +145,28 @@ class Box:
         return "box"
 '''
 FIXED = BUGGY.replace("    return result - 1\n", "    return result\n").replace(
-    "        return n * self.size + 1\n", "        return n * self.size\n")
+    "        return n * self.size + 1\n", "        return n * self.size\n"
+)
 
 
 def test_the_whole_function_answer_is_the_fixed_text_and_applies_to_the_buggy_code(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     from repairloop.patch import apply_answer
 
     entries = ["pkg/mod.py::total", "pkg/mod.py::Box.area"]
-    answer = context_check.whole_function_answer({"pkg/mod.py": FIXED}, {"pkg/mod.py": BUGGY},
-                                                 entries)
+    answer = context_check.whole_function_answer(
+        {"pkg/mod.py": FIXED}, {"pkg/mod.py": BUGGY}, entries
+    )
     assert answer is not None
-    assert ('pkg/mod.py\n```python\n@functools.lru_cache()\ndef total(items):\n'
-            '    """Sum of items."""') in answer
+    assert (
+        'pkg/mod.py\n```python\n@functools.lru_cache()\ndef total(items):\n    """Sum of items."""'
+    ) in answer
     assert "    return result\n```" in answer
-    assert ("pkg/mod.py\n```python\nclass Box:\n    def area(self, n):\n"
-            "        return n * self.size\n```") in answer
+    assert (
+        "pkg/mod.py\n```python\nclass Box:\n    def area(self, n):\n"
+        "        return n * self.size\n```"
+    ) in answer
     for absent in ("return result - 1", "def name", "size = 2"):
         assert absent not in answer
     (tmp_path / "pkg").mkdir()
@@ -146,12 +186,15 @@ def test_a_fix_outside_functions_is_no_whole_function_answer_but_the_reference_d
 
 def test_the_lines_a_prompt_must_show_are_the_def_line_and_the_changed_lines() -> None:
     needles = context_check.expected_lines(BUGGY, FIXED, ["total", "Box.area"])
-    assert needles == {"total": ["def total(items):", "    return result - 1"],
-                       "Box.area": ["    def area(self, n):", "        return n * self.size + 1"]}
+    assert needles == {
+        "total": ["def total(items):", "    return result - 1"],
+        "Box.area": ["    def area(self, n):", "        return n * self.size + 1"],
+    }
     inserted = BUGGY.replace('        return "box"', '        self.check()\n        return "box"')
     # an insertion right after the def line: the def line is its anchor, and needed once
     assert context_check.expected_lines(BUGGY, inserted, ["Box.name"]) == {
-        "Box.name": ["    def name(self):"]}
+        "Box.name": ["    def name(self):"]
+    }
     added = BUGGY + "\n    def volume(self):\n        return 0\n"
     needed = context_check.expected_lines(BUGGY, added, ["Box.volume"])["Box.volume"]
     assert needed[0] == "class Box:"  # a method the fix adds: the class it goes into
@@ -184,28 +227,35 @@ def test_a_function_is_in_the_prompt_when_one_block_shows_its_def_and_changed_li
     assert context_check.missing_from_prompt(trimmed, needles["total"]) == "return result - 1"
     outside = NUMBERED_PROMPT.replace("  14 |     return result - 1\n```", "```\nreturn result - 1")
     assert context_check.missing_from_prompt(outside, needles["total"]) == "return result - 1"
-    shown, why = context_figure.judge_prompt(NUMBERED_PROMPT,
-                                             {"pkg/mod.py::Box.area": needles["Box.area"]})
+    shown, why = context_figure.judge_prompt(
+        NUMBERED_PROMPT, {"pkg/mod.py::Box.area": needles["Box.area"]}
+    )
     assert not shown
-    assert why == ("pkg/mod.py::Box.area: `def area(self, n):` not shown "
-                   "(shown: pkg/mod.py, lines 8-14 (total))")
+    assert why == (
+        "pkg/mod.py::Box.area: `def area(self, n):` not shown "
+        "(shown: pkg/mod.py, lines 8-14 (total))"
+    )
 
 
 def test_the_loop_runs_the_case_command_with_this_python_and_its_own_pytest_cache() -> None:
     cmd = "python -m pytest -q -p no:cacheprovider -o pythonpath=src tests/test_x.py"
-    assert context_figure.loop_test_cmd(cmd, "/v/bin/python") == \
-        "/v/bin/python -m pytest -q -o pythonpath=src tests/test_x.py"
+    assert (
+        context_figure.loop_test_cmd(cmd, "/v/bin/python")
+        == "/v/bin/python -m pytest -q -o pythonpath=src tests/test_x.py"
+    )
 
 
 Way = Tuple[bool, int, str]  # in the prompt, tokens, outcome
 
 
 def case_result(name: str, kind: str, localised: Way, traceback: Way) -> Any:
-    case = realbugs.RealBug(name, Path(name), "lib", "1", "0" * 64, "", "", ("m.py::f",), ("t",),
-                            "", "callee")
+    case = realbugs.RealBug(
+        name, Path(name), "lib", "1", "0" * 64, "", "", ("m.py::f",), ("t",), "", "callee"
+    )
     ways = {}
-    for way, (shown, tokens, outcome) in zip(("localised", "traceback only"),
-                                             (localised, traceback)):
+    for way, (shown, tokens, outcome) in zip(
+        ("localised", "traceback only"), (localised, traceback)
+    ):
         why = "" if shown else "m.py::f: `def f():` not shown"
         detail = "" if outcome == "fixed" else "rejected: no patch"
         ways[way] = context_figure.WayRun(shown, why, tokens, outcome, detail, 9.0)
@@ -213,18 +263,23 @@ def case_result(name: str, kind: str, localised: Way, traceback: Way) -> Any:
 
 
 def test_figure_thirteen_judges_the_localised_way_and_shows_the_traceback_way_beside_it() -> None:
-    results = [case_result(f"c{n}", "whole", (True, 100 * n, "fixed"), (n < 5, 50, "fixed"))
-               for n in range(1, 20)]
+    results = [
+        case_result(f"c{n}", "whole", (True, 100 * n, "fixed"), (n < 5, 50, "fixed"))
+        for n in range(1, 20)
+    ]
     results.append(case_result("d", "diff", (True, 2000, "fixed"), (False, 60, "not_fixed")))
     fig = context_figure.context_figure(results, 59, False, 120.0)
     shown, fixed = fig.checks
     assert shown.measured == "20 of 20 (100.0%); traceback only: 4 of 20 (20.0%)" and shown.met
     assert fixed.measured == "20 of 20 (100.0%); traceback only: 19 of 20 (95.0%)" and fixed.met
     text = fig.markdown("this machine")
-    assert ("| **answered as the reference diff** | 1 cases |  | 1 of 1 (100.0%) | "
-            "median 2,000, p90 2,000 | 1 fixed |") in text
-    assert ("First-prompt tokens: localised median 1,050, p90 1,800; "
-            "traceback only median 50, p90 50") in text
+    assert (
+        "| **answered as the reference diff** | 1 cases |  | 1 of 1 (100.0%) | "
+        "median 2,000, p90 2,000 | 1 fixed |"
+    ) in text
+    assert (
+        "First-prompt tokens: localised median 1,050, p90 1,800; traceback only median 50, p90 50"
+    ) in text
     assert "Code not in the first prompt, traceback only: c5 (callee): m.py::f: `def f():`" in text
     assert "Not fixed, traceback only: d: not_fixed, rejected: no patch" in text
     one_missed = [case_result("e", "whole", (False, 10, "fixed"), (False, 10, "fixed"))]

@@ -27,9 +27,14 @@ CASES = {case.name: case for case in find_cases(BENCH)}
 def pytest_in(root: Path) -> Tuple[int, Dict[str, Set[str]], str]:
     """``python -m pytest -q -rA`` in ``root`` (the case's own configuration): exit code, the test
     files that had a PASSED and a FAILED test (from pytest's short summary), the output's tail."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"], cwd=root,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
     files: Dict[str, Set[str]] = {"PASSED": set(), "FAILED": set()}
     for line in done.stdout.splitlines():
         word, _, test_id = line.partition(" ")
@@ -46,7 +51,9 @@ def test_every_case_ships_a_reference_fix_and_hidden_tests() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_hidden_tests_catch_the_bug_and_the_reference_fix_passes_them(name: str, tmp_path: Path) -> None:
+def test_hidden_tests_catch_the_bug_and_the_reference_fix_passes_them(
+    name: str, tmp_path: Path
+) -> None:
     case: Case = CASES[name]
     assert case.hidden is not None and case.reference is not None
     buggy = copy_project(case, tmp_path / "buggy")
@@ -54,9 +61,15 @@ def test_hidden_tests_catch_the_bug_and_the_reference_fix_passes_them(name: str,
     code, files, tail = pytest_in(buggy)
     assert code == 1 and files["FAILED"] & hidden, f"a hidden test fails on the bug: {tail}"
     visible = files["FAILED"] - hidden
-    assert visible and (files["PASSED"] - hidden), f"the bug fails a visible test and passes one: {tail}"
-    fixed, changed = patched_copy(case, case.reference.read_text(encoding="utf-8"), tmp_path / "fixed")
+    assert visible and (files["PASSED"] - hidden), (
+        f"the bug fails a visible test and passes one: {tail}"
+    )
+    fixed, changed = patched_copy(
+        case, case.reference.read_text(encoding="utf-8"), tmp_path / "fixed"
+    )
     assert changed and not set(changed) & (visible | hidden)
     lay_over(case.hidden, fixed)
     code, files, tail = pytest_in(fixed)
-    assert code == 0 and not files["FAILED"] and hidden <= files["PASSED"], f"every test passes with the reference fix: {tail}"
+    assert code == 0 and not files["FAILED"] and hidden <= files["PASSED"], (
+        f"every test passes with the reference fix: {tail}"
+    )

@@ -25,14 +25,24 @@ from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
 from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
-from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, Suspect, TestFiles, TestReport
+from repairloop.types import (
+    BudgetLeft,
+    ProposalRequest,
+    RepairContext,
+    Suspect,
+    TestFiles,
+    TestReport,
+)
 
 BENCH = Path(__file__).resolve().parent.parent / "fixtures" / "bench"
 TEST_FILES = TestFiles(("tests/*", "test_*.py", "*_test.py", "conftest.py"))
 
 
-def run_tests(root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool) -> TestReport:
-    """The loop's RunTests adapter: pytest in ``root``, per-test coverage of the project on request."""
+def run_tests(
+    root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool
+) -> TestReport:
+    """The loop's RunTests adapter: pytest in ``root``, per-test coverage of the project on
+    request."""
     return runner.run_tests(
         root,
         (sys.executable, "-m", "pytest", "-q"),
@@ -43,7 +53,9 @@ def run_tests(root: Path, test_ids: Sequence[str], timeout: float, with_coverage
     )
 
 
-def without_coverage(root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool) -> TestReport:
+def without_coverage(
+    root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool
+) -> TestReport:
     """A test environment where coverage.py is unavailable: coverage_file is always None."""
     return run_tests(root, test_ids, timeout, False)
 
@@ -100,13 +112,23 @@ INC = {
 def test_engine_repairs_bench_cases(case: str, fixed_line: str, tmp_path: Path) -> None:
     project = bench_copy(case, tmp_path)
     before = tree_digest(project)
-    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES,
-                             workers=2, scratch_dir=tmp_path / "scratch")  # fmt: skip
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=project,
+        run_tests=run_tests,
+        test_files=TEST_FILES,
+        workers=2,
+        scratch_dir=tmp_path / "scratch",
+    )
     proposal = engine.propose(request_for(project))
     assert proposal.engine == "builtin" and proposal.model == "builtin"
     assert proposal.usage.tokens == 0 and proposal.usage.cost_usd == 0.0
     assert fixed_line in proposal.answer.splitlines()
-    removed = [line for line in proposal.answer.splitlines() if line.startswith("-") and not line.startswith("---")]
+    removed = [
+        line
+        for line in proposal.answer.splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    ]
     assert len(removed) == 1  # a one-line fix is a one-line diff
     assert all(not p.startswith("tests/") for p in changed_paths(proposal.answer))
     notes = proposal.notes
@@ -121,9 +143,16 @@ def test_engine_repairs_bench_cases(case: str, fixed_line: str, tmp_path: Path) 
 @pytest.mark.slow
 def test_later_calls_continue_and_never_repeat_a_diff(tmp_path: Path) -> None:
     project = write_project(tmp_path / "inc", INC)
-    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES,
-                             workers=2, max_candidates=40, extra_search_share=100.0,
-                             extra_candidates=100)  # fmt: skip
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=project,
+        run_tests=run_tests,
+        test_files=TEST_FILES,
+        workers=2,
+        max_candidates=40,
+        extra_search_share=100.0,
+        extra_candidates=100,
+    )
     request = request_for(project)
     first = engine.propose(request)
     # Smallest edit first; the tie between `x + 1` and `x * 2` goes to the higher operator prior.
@@ -143,8 +172,14 @@ def test_later_calls_continue_and_never_repeat_a_diff(tmp_path: Path) -> None:
 
 def test_traceback_fallback_when_coverage_is_unavailable(tmp_path: Path) -> None:
     project = write_project(tmp_path / "inc", INC)
-    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=without_coverage, test_files=TEST_FILES,
-                             workers=2, max_candidates=30)  # fmt: skip
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=project,
+        run_tests=without_coverage,
+        test_files=TEST_FILES,
+        workers=2,
+        max_candidates=30,
+    )
     proposal = engine.propose(request_for(project))
     assert proposal.notes["localisation_method"] == "traceback"
     assert "no per-test line data" in proposal.notes["localisation_note"]
@@ -155,8 +190,15 @@ def test_traceback_fallback_when_coverage_is_unavailable(tmp_path: Path) -> None
 def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
     project = bench_copy("roman_missing_subtractive", tmp_path)
     # Mutants of to_roman's loop run forever: a short candidate timeout keeps this test quick.
-    engine = BuiltinProposer(localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES,
-                             workers=2, max_candidates=8, candidate_timeout=3.0)  # fmt: skip
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=project,
+        run_tests=run_tests,
+        test_files=TEST_FILES,
+        workers=2,
+        max_candidates=8,
+        candidate_timeout=3.0,
+    )
     with pytest.raises(EngineExhausted) as caught:
         engine.propose(request_for(project))
     error = caught.value
@@ -165,21 +207,34 @@ def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
     assert len(error.notes["tried"]) == 8
     assert {"operator", "path", "line", "outcome", "reason"} <= set(error.notes["tried"][0])
     assert error.notes["localisation_method"] == "coverage"
-    assert error.usage.seconds > 0 and error.usage.calls == 0  # the search took engine time (it showed 0.0 s)
+    assert (
+        error.usage.seconds > 0 and error.usage.calls == 0
+    )  # the search took engine time (it showed 0.0 s)
 
 
 def test_an_infinitely_looping_candidate_costs_no_more_than_its_timeout(tmp_path: Path) -> None:
-    project = write_project(tmp_path / "loop", {
-        "count.py": "def count_down(n):\n    steps = 0\n    while n > 0:\n        n -= 1\n        steps += 1\n    return steps\n",
-        "tests/test_count.py": "from count import count_down\n\n\ndef test_three():\n    assert count_down(3) == 3\n",
-    })  # fmt: skip
+    project = write_project(
+        tmp_path / "loop",
+        {
+            "count.py": "def count_down(n):\n    steps = 0\n    while n > 0:\n        n -= 1\n     "
+            "   steps += 1\n    return steps\n",
+            "tests/test_count.py": "from count import count_down\n\n\ndef test_three():\n    "
+            "assert count_down(3) == 3\n",
+        },
+    )
     original = (project / "count.py").read_text()
     looping = original.replace("n -= 1", "n += 1")
     timeout = 2.0
     plan = ValidationPlan(("tests/test_count.py::test_three",), frozenset(), timeout, timeout)
     with WorkerPool(project, 1, tmp_path / "scratch") as pool:
-        verdict = pool.validate({"count.py": looping}, {"count.py": original}, run_tests, plan,
-                                clock=__import__("time").monotonic, time_left=lambda: None)  # fmt: skip
+        verdict = pool.validate(
+            {"count.py": looping},
+            {"count.py": original},
+            run_tests,
+            plan,
+            clock=__import__("time").monotonic,
+            time_left=lambda: None,
+        )
         restored = (pool.base / "worker-0" / "count.py").read_text()  # type: ignore[operator]
     assert verdict.status == "timeout"
     # The runner kills the process group at the timeout; allow for start-up and the kill itself.
@@ -206,12 +261,16 @@ def test_pairs_come_after_every_single_and_start_from_partial_fixes() -> None:
 
     def mutation(line: int, new: str) -> Mutation:
         start = source.line_starts[line - 1] + 4
-        return Mutation("literal_off_by_one", "m.py", line, start, start + 1, new, 0.9, f"line {line} -> {new}")
+        return Mutation(
+            "literal_off_by_one", "m.py", line, start, start + 1, new, 0.9, f"line {line} -> {new}"
+        )
 
     singles = [mutation(1, "5"), mutation(3, "9"), mutation(2, "6")]
     candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate(singles)]
 
-    def validate(changed: Dict[str, str]) -> Verdict:  # two independent bugs: a must be 5, b must be 6
+    def validate(
+        changed: Dict[str, str],
+    ) -> Verdict:  # two independent bugs: a must be 5, b must be 6
         fixed = ("a = 5" in changed["m.py"]) + ("b = 6" in changed["m.py"])
         return Verdict("plausible" if fixed == 2 else "failing", "", fixed)
 
@@ -226,7 +285,7 @@ def test_pairs_come_after_every_single_and_start_from_partial_fixes() -> None:
     assert search.exhausted
 
 
-def test_a_partial_fix_at_code_the_tests_it_leaves_failing_never_run_is_known_and_a_junk_edit_does_not_hide_it() -> None:
+def test_a_partial_fix_in_code_the_still_failing_tests_never_run_is_known_despite_junk() -> None:
     # Two failing tests, two independent bugs: t1 runs line 1 only, t2 line 2 only. Fixing line 1
     # fixes t1; t2, still failing, never runs line 1: unrelated. Adding a second edit that fixes
     # nothing on line 2 (which t2 runs) must not make the pair win over the single edit.
@@ -235,9 +294,13 @@ def test_a_partial_fix_at_code_the_tests_it_leaves_failing_never_run_is_known_an
 
     def mutation(line: int, new: str) -> Mutation:
         start = source.line_starts[line - 1] + len(text.splitlines()[line - 1]) - 1
-        return Mutation("literal_off_by_one", "m.py", line, start, start + 1, new, 0.9, f"line {line} -> {new}")
+        return Mutation(
+            "literal_off_by_one", "m.py", line, start, start + 1, new, 0.9, f"line {line} -> {new}"
+        )
 
-    candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate([mutation(1, "0"), mutation(2, "3")])]
+    candidates = [
+        Candidate((m,), 1.0, m.prior, i) for i, m in enumerate([mutation(1, "0"), mutation(2, "3")])
+    ]
     targets = ("t.py::t1", "t.py::t2")
 
     def validate(changed: Dict[str, str]) -> Verdict:
@@ -249,9 +312,14 @@ def test_a_partial_fix_at_code_the_tests_it_leaves_failing_never_run_is_known_an
     search = Search(candidates, {"m.py": text}, workers=1, ran_by=ran_by, targets=targets)
     search.run(validate, lambda s: True, clock=lambda: 0.0)
     best = search.plausible(set())
-    assert [len(r.candidate.mutations) for r in best] == [1, 2]  # the single edit, then the pair with a junk edit
+    assert [len(r.candidate.mutations) for r in best] == [
+        1,
+        2,
+    ]  # the single edit, then the pair with a junk edit
     assert [(r.unrelated, r.unshared) for r in best] == [(True, 1), (False, 1)]
-    blind = Search(candidates, {"m.py": text}, workers=1)  # without per-test line data nothing is known
+    blind = Search(
+        candidates, {"m.py": text}, workers=1
+    )  # without per-test line data nothing is known
     blind.run(validate, lambda s: True, clock=lambda: 0.0)
     assert [(r.unrelated, r.unshared) for r in blind.plausible(set())] == [(False, 0), (False, 0)]
 
@@ -259,11 +327,25 @@ def test_a_partial_fix_at_code_the_tests_it_leaves_failing_never_run_is_known_an
 def test_at_equal_fixes_the_edit_at_a_statement_every_failing_test_runs_wins() -> None:
     text = "a = 1\nb = 2\n"
     source = Source("m.py", text)
-    singles = [Mutation("literal_off_by_one", "m.py", n, source.line_starts[n - 1] + 4, source.line_starts[n - 1] + 5,
-                        "9", 0.9, f"line {n}") for n in (1, 2)]
+    singles = [
+        Mutation(
+            "literal_off_by_one",
+            "m.py",
+            n,
+            source.line_starts[n - 1] + 4,
+            source.line_starts[n - 1] + 5,
+            "9",
+            0.9,
+            f"line {n}",
+        )
+        for n in (1, 2)
+    ]
     candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate(singles)]
     targets = ("t.py::t1", "t.py::t2")
     ran_by = {("m.py", 1): frozenset(targets[:1]), ("m.py", 2): frozenset(targets)}
     search = Search(candidates, {"m.py": text}, workers=1, ran_by=ran_by, targets=targets)
     search.run(lambda changed: Verdict("plausible", "", 2), lambda s: True, clock=lambda: 0.0)
-    assert [r.candidate.mutations[0].line for r in search.plausible(set())][:2] == [2, 1]  # line 1 came first
+    assert [r.candidate.mutations[0].line for r in search.plausible(set())][:2] == [
+        2,
+        1,
+    ]  # line 1 came first

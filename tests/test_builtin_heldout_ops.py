@@ -30,7 +30,16 @@ from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
 from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
-from repairloop.types import BudgetLeft, ProposalRequest, RepairContext, Suspect, TestFiles, TestOutcome, TestReport, TestResult
+from repairloop.types import (
+    BudgetLeft,
+    ProposalRequest,
+    RepairContext,
+    Suspect,
+    TestFiles,
+    TestOutcome,
+    TestReport,
+    TestResult,
+)
 
 
 def changed_lines(old: str, new: str) -> Tuple[List[str], List[str]]:
@@ -108,7 +117,9 @@ def test_the_missing_recursive_call_comes_first() -> None:
                 out.append(x)
         return out
     """
-    wrapped = [m for m in mutate_source("m.py", textwrap.dedent(code), 5) if m.operator == "wrap_call"]
+    wrapped = [
+        m for m in mutate_source("m.py", textwrap.dedent(code), 5) if m.operator == "wrap_call"
+    ]
     assert wrapped[0].replacement == "flat(x)"
     find(code, 5, "wrap_call", "            out.extend(flat(x))")
 
@@ -187,12 +198,18 @@ def test_a_result_never_read_is_the_likely_right_variable() -> None:
         return best
     """
     smelly = _prior(code, 5, "wrong_variable", "        best = max(best, total)")
-    assert smelly == pytest.approx(1.6 * _prior(code, 5, "wrong_variable", "        best = max(best, xs)"))
+    assert smelly == pytest.approx(
+        1.6 * _prior(code, 5, "wrong_variable", "        best = max(best, xs)")
+    )
 
 
 def test_swapping_a_string_accumulation_is_a_full_weight_candidate() -> None:
-    code = "def b(n, d):\n    out = ''\n    while n:\n        out = out + d[n % 2]\n        n //= 2\n"
-    number = "def s(n, d):\n    out = 0\n    while n:\n        out = out + d[n % 2]\n        n //= 2\n"
+    code = (
+        "def b(n, d):\n    out = ''\n    while n:\n        out = out + d[n % 2]\n        n //= 2\n"
+    )
+    number = (
+        "def s(n, d):\n    out = 0\n    while n:\n        out = out + d[n % 2]\n        n //= 2\n"
+    )
     assert _prior(code, 4, "swap_operands", "        out = d[n % 2] + out") == pytest.approx(0.6)
     assert _prior(number, 4, "swap_operands", "        out = d[n % 2] + out") == pytest.approx(0.36)
 
@@ -222,7 +239,11 @@ def test_min_argument_plus_one() -> None:
 
 def test_doubling_a_unit_step_ranks_below_other_literal_changes() -> None:
     code = "def f(mid, k):\n    return mid + 1, k * 3\n"
-    mutations = {m.replacement: m for m in mutate_source("m.py", code, 2) if m.operator == "literal_off_by_one"}
+    mutations = {
+        m.replacement: m
+        for m in mutate_source("m.py", code, 2)
+        if m.operator == "literal_off_by_one"
+    }
     assert mutations["2"].prior < mutations["4"].prior
 
 
@@ -250,7 +271,10 @@ def test_a_stalled_while_loop_gets_its_counter_update() -> None:
 
 
 def test_the_loop_update_is_modelled_on_the_functions_own_update() -> None:
-    code = "def digits(n):\n    total = 0\n    while n > 0:\n        total += n % 10\n    n //= 10\n    return total\n"
+    code = (
+        "def digits(n):\n    total = 0\n    while n > 0:\n        total += n % 10\n    n //= "
+        "10\n    return total\n"
+    )
     first = next(m for m in mutate_source("m.py", code, 4) if m.operator == "insert_update")
     assert first.replacement == "        n //= 10\n"
 
@@ -292,8 +316,14 @@ def test_a_skip_guard_is_followed_by_the_add() -> None:
 
 
 def test_no_add_when_the_set_is_filled_elsewhere_or_is_a_dict() -> None:
-    filled = "def f(xs):\n    seen = set()\n    for x in xs:\n        if x not in seen:\n            seen.add(x)\n"
-    mapping = "def f(xs):\n    seen = {}\n    for x in xs:\n        if x not in seen:\n            print(x)\n"
+    filled = (
+        "def f(xs):\n    seen = set()\n    for x in xs:\n        if x not in seen:\n          "
+        "  seen.add(x)\n"
+    )
+    mapping = (
+        "def f(xs):\n    seen = {}\n    for x in xs:\n        if x not in seen:\n            "
+        "print(x)\n"
+    )
     assert not lines_added(filled, 5, "insert_update")
     assert not lines_added(mapping, 5, "insert_update")
 
@@ -324,16 +354,25 @@ def test_insertions_are_deterministic() -> None:
 # -- end to end -----------------------------------------------------------------------
 
 
-def _run_tests(root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool) -> TestReport:
-    return runner.run_tests(root, (sys.executable, "-m", "pytest", "-q"), test_ids=test_ids, timeout=timeout,
-                            pythonpath=[root], coverage_source=["."] if with_coverage else None)  # fmt: skip
+def _run_tests(
+    root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool
+) -> TestReport:
+    return runner.run_tests(
+        root,
+        (sys.executable, "-m", "pytest", "-q"),
+        test_ids=test_ids,
+        timeout=timeout,
+        pythonpath=[root],
+        coverage_source=["."] if with_coverage else None,
+    )
 
 
 @pytest.mark.slow
 def test_the_engine_repairs_a_missing_abs(tmp_path: Path) -> None:
     root = tmp_path / "newton"
     (root / "tests").mkdir(parents=True)
-    (root / "newton.py").write_text(textwrap.dedent("""\
+    (root / "newton.py").write_text(
+        textwrap.dedent("""\
         def root(x, eps=1e-9):
             guess = 1.0
             while True:
@@ -341,8 +380,10 @@ def test_the_engine_repairs_a_missing_abs(tmp_path: Path) -> None:
                 if better - guess < eps:
                     return better
                 guess = better
-    """))  # fmt: skip
-    (root / "tests" / "test_newton.py").write_text(textwrap.dedent("""\
+    """)
+    )
+    (root / "tests" / "test_newton.py").write_text(
+        textwrap.dedent("""\
         from newton import root
 
         def test_quarter():
@@ -353,12 +394,21 @@ def test_the_engine_repairs_a_missing_abs(tmp_path: Path) -> None:
 
         def test_two():
             assert abs(root(2.0) - 1.41421356237) < 1e-6
-    """))  # fmt: skip
+    """)
+    )
     baseline = _run_tests(root, (), 120, False)
     context = RepairContext(failing_tests=baseline.failing_ids, message="", traceback="", slices=())
-    # Wrong candidates that loop forever cost their timeout: 4 s rather than the default 10 keeps this test short.
-    engine = BuiltinProposer(localiser=localise, project_root=root, run_tests=_run_tests, test_files=TestFiles(("tests/*",)), workers=2,
-                             candidate_timeout=4.0, extra_candidates=0)  # the first plausible patch is the answer
+    # Wrong candidates that loop forever cost their timeout: 4 s rather than the default 10 keeps
+    # this test short.
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=root,
+        run_tests=_run_tests,
+        test_files=TestFiles(("tests/*",)),
+        workers=2,
+        candidate_timeout=4.0,
+        extra_candidates=0,
+    )  # the first plausible patch is the answer
     proposal = engine.propose(ProposalRequest(context=context, budget=BudgetLeft(seconds=120.0)))
     assert "+        if abs(better - guess) < eps:" in proposal.answer
 
@@ -367,16 +417,32 @@ def test_the_engine_repairs_a_missing_abs(tmp_path: Path) -> None:
 
 
 def test_slow_failing_tests_are_probed_with_the_quickest_first(tmp_path: Path) -> None:
-    slow = TestReport(("pytest",), 1, results=(
-        TestResult("t.py::hangs", TestOutcome.FAILED, duration=5.0),
-        TestResult("t.py::quick", TestOutcome.FAILED, duration=0.01),
-        TestResult("t.py::ok", TestOutcome.PASSED, duration=0.01),
-    ), seconds=5.5)  # fmt: skip
-    engine = BuiltinProposer(localiser=localise, project_root=tmp_path, run_tests=_run_tests, test_files=TestFiles(("tests/*",)))
+    slow = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            TestResult("t.py::hangs", TestOutcome.FAILED, duration=5.0),
+            TestResult("t.py::quick", TestOutcome.FAILED, duration=0.01),
+            TestResult("t.py::ok", TestOutcome.PASSED, duration=0.01),
+        ),
+        seconds=5.5,
+    )
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=tmp_path,
+        run_tests=_run_tests,
+        test_files=TestFiles(("tests/*",)),
+    )
     plan = engine._make_plan(slow, ("t.py::hangs", "t.py::quick"))
     assert plan.probe == ("t.py::quick",)
-    fast = TestReport(("pytest",), 1, results=(TestResult("t.py::a", TestOutcome.FAILED, duration=0.01),
-                                                TestResult("t.py::b", TestOutcome.FAILED, duration=0.01)))  # fmt: skip
+    fast = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            TestResult("t.py::a", TestOutcome.FAILED, duration=0.01),
+            TestResult("t.py::b", TestOutcome.FAILED, duration=0.01),
+        ),
+    )
     assert engine._make_plan(fast, ("t.py::a", "t.py::b")).probe == ()
 
 
@@ -385,11 +451,14 @@ def test_a_candidate_failing_the_probe_runs_nothing_else(tmp_path: Path) -> None
     (root / "tests").mkdir(parents=True)
     (root / "m.py").write_text("def f():\n    return 1\n")
     (root / "tests" / "test_m.py").write_text(
-        "from m import f\n\n\ndef test_a():\n    assert f() == 2\n\n\ndef test_b():\n    assert f() == 2\n"
+        "from m import f\n\n\ndef test_a():\n    assert f() == 2\n\n\ndef test_b():\n    assert "
+        "f() == 2\n"
     )
     calls: List[Tuple[str, ...]] = []
 
-    def recording(root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool) -> TestReport:
+    def recording(
+        root: Path, test_ids: Sequence[str], timeout: float, with_coverage: bool
+    ) -> TestReport:
         calls.append(tuple(test_ids))
         return _run_tests(root, test_ids, timeout, with_coverage)
 
@@ -397,10 +466,24 @@ def test_a_candidate_failing_the_probe_runs_nothing_else(tmp_path: Path) -> None
     plan = ValidationPlan(targets, frozenset(), 30.0, 30.0, probe=targets[:1], probe_timeout=30.0)
     original = {"m.py": "def f():\n    return 1\n"}
     with WorkerPool(root, 1, tmp_path / "scratch") as pool:
-        wrong = pool.validate({"m.py": "def f():\n    return 3\n"}, original, recording, plan, time.monotonic, lambda: None)
+        wrong = pool.validate(
+            {"m.py": "def f():\n    return 3\n"},
+            original,
+            recording,
+            plan,
+            time.monotonic,
+            lambda: None,
+        )
         assert (wrong.status, calls) == ("failing", [targets[:1]])
         calls.clear()
-        right = pool.validate({"m.py": "def f():\n    return 2\n"}, original, recording, plan, time.monotonic, lambda: None)
+        right = pool.validate(
+            {"m.py": "def f():\n    return 2\n"},
+            original,
+            recording,
+            plan,
+            time.monotonic,
+            lambda: None,
+        )
     assert right.status == "plausible"
     assert calls == [targets[:1], targets, ()]  # probe, every target, the suite
 
@@ -413,21 +496,29 @@ def _failing(test_id: str, exc_type: str, message: str) -> TestResult:
 
 
 def test_a_none_used_as_a_list_raises_wrong_function_first() -> None:
-    report = TestReport(("pytest",), 1, results=(
-        _failing("t::a", "TypeError", "'NoneType' object is not subscriptable"),
-        _failing("t::b", "TypeError", "'NoneType' object is not subscriptable"),
-        _failing("t::c", "AssertionError", "assert 1 == 2"),
-    ))  # fmt: skip
+    report = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            _failing("t::a", "TypeError", "'NoneType' object is not subscriptable"),
+            _failing("t::b", "TypeError", "'NoneType' object is not subscriptable"),
+            _failing("t::c", "AssertionError", "assert 1 == 2"),
+        ),
+    )
     boosts = family_boosts(report, ("t::a", "t::b", "t::c"))
     assert boosts["wrong_function"] > 1.0 and "wrap_call" not in boosts
 
 
 def test_a_str_in_arithmetic_raises_wrap_call_and_a_minority_symptom_raises_nothing() -> None:
-    report = TestReport(("pytest",), 1, results=(
-        _failing("t::a", "TypeError", "can't multiply sequence by non-int of type 'str'"),
-        _failing("t::b", "AssertionError", "assert 1 == 2"),
-        _failing("t::c", "AssertionError", "assert 1 == 3"),
-    ))  # fmt: skip
+    report = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            _failing("t::a", "TypeError", "can't multiply sequence by non-int of type 'str'"),
+            _failing("t::b", "AssertionError", "assert 1 == 2"),
+            _failing("t::c", "AssertionError", "assert 1 == 3"),
+        ),
+    )
     assert family_boosts(report, ("t::a",))["wrap_call"] > 1.0
     assert family_boosts(report, ("t::a", "t::b", "t::c")) == {}
 
@@ -450,7 +541,9 @@ def test_between_one_line_patches_the_likelier_beats_the_shorter() -> None:
     source = Source("m.py", text)
     step = text.index("1\n")
     after_mid = text.index("mid\n", step) + 3
-    likely = Mutation("off_by_one", "m.py", 3, after_mid, after_mid, " - 1", 0.58, "assigned value - 1")
+    likely = Mutation(
+        "off_by_one", "m.py", 3, after_mid, after_mid, " - 1", 0.58, "assigned value - 1"
+    )
     doubled = Mutation("literal_off_by_one", "m.py", 2, step, step + 1, "2", 0.45, "`1` -> `2`")
     candidates = [Candidate((m,), 0.8, m.prior, i) for i, m in enumerate((likely, doubled))]
     search = Search(candidates, {"m.py": source.text}, workers=1)
@@ -471,14 +564,21 @@ def test_a_reset_after_the_value_is_handed_on_ranks_above_other_copies() -> None
                 line = line + word
         return lines
     """
-    inserts = [m for m in mutate_source("m.py", textwrap.dedent(code), 5) if m.operator == "insert_statement"]
+    inserts = [
+        m
+        for m in mutate_source("m.py", textwrap.dedent(code), 5)
+        if m.operator == "insert_statement"
+    ]
     best = max(inserts, key=lambda m: m.prior)
     assert best.description == "insert `line = line + word` after"
     assert best.prior == pytest.approx(0.3 * 0.9 * 2.0)
 
 
 def test_a_single_comparison_is_negated_by_the_comparison_family_only() -> None:
-    code = "def s(xs, j):\n    if xs[j] < xs[j + 1]:\n        return 1\n    if a < b < c:\n        return 2\n"
+    code = (
+        "def s(xs, j):\n    if xs[j] < xs[j + 1]:\n        return 1\n    if a < b < c:\n        "
+        "return 2\n"
+    )
     assert not lines_added(code, 2, "negate_condition")  # `xs[j] >= xs[j + 1]` says it plainly
     find(code, 2, "comparison", "    if xs[j] >= xs[j + 1]:")
     find(code, 4, "negate_condition", "    if not a < b < c:")

@@ -39,7 +39,7 @@ def median(xs):
 '''
 BUG_LINE = 16
 
-TESTS = '''\
+TESTS = """\
 from mini.stats import mean, median
 
 
@@ -61,7 +61,7 @@ def test_median_even():
 
 def test_median_pair():
     assert median([10, 20]) == 15
-'''
+"""
 FAILING = ("tests/test_stats.py::test_median_even", "tests/test_stats.py::test_median_pair")
 
 
@@ -129,17 +129,26 @@ def test_ochiai_ranks_the_buggy_line_first(stats_project: Path) -> None:
     report = run_with_coverage(stats_project)
     assert report.coverage_file is not None, report.output[-2000:]
     try:
-        loc = localise(report, stats_project, FAILING, "", TestFiles(("tests/*",)), sources_of(stats_project))
+        loc = localise(
+            report, stats_project, FAILING, "", TestFiles(("tests/*",)), sources_of(stats_project)
+        )
     finally:
         drop_coverage(report)
     assert loc.method == "coverage"
     top = loc.suspects[0]
     assert (top.path, top.line, top.score) == ("mini/stats.py", BUG_LINE, 1.0)
     assert (top.failed, top.passed) == (2, 0)
-    assert not any(s.path.startswith("tests/") for s in loc.suspects)  # no test file is ever suspected
-    module_level = [s for s in loc.suspects if s.path == "mini/__init__.py"]  # run at import, for every test
+    assert not any(
+        s.path.startswith("tests/") for s in loc.suspects
+    )  # no test file is ever suspected
+    module_level = [
+        s for s in loc.suspects if s.path == "mini/__init__.py"
+    ]  # run at import, for every test
     assert all(s.score < top.score for s in module_level)
-    assert set(loc.passing) >= {"tests/test_stats.py::test_mean", "tests/test_stats.py::test_median_odd"}
+    assert set(loc.passing) >= {
+        "tests/test_stats.py::test_mean",
+        "tests/test_stats.py::test_median_odd",
+    }
 
 
 def test_import_time_code_counts_as_run_by_every_test() -> None:
@@ -154,7 +163,8 @@ def test_traceback_fallback_when_there_is_no_coverage(tmp_path: Path) -> None:
         tmp_path / "proj",
         {
             "mini/__init__.py": "",
-            "mini/items.py": "def last(xs):\n    i = len(xs)\n    return xs[i]\n\n\ndef first(xs):\n    return xs[0]\n",
+            "mini/items.py": "def last(xs):\n    i = len(xs)\n    return xs[i]\n\n\ndef "
+            "first(xs):\n    return xs[0]\n",
             "tests/test_items.py": (
                 "from mini.items import first, last\n\n\n"
                 "def test_first():\n    assert first([1, 2]) == 1\n\n\n"
@@ -162,7 +172,9 @@ def test_traceback_fallback_when_there_is_no_coverage(tmp_path: Path) -> None:
             ),
         },
     )
-    report = runner.run_tests(root, (sys.executable, "-m", "pytest", "-q"), timeout=120, pythonpath=[root])
+    report = runner.run_tests(
+        root, (sys.executable, "-m", "pytest", "-q"), timeout=120, pythonpath=[root]
+    )
     assert report.coverage_file is None
     failing = ("tests/test_items.py::test_last",)
     assert report.failing_ids == failing
@@ -171,14 +183,18 @@ def test_traceback_fallback_when_there_is_no_coverage(tmp_path: Path) -> None:
     assert loc.method == "traceback"
     assert "no per-test line data" in loc.note
     assert (loc.suspects[0].path, loc.suspects[0].line) == ("mini/items.py", 3)  # the raising frame
-    assert ("mini/items.py", 2) in {(s.path, s.line) for s in loc.suspects}  # the rest of its function
+    assert ("mini/items.py", 2) in {
+        (s.path, s.line) for s in loc.suspects
+    }  # the rest of its function
 
 
 def test_traceback_fallback_uses_the_functions_a_failing_test_calls(stats_project: Path) -> None:
     report = run_with_coverage(stats_project)
     drop_coverage(report)
     no_coverage = replace(report, coverage_file=None)
-    loc = localise(no_coverage, stats_project, FAILING, "", TestFiles(("tests/*",)), sources_of(stats_project))
+    loc = localise(
+        no_coverage, stats_project, FAILING, "", TestFiles(("tests/*",)), sources_of(stats_project)
+    )
     assert loc.method == "traceback"
     lines = {s.line for s in loc.suspects}
     assert BUG_LINE in lines  # median() is called by the failing tests
@@ -189,5 +205,12 @@ def test_traceback_text_frames_are_used_when_results_carry_none(tmp_path: Path) 
     root = write_project(tmp_path / "p", {"pkg/mod.py": "a = 1\nb = 2\nc = 3\nd = 4\n"})
     report = TestReport(command=("pytest",), exit_code=1)  # no structured results at all
     text = 'Traceback (most recent call last):\n  File "pkg/mod.py", line 3, in <module>\n'
-    loc = localise(report, root, ("tests/test_x.py::test_a",), text, TestFiles(("tests/*",)), {"pkg/mod.py": "a = 1\n"})
+    loc = localise(
+        report,
+        root,
+        ("tests/test_x.py::test_a",),
+        text,
+        TestFiles(("tests/*",)),
+        {"pkg/mod.py": "a = 1\n"},
+    )
     assert (loc.suspects[0].path, loc.suspects[0].line) == ("pkg/mod.py", 3)

@@ -97,7 +97,9 @@ def test_numeric_literal_by_one() -> None:
 
 def test_literal_by_one_skips_identity_operands() -> None:
     code = "def f(xs):\n    return xs[-len(xs) - 1:]\n"
-    texts = [m.replacement for m in mutate_source("m.py", code, 2) if m.operator == "literal_off_by_one"]
+    texts = [
+        m.replacement for m in mutate_source("m.py", code, 2) if m.operator == "literal_off_by_one"
+    ]
     assert "0" not in texts  # `x - 0` is sub_expression's `x`, written more cleanly
     find(code, 2, "sub_expression", "    return xs[-len(xs):]")
 
@@ -106,23 +108,57 @@ def test_literal_by_one_skips_identity_operands() -> None:
     "code, line, new_line",
     [
         ("def k(xs, k):\n    return sorted(xs)[k]\n", 2, "    return sorted(xs)[k - 1]"),
-        ("def m(s, n):\n    return s[n // 2 - 1:n // 2]\n", 2, "    return s[n // 2 - 1:n // 2 + 1]"),
-        ("def p(n):\n    return [i for i in range(2, n)]\n", 2, "    return [i for i in range(2, n + 1)]"),
+        (
+            "def m(s, n):\n    return s[n // 2 - 1:n // 2]\n",
+            2,
+            "    return s[n // 2 - 1:n // 2 + 1]",
+        ),
+        (
+            "def p(n):\n    return [i for i in range(2, n)]\n",
+            2,
+            "    return [i for i in range(2, n + 1)]",
+        ),
         ("def d(path):\n    return len(path)\n", 2, "    return len(path) - 1"),
-        ("def w(i, j, up):\n    return xs[i if up else j]\n", 2, "    return xs[(i if up else j) + 1]"),
-        ("def search(xs, mid, end):\n    return search(xs, mid, end)\n", 2, "    return search(xs, mid + 1, end)"),
-        ("def l(dp, i, j):\n    dp[i, j] = dp[i - 1, j] + 1\n", 2, "    dp[i, j] = dp[i - 1, j - 1] + 1"),
-        ("def n(ds):\n    return [1] + len(ds) * [0] + [1]\n", 2, "    return [1] + (len(ds) - 1) * [0] + [1]"),
+        (
+            "def w(i, j, up):\n    return xs[i if up else j]\n",
+            2,
+            "    return xs[(i if up else j) + 1]",
+        ),
+        (
+            "def search(xs, mid, end):\n    return search(xs, mid, end)\n",
+            2,
+            "    return search(xs, mid + 1, end)",
+        ),
+        (
+            "def l(dp, i, j):\n    dp[i, j] = dp[i - 1, j] + 1\n",
+            2,
+            "    dp[i, j] = dp[i - 1, j - 1] + 1",
+        ),
+        (
+            "def n(ds):\n    return [1] + len(ds) * [0] + [1]\n",
+            2,
+            "    return [1] + (len(ds) - 1) * [0] + [1]",
+        ),
     ],
-    ids=["index", "slice-bound", "range-argument", "return-value", "parenthesised", "call-argument",
-         "tuple-index", "len"],
+    ids=[
+        "index",
+        "slice-bound",
+        "range-argument",
+        "return-value",
+        "parenthesised",
+        "call-argument",
+        "tuple-index",
+        "len",
+    ],
 )
 def test_add_or_subtract_one(code: str, line: int, new_line: str) -> None:
     find(code, line, "off_by_one", new_line)
 
 
 def test_negate_and_unnegate_a_condition() -> None:
-    code = "def c(seen, v, x):\n    if seen[v]:\n        return 1\n    if not x:\n        return 2\n"
+    code = (
+        "def c(seen, v, x):\n    if seen[v]:\n        return 1\n    if not x:\n        return 2\n"
+    )
     m = find(code, 2, "negate_condition", "    if not seen[v]:")
     assert (m.start, m.end, m.replacement) == (m.start, m.start, "not ")  # an insertion only
     find(code, 4, "negate_condition", "    if x:")
@@ -150,7 +186,10 @@ def test_swap_operands_of_a_concatenation() -> None:
 
 
 def test_swap_call_arguments() -> None:
-    code = "def s(xs):\n    out = []\n    for x in xs:\n        insert_sorted(x, out)\n    return out\n"
+    code = (
+        "def s(xs):\n    out = []\n    for x in xs:\n        insert_sorted(x, out)\n    return "
+        "out\n"
+    )
     m = find(code, 4, "swap_arguments", "        insert_sorted(out, x)")
     assert span_text(code, m) == "x, out"
 
@@ -180,15 +219,20 @@ def test_wrong_variable_tries_similar_and_same_statement_names_first() -> None:
             old_t, t = t, old_t - q * s
         return zeta
     """
-    order = [m.replacement for m in mutate_source("m.py", textwrap.dedent(code), 7)
-             if m.operator == "wrong_variable" and span_text(code, m) == "s" and m.start > 100]
+    order = [
+        m.replacement
+        for m in mutate_source("m.py", textwrap.dedent(code), 7)
+        if m.operator == "wrong_variable" and span_text(code, m) == "s" and m.start > 100
+    ]
     assert order[0] == "t"  # one letter apart and in the same statement
     assert order.index("t") < order.index("zeta")
 
 
 def test_wrong_variable_ignores_builtins_and_functions() -> None:
     code = "def f(xs):\n    return len(xs)\n"
-    replaced = {span_text(code, m) for m in mutate_source("m.py", code, 2) if m.operator == "wrong_variable"}
+    replaced = {
+        span_text(code, m) for m in mutate_source("m.py", code, 2) if m.operator == "wrong_variable"
+    }
     assert "len" not in replaced
 
 
@@ -222,12 +266,18 @@ def test_wrong_attribute_from_another_receiver_in_the_file() -> None:
     "code, line, new_line",
     [
         ("def b(best, c):\n    return min(best, c)\n", 2, "    return max(best, c)"),
-        ("def s(xs):\n    return any(a <= b for a, b in zip(xs, xs[1:]))\n", 2,
-         "    return all(a <= b for a, b in zip(xs, xs[1:]))"),
+        (
+            "def s(xs):\n    return any(a <= b for a, b in zip(xs, xs[1:]))\n",
+            2,
+            "    return all(a <= b for a, b in zip(xs, xs[1:]))",
+        ),
         ("def p(w):\n    return w.startswith('x')\n", 2, "    return w.endswith('x')"),
-        ("def lower(xs, x):\n    return 0\n\n\ndef upper(xs, x):\n    return 1\n\n\n"
-         "def count(xs, x):\n    return lower(xs, x) - lower(xs, x)\n", 10,
-         "    return upper(xs, x) - lower(xs, x)"),
+        (
+            "def lower(xs, x):\n    return 0\n\n\ndef upper(xs, x):\n    return 1\n\n\n"
+            "def count(xs, x):\n    return lower(xs, x) - lower(xs, x)\n",
+            10,
+            "    return upper(xs, x) - lower(xs, x)",
+        ),
     ],
     ids=["min-max", "any-all", "method", "same-file-arity"],
 )
@@ -247,8 +297,13 @@ def test_identical_operands_raise_the_prior() -> None:
 
 
 def test_same_file_function_needs_equal_arity() -> None:
-    code = "def one(a):\n    return a\n\n\ndef two(a, b):\n    return b\n\n\ndef use(x):\n    return one(x)\n"
-    names = {m.replacement for m in mutate_source("m.py", code, 10) if m.operator == "wrong_function"}
+    code = (
+        "def one(a):\n    return a\n\n\ndef two(a, b):\n    return b\n\n\ndef use(x):\n    "
+        "return one(x)\n"
+    )
+    names = {
+        m.replacement for m in mutate_source("m.py", code, 10) if m.operator == "wrong_function"
+    }
     assert "two" not in names
 
 
@@ -311,14 +366,18 @@ def test_insert_a_copy_of_a_nearby_statement_with_the_target_indentation() -> No
 
 def test_no_roundabout_mutants() -> None:
     code = "def v(xs, s, nums):\n    nums = sorted(nums)\n    return s / (len(xs) - 1)\n"
-    texts = {apply_edits(code, [m.edit]) for line in (2, 3) for m in mutate_source("m.py", code, line)}
+    texts = {
+        apply_edits(code, [m.edit]) for line in (2, 3) for m in mutate_source("m.py", code, line)
+    }
     assert not any("nums = nums" in t for t in texts)  # delete_statement says it cleanly
     assert not any("len(xs) + 1 - 1" in t or "len(xs) - 1 - 1" in t for t in texts)  # literal's job
 
 
 def test_call_arguments_of_library_functions_are_left_alone() -> None:
     code = "def f(xs, k):\n    return xs.pop(k)\n"
-    assert not [m for m in mutate_source("m.py", code, 2) if m.description.startswith("call argument")]
+    assert not [
+        m for m in mutate_source("m.py", code, 2) if m.description.startswith("call argument")
+    ]
 
 
 def test_a_copy_that_updates_the_loop_condition_ranks_first() -> None:
@@ -330,7 +389,11 @@ def test_a_copy_that_updates_the_loop_condition_ranks_first() -> None:
             count += 1
             item = items.pop()
     """
-    inserts = [m for m in mutate_source("m.py", textwrap.dedent(code), 6) if m.operator == "insert_statement"]
+    inserts = [
+        m
+        for m in mutate_source("m.py", textwrap.dedent(code), 6)
+        if m.operator == "insert_statement"
+    ]
     best = max(inserts, key=lambda m: m.prior)
     assert best.replacement.strip() == "done = False"  # the only donor that assigns `done`
     assert best.prior > inserts[-1].prior

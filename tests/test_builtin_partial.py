@@ -23,7 +23,11 @@ from repairloop.propose.builtin.search import Candidate, Result
 from repairloop.settings import DEFAULT_MODEL_BY_KEY
 from repairloop.types import TestOutcome, TestReport, TestResult
 
-GROUP, OTHER, PASSING = "tests/test_a.py::test_bug", "tests/test_odd.py::test_odd", "tests/test_a.py::test_ok"
+GROUP, OTHER, PASSING = (
+    "tests/test_a.py::test_bug",
+    "tests/test_odd.py::test_odd",
+    "tests/test_a.py::test_ok",
+)
 
 
 def report(outcomes: Dict[str, TestOutcome], exit_code: int = 1) -> TestReport:
@@ -31,8 +35,13 @@ def report(outcomes: Dict[str, TestOutcome], exit_code: int = 1) -> TestReport:
     return TestReport(("pytest",), exit_code, results=results, source="plugin")
 
 
-PLAN = ValidationPlan(targets=(GROUP, OTHER), allowed_failing=frozenset(), target_timeout=10.0, suite_timeout=10.0,
-            group=(GROUP,))  # fmt: skip
+PLAN = ValidationPlan(
+    targets=(GROUP, OTHER),
+    allowed_failing=frozenset(),
+    target_timeout=10.0,
+    suite_timeout=10.0,
+    group=(GROUP,),
+)
 P, F = TestOutcome.PASSED, TestOutcome.FAILED
 
 
@@ -45,7 +54,11 @@ def test_fixing_one_failing_test_while_another_stays_failing_is_plausible() -> N
     assert everything.complete and everything.missed == 0
     # The other failing test fixed instead of the group's: plausible too, but not complete.
     other_only = judge_suite(report({GROUP: F, OTHER: P, PASSING: P}), PLAN, 10.0)
-    assert other_only.status == "plausible" and other_only.missed_group == 1 and not other_only.complete
+    assert (
+        other_only.status == "plausible"
+        and other_only.missed_group == 1
+        and not other_only.complete
+    )
 
 
 def test_a_partial_fix_that_breaks_a_passing_test_is_rejected() -> None:
@@ -74,13 +87,16 @@ def test_the_best_patch_fixes_every_failing_test_then_the_group() -> None:
 
 
 @pytest.mark.slow
-def test_run_fixes_the_bug_and_leaves_the_unrelated_failing_test(tmp_path: Path, capsys, monkeypatch) -> None:
+def test_run_fixes_the_bug_and_leaves_the_unrelated_failing_test(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
     for key, _ in DEFAULT_MODEL_BY_KEY:  # no provider key: the offline engine is the whole chain
         monkeypatch.delenv(key, raising=False)
     project = tmp_path / "people"
     (project / "tests").mkdir(parents=True)
     (project / "people.py").write_text("def is_adult(age):\n    return age > 18\n")
-    (project / "tests" / "test_people.py").write_text(textwrap.dedent("""\
+    (project / "tests" / "test_people.py").write_text(
+        textwrap.dedent("""\
         from people import is_adult
 
 
@@ -90,10 +106,13 @@ def test_run_fixes_the_bug_and_leaves_the_unrelated_failing_test(tmp_path: Path,
 
         def test_child():
             assert not is_adult(17)
-    """))  # fmt: skip
+    """)
+    )
     (project / "tests" / "test_odd.py").write_text("def test_odd():\n    assert 1 == 2\n")
     init_repo(project)
-    status_before = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout
+    status_before = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True
+    ).stdout
 
     code = main(["run", str(project), "--json"])
     doc = json.loads(capsys.readouterr().out)
@@ -105,9 +124,15 @@ def test_run_fixes_the_bug_and_leaves_the_unrelated_failing_test(tmp_path: Path,
     kept = [it for it in doc["iterations"] if it["decision"] == "kept"]
     assert len(kept) == 1 and kept[0]["engine"] == "builtin"
     assert "+    return age >= 18" in doc["patch"].splitlines()
-    assert "tests/" not in "".join(line for line in doc["patch"].splitlines() if line.startswith("+++"))
-    assert doc["stop_detail"].startswith("nothing left to try: the offline engine found no further patch")
+    assert "tests/" not in "".join(
+        line for line in doc["patch"].splitlines() if line.startswith("+++")
+    )
+    assert doc["stop_detail"].startswith(
+        "nothing left to try: the offline engine found no further patch"
+    )
     # No --apply: the user's tree is untouched.
     assert (project / "people.py").read_text() == "def is_adult(age):\n    return age > 18\n"
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True
+    ).stdout
     assert status == status_before

@@ -28,10 +28,19 @@ Shape = Tuple[str, str, str, Optional[str], str, Tuple[Frame, ...]]
 
 
 def shape(report: TestReport) -> Tuple[Optional[int], bool, List[Shape]]:
-    """What the loop reads of a report: exit code, green, and per test its id, outcome, phase, exception,
-    the message's first line and the frames."""
-    rows = [(r.test_id, r.outcome.value, r.phase, r.exc_type, (r.message.splitlines() or [""])[0], r.frames)
-            for r in report.results]
+    """What the loop reads of a report: exit code, green, and per test its id, outcome, phase,
+    exception, the message's first line and the frames."""
+    rows = [
+        (
+            r.test_id,
+            r.outcome.value,
+            r.phase,
+            r.exc_type,
+            (r.message.splitlines() or [""])[0],
+            r.frames,
+        )
+        for r in report.results
+    ]
     return report.exit_code, report.green, rows
 
 
@@ -40,7 +49,8 @@ def real_report(project: Path) -> TestReport:
 
 
 def patched(project: Path, diff: str) -> None:
-    """Write a unified diff's one-line changes into ``project`` (the fixes used by the loop tests)."""
+    """Write a unified diff's one-line changes into ``project`` (the fixes used by the loop
+    tests)."""
     path = project / diff.split("\n", 2)[1].removeprefix("+++ b/")
     lines = diff.splitlines()
     old = [line[1:] for line in lines if line.startswith("-") and not line.startswith("---")]
@@ -60,8 +70,12 @@ def test_each_script_reports_what_the_fixture_really_reports(case: str, make_pro
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case, diff", [("off_by_one", RIGHT), ("off_by_one", WRONG), ("shared_root_cause", PRICE_FIX)])
-def test_a_candidate_changes_the_canned_results_as_it_changes_the_real_ones(case: str, diff: str, make_project) -> None:
+@pytest.mark.parametrize(
+    "case, diff", [("off_by_one", RIGHT), ("off_by_one", WRONG), ("shared_root_cause", PRICE_FIX)]
+)
+def test_a_candidate_changes_the_canned_results_as_it_changes_the_real_ones(
+    case: str, diff: str, make_project
+) -> None:
     project = make_project(case)
     patched(project, diff)
     assert shape(report_of(SCRIPTS[case](Tree(project)), (), 0.01)) == shape(real_report(project))
@@ -73,7 +87,8 @@ def test_test_ids_select_as_pytest_does() -> None:
     assert [r.test_id for r in report.results] == ["tests/test_shapes.py"] and report.exit_code == 1
     assert report.command[-1] == "tests/test_shapes.py"
     assert [r.test_id for r in report_of(verdicts, ["tests/test_units.py"], 0.01).results] == [
-        "tests/test_units.py::test_inches_to_cm"]
+        "tests/test_units.py::test_inches_to_cm"
+    ]
 
 
 def test_a_timed_out_run_is_killed_with_no_results() -> None:
@@ -86,7 +101,9 @@ def test_the_runner_answers_the_loops_other_questions(tmp_path: Path) -> None:
     assert runner.time_limit() == 10.0 and runner.time_limit(past_deadline=True) == 30.0
     assert runner.for_candidates(runner.run(tmp_path)) == (runner, "") and runner.plain() is runner
     assert runner.redirected == () and not runner.sandbox_status.confined
-    assert runner.interpreter is not None and '"found": false' in (runner.interpreter(["-c", "probe", "cv2", "opencv-python"], 5.0) or "")
+    assert runner.interpreter is not None and '"found": false' in (
+        runner.interpreter(["-c", "probe", "cv2", "opencv-python"], 5.0) or ""
+    )
 
 
 def test_its_warm_process_is_refused_and_journalled_as_the_real_one_is(tmp_path: Path) -> None:
@@ -95,4 +112,6 @@ def test_its_warm_process_is_refused_and_journalled_as_the_real_one_is(tmp_path:
     assert not warm.ready() and warm.run(["t"], [], 5.0) is None
     warm.close()
     events = (tmp_path / "run" / "journal.jsonl").read_text().splitlines()
-    assert len(events) == 1 and '"action": "refused"' in events[0] and "no warm process" in events[0]
+    assert (
+        len(events) == 1 and '"action": "refused"' in events[0] and "no warm process" in events[0]
+    )

@@ -1,4 +1,5 @@
-"""Every classification fixture (``fixtures/classify/``), run for real, gets the kind its report implies.
+"""Every classification fixture (``fixtures/classify/``), run for real, gets the kind its report
+implies.
 
 Each case is a project modelled on a public bug report and is run as its user
 ran it (``classify_cases.run_case``: the product's own classify path, re-runs
@@ -25,7 +26,9 @@ def test_there_are_forty_cases_covering_every_kind_each_with_its_public_report()
     kinds = Counter(case.expected_kind for case in CASES)
     assert set(kinds) == {k.value for k in FailureKind}, kinds
     for case in CASES:
-        assert re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", case.spec["source"]), case.name
+        assert re.match(
+            r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", case.spec["source"]
+        ), case.name
         assert case.spec.get("summary") and case.spec.get("expected_hint"), case.name
         assert list((case.path / "tests").rglob("*.py")), case.name
     assert sorted(p.name for p in CASES_DIR.iterdir() if p.is_dir()) == [c.name for c in CASES]

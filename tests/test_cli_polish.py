@@ -31,8 +31,11 @@ from repairloop.settings import FIELD_NAMES
 FIX_LINE = "+    return items[-n:]"  # the one added line of RIGHT, off_by_one's fix
 
 
-def cli(args: List[str], capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None) -> Tuple[int, str, str]:
-    """``repairloop ARGS`` in this process: (exit code, stdout, stderr); ``runner`` replays canned test results."""
+def cli(
+    args: List[str], capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None
+) -> Tuple[int, str, str]:
+    """``repairloop ARGS`` in this process: (exit code, stdout, stderr); ``runner`` replays canned
+    test results."""
     code = main(args, runner=runner)
     out, err = capsys.readouterr()
     return code, out, err
@@ -44,12 +47,17 @@ def scripted(srv: ScriptedServer) -> List[str]:
 
 @pytest.fixture
 def quiet_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No CI system, no provider key, no stray REPAIRLOOP_* setting; no flaky re-run (faster, deterministic)."""
+    """No CI system, no provider key, no stray REPAIRLOOP_* setting; no flaky re-run (faster,
+    deterministic)."""
     import os
 
     for name in list(os.environ):
-        if name.startswith("REPAIRLOOP_") or name in ("GITHUB_ACTIONS", "GITLAB_CI", "OPENAI_API_KEY",
-                                                       "ANTHROPIC_API_KEY"):
+        if name.startswith("REPAIRLOOP_") or name in (
+            "GITHUB_ACTIONS",
+            "GITLAB_CI",
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+        ):
             monkeypatch.delenv(name)
     monkeypatch.setenv("REPAIRLOOP_CONFIRM_RUNS", "0")
     monkeypatch.setenv("NO_COLOR", "1")
@@ -65,14 +73,16 @@ def test_version_prints_the_installed_version(capsys) -> None:
 
 def test_version_and_help_import_nothing_heavy() -> None:
     probe = (
-        "import sys\n"
-        "from repairloop.cli import main\n"
+        "import sys\nfrom repairloop.cli import main\n"
         "codes = [main(['--version']), main(['--help'])]\n"
-        "heavy = [m for m in ('pydantic', 'git', 'litellm', 'rapidfuzz', 'unidiff', 'repairloop.settings',\n"
+        "heavy = [m for m in ('pydantic', 'git', 'litellm', 'rapidfuzz', 'unidiff', "
+        "'repairloop.settings',\n"
         "                     'repairloop.loop.driver') if m in sys.modules]\n"
         "sys.stderr.write(repr((codes, heavy)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT
+    )
     assert done.stderr.strip().splitlines()[-1] == "([0, 0], [])"
     assert done.stdout.startswith(f"repairloop {version('repairloop')}\n")
 
@@ -83,7 +93,11 @@ def test_version_and_help_import_nothing_heavy() -> None:
 @pytest.mark.parametrize("command", ["run", "resume"])
 def test_yes_without_apply_is_a_usage_error(command, make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
-    args = ["run", str(project), "--yes"] if command == "run" else ["resume", "-C", str(project), "--yes"]
+    args = (
+        ["run", str(project), "--yes"]
+        if command == "run"
+        else ["resume", "-C", str(project), "--yes"]
+    )
     code, _, err = cli(args, capsys)
     assert code == 2
     assert "--yes was given without --apply" in err and "hint: add --apply" in err
@@ -100,9 +114,17 @@ def test_an_empty_model_name_is_a_usage_error(command, make_project, quiet_env, 
     assert not (project / ".repairloop" / "runs").exists()
 
 
-@pytest.mark.parametrize("config", ['models = ["openai/gpt-4o-mini", ""]\n', 'test_cmd = ""\n',
-                                    'retry_kinds = ["logic", "syntx"]\n'])
-def test_empty_or_unknown_values_in_the_config_file_are_errors(config, make_project, quiet_env, capsys) -> None:
+@pytest.mark.parametrize(
+    "config",
+    [
+        'models = ["openai/gpt-4o-mini", ""]\n',
+        'test_cmd = ""\n',
+        'retry_kinds = ["logic", "syntx"]\n',
+    ],
+)
+def test_empty_or_unknown_values_in_the_config_file_are_errors(
+    config, make_project, quiet_env, capsys
+) -> None:
     project = make_project("off_by_one")
     (project / "repairloop.toml").write_text(config)
     code, _, err = cli(["run", str(project)], capsys)
@@ -117,9 +139,13 @@ def test_empty_or_unknown_values_in_the_config_file_are_errors(config, make_proj
 def test_ci_outside_github_prints_the_patch_once(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, err = cli(["ci", str(project), *scripted(srv)[:4]], capsys, canned("off_by_one"))  # ci has no --no-builtin
+        code, out, err = cli(
+            ["ci", str(project), *scripted(srv)[:4]], capsys, canned("off_by_one")
+        )  # ci has no --no-builtin
     assert code == 1  # a fix is proposed; the commit is still broken
-    assert (out + err).count(FIX_LINE) == 1 and FIX_LINE in out  # in the summary, not again in the panel
+    assert (out + err).count(
+        FIX_LINE
+    ) == 1 and FIX_LINE in out  # in the summary, not again in the panel
     assert "outcome: fixed" in err
 
 
@@ -130,11 +156,15 @@ class TerminalAnswering(io.StringIO):
         return True
 
 
-def test_run_apply_on_a_terminal_prints_the_patch_once(make_project, quiet_env, monkeypatch, capsys) -> None:
+def test_run_apply_on_a_terminal_prints_the_patch_once(
+    make_project, quiet_env, monkeypatch, capsys
+) -> None:
     project = make_project("off_by_one")
     monkeypatch.setattr(sys, "stdin", TerminalAnswering("y\n"))
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, err = cli(["run", str(project), *scripted(srv), "--apply"], capsys, canned("off_by_one"))
+        code, out, err = cli(
+            ["run", str(project), *scripted(srv), "--apply"], capsys, canned("off_by_one")
+        )
     assert code == 0 and "Apply this patch to your files?" in err
     assert (out + err).count(FIX_LINE) == 1  # shown with the question, not again under the panel
     assert "return items[-n:]" in (project / "calc" / "lists.py").read_text()
@@ -143,34 +173,51 @@ def test_run_apply_on_a_terminal_prints_the_patch_once(make_project, quiet_env, 
 # -- 4. stats without "::" ------------------------------------------------------------------------
 
 
-def test_stats_name_the_recurring_code_without_a_double_colon(make_project, quiet_env, capsys) -> None:
+def test_stats_name_the_recurring_code_without_a_double_colon(
+    make_project, quiet_env, capsys
+) -> None:
     project = make_project("off_by_one")
     for _ in range(2):  # two runs repairing the same function: it keeps coming back
         with ScriptedServer([("ok", RIGHT)]) as srv:
-            assert cli(["run", str(project), *scripted(srv), "--json"], capsys, canned("off_by_one"))[0] == 0
+            assert (
+                cli(["run", str(project), *scripted(srv), "--json"], capsys, canned("off_by_one"))[
+                    0
+                ]
+                == 0
+            )
     code, out, _ = cli(["stats", "-C", str(project)], capsys)
     upstream = [line for line in out.splitlines() if line.startswith("upstream:")]
     assert code == 0 and len(upstream) == 1
-    assert "repaired calc/lists.py: def last_n(items, n). The fault keeps coming back" in upstream[0]
+    assert (
+        "repaired calc/lists.py: def last_n(items, n). The fault keeps coming back" in upstream[0]
+    )
     assert "::" not in out
 
 
-# -- 5. nothing left behind by a configuration error ------------------------------------------------
+# -- 5. nothing left behind by a configuration error
+# ------------------------------------------------
 
 
-@pytest.mark.parametrize("setup, args", [
-    ("", ["--test-cmd", " "]),          # a bad value: a blank test command
-    ("", ["--max-iterations", "0"]),
-    ("unknown_key", []),                # an unknown key in the project's config
-    ("no_tests", []),                   # nothing to run: found no tests
-])
-def test_a_configuration_error_leaves_no_run_directory(setup, args, make_project, quiet_env, capsys) -> None:
+@pytest.mark.parametrize(
+    "setup, args",
+    [
+        ("", ["--test-cmd", " "]),  # a bad value: a blank test command
+        ("", ["--max-iterations", "0"]),
+        ("unknown_key", []),  # an unknown key in the project's config
+        ("no_tests", []),  # nothing to run: found no tests
+    ],
+)
+def test_a_configuration_error_leaves_no_run_directory(
+    setup, args, make_project, quiet_env, capsys
+) -> None:
     project = make_project("off_by_one")
     if setup == "unknown_key":
         (project / "repairloop.toml").write_text("max_iteration = 3\n")
     if setup == "no_tests":
         for path in sorted(project.rglob("*"), reverse=True):
-            if ".git" not in path.parts and ("tests" in path.parts or path.name == "pyproject.toml"):
+            if ".git" not in path.parts and (
+                "tests" in path.parts or path.name == "pyproject.toml"
+            ):
                 path.unlink() if path.is_file() else path.rmdir()
     code, _, err = cli(["run", str(project), *args], capsys)
     assert code == 2 and "repairloop: error:" in err
@@ -190,7 +237,10 @@ def test_hints_point_to_what_an_installed_user_has(make_project, quiet_env, caps
     (project / "repairloop.toml").write_text("patience = 0\n")
     code, _, err = cli(["run", str(project)], capsys)
     assert code == 2 and "configs/default.toml" not in err
-    assert "'patience': Iterations in a row without fewer failing tests before stopping. (default: 3)" in err
+    assert (
+        "'patience': Iterations in a row without fewer failing tests before stopping. (default: 3)"
+        in err
+    )
     (project / "repairloop.toml").unlink()
     code, _, err = cli(["run", str(project), "--max-cost", "-1"], capsys)
     assert code == 2 and "repairloop run --help" in err and "configs/default.toml" not in err
@@ -202,27 +252,41 @@ def test_the_readme_configuration_section_names_every_key() -> None:
     assert [key for key in FIELD_NAMES if f"`{key}`" not in section] == []
 
 
-# -- 7. unknown REPAIRLOOP_* variables --------------------------------------------------------------
+# -- 7. unknown REPAIRLOOP_* variables
+# --------------------------------------------------------------
 
 
-def test_a_misspelt_variable_is_named_with_the_closest_setting(make_project, quiet_env, monkeypatch, capsys) -> None:
+def test_a_misspelt_variable_is_named_with_the_closest_setting(
+    make_project, quiet_env, monkeypatch, capsys
+) -> None:
     project = make_project("all_green")
     monkeypatch.setenv("REPAIRLOOP_MAX_ITERATION", "3")
     code, out, err = cli(["classify", str(project), "--json"], capsys, canned("all_green"))
     warnings = [line for line in err.splitlines() if "warning" in line]
     assert code == 0 and json.loads(out)["kind"] == "none"  # a warning, not a failure
-    assert warnings == ["repairloop: warning: REPAIRLOOP_MAX_ITERATION is not a repairloop setting and is "
-                        "ignored; did you mean REPAIRLOOP_MAX_ITERATIONS?"]
+    assert warnings == [
+        "repairloop: warning: REPAIRLOOP_MAX_ITERATION is not a repairloop setting and is "
+        "ignored; did you mean REPAIRLOOP_MAX_ITERATIONS?"
+    ]
 
 
-def test_variables_repairloop_itself_uses_are_not_warned_about(make_project, quiet_env, monkeypatch, capsys) -> None:
+def test_variables_repairloop_itself_uses_are_not_warned_about(
+    make_project, quiet_env, monkeypatch, capsys
+) -> None:
     project = make_project("all_green")
     internal: Dict[str, str] = {
-        "REPAIRLOOP_CONFIRM_RUNS": "0", "REPAIRLOOP_DOWNGRADE_AT": "0.5", "REPAIRLOOP_PER_TEST_TIMEOUT": "30",
-        "REPAIRLOOP_DEBUG": "", "REPAIRLOOP_COVERAGE_FILE": "x", "REPAIRLOOP_RESULTS": "x",
+        "REPAIRLOOP_CONFIRM_RUNS": "0",
+        "REPAIRLOOP_DOWNGRADE_AT": "0.5",
+        "REPAIRLOOP_PER_TEST_TIMEOUT": "30",
+        "REPAIRLOOP_DEBUG": "",
+        "REPAIRLOOP_COVERAGE_FILE": "x",
+        "REPAIRLOOP_RESULTS": "x",
         # what `repairloop ci --dotenv` writes, which a GitLab dotenv report exports to later jobs
-        "REPAIRLOOP_OUTCOME": "fixed", "REPAIRLOOP_PATCH_PATH": "p", "REPAIRLOOP_BRANCH": "b",
-        "REPAIRLOOP_PULL_REQUEST_URL": "u", "REPAIRLOOP_FINGERPRINT": "f",
+        "REPAIRLOOP_OUTCOME": "fixed",
+        "REPAIRLOOP_PATCH_PATH": "p",
+        "REPAIRLOOP_BRANCH": "b",
+        "REPAIRLOOP_PULL_REQUEST_URL": "u",
+        "REPAIRLOOP_FINGERPRINT": "f",
     }
     for name, value in internal.items():
         monkeypatch.setenv(name, value)
@@ -235,7 +299,12 @@ def test_variables_repairloop_itself_uses_are_not_warned_about(make_project, qui
 
 def json_error(out: str) -> Dict[str, object]:
     doc = json.loads(out)
-    assert list(doc) == ["error"] and sorted(doc["error"]) == ["exit_code", "hint", "kind", "message"]
+    assert list(doc) == ["error"] and sorted(doc["error"]) == [
+        "exit_code",
+        "hint",
+        "kind",
+        "message",
+    ]
     return doc["error"]
 
 
@@ -244,27 +313,38 @@ def test_json_usage_error_of_ours(make_project, quiet_env, capsys) -> None:
     code, out, err = cli(["run", str(project), "--yes", "--json"], capsys)
     error = json_error(out)
     assert code == 2 and error["exit_code"] == 2 and error["kind"] == "config"
-    assert "--yes was given without --apply" in str(error["message"]) and "--apply" in str(error["hint"])
-    assert "repairloop: error: --yes was given without --apply" in err  # the human message stays on stderr
+    assert "--yes was given without --apply" in str(error["message"]) and "--apply" in str(
+        error["hint"]
+    )
+    assert (
+        "repairloop: error: --yes was given without --apply" in err
+    )  # the human message stays on stderr
 
 
 def test_json_usage_error_from_the_option_parser(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     code, out, err = cli(["run", str(project), "--max-iterations", "many", "--json"], capsys)
     error = json_error(out)
-    assert code == 2 and error == {"kind": "usage", "message": error["message"], "hint": "see 'repairloop run --help'",
-                                   "exit_code": 2}
+    assert code == 2 and error == {
+        "kind": "usage",
+        "message": error["message"],
+        "hint": "see 'repairloop run --help'",
+        "exit_code": 2,
+    }
     assert "--max-iterations" in str(error["message"]) and "--max-iterations" in err
 
 
 def test_json_configuration_error(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     (project / "pyproject.toml").write_text(
-        (project / "pyproject.toml").read_text() + "\n[tool.repairloop]\nmax_iteratons = 2\n")
+        (project / "pyproject.toml").read_text() + "\n[tool.repairloop]\nmax_iteratons = 2\n"
+    )
     code, out, err = cli(["classify", str(project), "--json"], capsys)
     error = json_error(out)
     assert code == 2 and error["kind"] == "config" and error["exit_code"] == 2
-    assert "unknown key 'max_iteratons'" in str(error["message"]) and "max_iterations" in str(error["hint"])
+    assert "unknown key 'max_iteratons'" in str(error["message"]) and "max_iterations" in str(
+        error["hint"]
+    )
     assert "repairloop: error: unknown key 'max_iteratons'" in err
 
 
@@ -272,4 +352,8 @@ def test_json_project_error_of_the_reading_commands(tmp_path, quiet_env, capsys)
     for command in (["runs"], ["stats"]):
         code, out, _ = cli([*command, "-C", str(tmp_path / "missing"), "--json"], capsys)
         error = json_error(out)
-        assert code == 2 and error["kind"] == "project" and re.search(r"missing is not a directory", str(error["message"]))
+        assert (
+            code == 2
+            and error["kind"] == "project"
+            and re.search(r"missing is not a directory", str(error["message"]))
+        )

@@ -22,7 +22,9 @@ from repairloop.types import (
     TestResult,
 )
 
-TEST_FILES = TestFiles()  # the default test globs; what counts as a test is pinned in test_testfiles.py
+TEST_FILES = (
+    TestFiles()
+)  # the default test globs; what counts as a test is pinned in test_testfiles.py
 
 
 def run_and_classify(project: Path) -> Tuple[TestReport, Tuple[Failure, ...]]:
@@ -46,9 +48,16 @@ def write(root: Path, files: Dict[str, str]) -> Path:
     return root
 
 
-def failure(test_id: str, frames: Tuple[Frame, ...], exc_type: str = "ValueError", message: str = "boom",
-            hint: str = "") -> Failure:
-    return Failure(test_id, FailureKind.LOGIC, True, message, exc_type=exc_type, frames=frames, hint=hint)
+def failure(
+    test_id: str,
+    frames: Tuple[Frame, ...],
+    exc_type: str = "ValueError",
+    message: str = "boom",
+    hint: str = "",
+) -> Failure:
+    return Failure(
+        test_id, FailureKind.LOGIC, True, message, exc_type=exc_type, frames=frames, hint=hint
+    )
 
 
 def test_shared_root_cause_groups_two_then_one(make_project: Callable[..., Path]) -> None:
@@ -56,8 +65,10 @@ def test_shared_root_cause_groups_two_then_one(make_project: Callable[..., Path]
     _, failures = run_and_classify(project)
     groups = group_failures(failures, TEST_FILES)
     assert [[f.test_id for f in g] for g in groups] == [
-        ["tests/test_pricing.py::test_order_total_with_large_line",
-         "tests/test_pricing.py::test_parse_price_with_thousands_separator"],
+        [
+            "tests/test_pricing.py::test_order_total_with_large_line",
+            "tests/test_pricing.py::test_parse_price_with_thousands_separator",
+        ],
         ["tests/test_pricing.py::test_apply_discount"],
     ]
 
@@ -76,7 +87,8 @@ def test_grouping_uses_exception_type_and_innermost_code_frame() -> None:
 
 
 def test_context_has_enclosing_functions_with_line_numbers_and_read_only_test(
-        make_project: Callable[..., Path]) -> None:
+    make_project: Callable[..., Path],
+) -> None:
     project = make_project("shared_root_cause")
     report, failures = run_and_classify(project)
     group = group_failures(failures, TEST_FILES)[0]
@@ -84,7 +96,10 @@ def test_context_has_enclosing_functions_with_line_numbers_and_read_only_test(
     code = project / "orders" / "pricing.py"
     by_name = {s.name: s for s in ctx.slices}
     parse = by_name["parse_price"]
-    assert (parse.path, parse.start_line) == ("orders/pricing.py", line_of(code, "def parse_price(text):"))
+    assert (parse.path, parse.start_line) == (
+        "orders/pricing.py",
+        line_of(code, "def parse_price(text):"),
+    )
     assert parse.end_line == line_of(code, '    return float(text.strip().lstrip("$"))')
     assert parse.text.splitlines()[0] == "def parse_price(text):" and not parse.read_only
     assert {"line_total", "order_total"} <= set(by_name)  # every project frame, de-duplicated
@@ -97,7 +112,9 @@ def test_context_has_enclosing_functions_with_line_numbers_and_read_only_test(
     assert ctx.tokens > 0 and ctx.trimmed == ()
 
 
-def test_assertion_failure_shows_the_called_project_function(make_project: Callable[..., Path]) -> None:
+def test_assertion_failure_shows_the_called_project_function(
+    make_project: Callable[..., Path],
+) -> None:
     project = make_project("off_by_one")
     report, failures = run_and_classify(project)
     ctx = build_context(project, failures, results_of(report), test_files=TEST_FILES)
@@ -116,29 +133,43 @@ def test_big_module_context_stays_small(make_project: Callable[..., Path]) -> No
 
 
 def test_no_site_packages_or_stdlib_frames(tmp_path: Path) -> None:
-    root = write(tmp_path / "p", {
-        "pkg/__init__.py": "",
-        "pkg/core.py": "import json\n\n\ndef load(text):\n    return json.loads(text)\n",
-        "tests/test_core.py": "from pkg.core import load\n\n\ndef test_load():\n    assert load('{') == {}\n",
-    })
-    frames = (Frame("tests/test_core.py", 5, "test_load"), Frame("pkg/core.py", 5, "load"),
-              Frame(".venv/lib/python3.11/site-packages/simplejson/decoder.py", 40, "decode"),
-              Frame("/usr/lib/python3.11/json/decoder.py", 337, "decode"))
-    ctx = build_context(root, [failure("tests/test_core.py::test_load", frames)], {},
-                        test_files=TEST_FILES)
+    root = write(
+        tmp_path / "p",
+        {
+            "pkg/__init__.py": "",
+            "pkg/core.py": "import json\n\n\ndef load(text):\n    return json.loads(text)\n",
+            "tests/test_core.py": "from pkg.core import load\n\n\ndef test_load():\n    assert "
+            "load('{') == {}\n",
+        },
+    )
+    frames = (
+        Frame("tests/test_core.py", 5, "test_load"),
+        Frame("pkg/core.py", 5, "load"),
+        Frame(".venv/lib/python3.11/site-packages/simplejson/decoder.py", 40, "decode"),
+        Frame("/usr/lib/python3.11/json/decoder.py", 337, "decode"),
+    )
+    ctx = build_context(
+        root, [failure("tests/test_core.py::test_load", frames)], {}, test_files=TEST_FILES
+    )
     assert {s.path for s in ctx.slices} == {"pkg/core.py", "tests/test_core.py"}
     assert "site-packages" not in ctx.traceback and "/usr/lib" not in ctx.traceback
-    assert ctx.traceback.splitlines() == ["tests/test_core.py:5 in test_load", "pkg/core.py:5 in load"]
+    assert ctx.traceback.splitlines() == [
+        "tests/test_core.py:5 in test_load",
+        "pkg/core.py:5 in load",
+    ]
 
 
 def test_methods_classes_decorators_and_parametrized_ids(tmp_path: Path) -> None:
     big_body = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(20))
-    root = write(tmp_path / "p", {
-        "pkg/__init__.py": "",
-        "pkg/shapes.py": "import functools\n\n\nclass Big:\n" + big_body
-        + "    @functools.lru_cache()\n    def area(self):\n        return 1 / 0\n\n\n"
-        "class Small:\n    def area(self):\n        return 1 / 0\n",
-        "tests/test_shapes.py": """\
+    root = write(
+        tmp_path / "p",
+        {
+            "pkg/__init__.py": "",
+            "pkg/shapes.py": "import functools\n\n\nclass Big:\n"
+            + big_body
+            + "    @functools.lru_cache()\n    def area(self):\n        return 1 / 0\n\n\n"
+            "class Small:\n    def area(self):\n        return 1 / 0\n",
+            "tests/test_shapes.py": """\
             import pytest
 
 
@@ -147,16 +178,24 @@ def test_methods_classes_decorators_and_parametrized_ids(tmp_path: Path) -> None
                 def test_area(self, n):
                     assert n
             """,
-    })
+        },
+    )
     code = root / "pkg" / "shapes.py"
     decorator = line_of(code, "    @functools.lru_cache()")
     big_frame = Frame("pkg/shapes.py", decorator + 2, "area")
     small_frame = Frame("pkg/shapes.py", line_of(code, "class Small:") + 2, "area")
     test_frame = Frame("tests/test_shapes.py", 7, "test_area")
-    ctx = build_context(root, [failure("tests/test_shapes.py::TestShapes::test_area[1-2]",
-                                       (test_frame, big_frame))], {}, test_files=TEST_FILES)
+    ctx = build_context(
+        root,
+        [failure("tests/test_shapes.py::TestShapes::test_area[1-2]", (test_frame, big_frame))],
+        {},
+        test_files=TEST_FILES,
+    )
     method = next(s for s in ctx.slices if s.name == "Big.area")
-    assert (method.start_line, method.end_line) == (decorator, decorator + 2)  # the method, with its decorator
+    assert (method.start_line, method.end_line) == (
+        decorator,
+        decorator + 2,
+    )  # the method, with its decorator
     test = next(s for s in ctx.slices if s.read_only)
     assert test.name == "TestShapes.test_area" and test.start_line == 5
     ctx = build_context(root, [failure("t", (small_frame,))], {}, test_files=TEST_FILES)
@@ -172,7 +211,9 @@ def test_file_that_does_not_parse_gets_a_window(make_project: Callable[..., Path
     assert any("geometry/shapes.py:10" in note for note in ctx.notes)  # classify's hint rides along
 
 
-def test_last_attempt_is_carried_as_is_and_render_is_measured(make_project: Callable[..., Path]) -> None:
+def test_last_attempt_is_carried_as_is_and_render_is_measured(
+    make_project: Callable[..., Path],
+) -> None:
     project = make_project("off_by_one")
     report, failures = run_and_classify(project)
     attempt = LastAttempt("--- a/x\n+++ b/x\n", Decision.REVERTED, "fixed nothing", broke=("t::x",))
@@ -182,8 +223,14 @@ def test_last_attempt_is_carried_as_is_and_render_is_measured(make_project: Call
         rendered.append(ctx)
         return "x" * 400
 
-    ctx = build_context(project, failures, results_of(report), test_files=TEST_FILES,
-                        last_attempt=attempt, render=render)
+    ctx = build_context(
+        project,
+        failures,
+        results_of(report),
+        test_files=TEST_FILES,
+        last_attempt=attempt,
+        render=render,
+    )
     assert ctx.last_attempt is attempt
     assert ctx.tokens == 100 and rendered
 
@@ -193,23 +240,48 @@ def _huge_project(root: Path) -> Tuple[Path, Failure, Dict[str, TestResult]]:
     body = "".join(f"    x{j} = {j}\n" for j in range(195))
     code = "".join(f"def f{i}(v):\n{body}    return f{i + 1}(v)\n\n\n" for i in range(10))
     code += f"def f10(v):\n{body}    raise ValueError(v)\n"
-    write(root, {"pkg/__init__.py": "", "pkg/deep.py": code,
-                 "tests/test_deep.py": "from pkg.deep import f0\n\n\ndef test_deep():\n    f0(1)\n"})
+    write(
+        root,
+        {
+            "pkg/__init__.py": "",
+            "pkg/deep.py": code,
+            "tests/test_deep.py": "from pkg.deep import f0\n\n\ndef test_deep():\n    f0(1)\n",
+        },
+    )
     lines = (root / "pkg" / "deep.py").read_text().splitlines()
     frames = [Frame("tests/test_deep.py", 5, "test_deep")]
-    frames += [Frame("pkg/deep.py", lines.index(f"    return f{i + 1}(v)") + 1, f"f{i}") for i in range(10)]
+    frames += [
+        Frame("pkg/deep.py", lines.index(f"    return f{i + 1}(v)") + 1, f"f{i}") for i in range(10)
+    ]
     frames.append(Frame("pkg/deep.py", len(lines), "f10"))
-    result = TestResult("tests/test_deep.py::test_deep", TestOutcome.FAILED, exc_type="ValueError",
-                        message="1", frames=tuple(frames), output="captured line\n" * 2000)
-    return root, failure(result.test_id, tuple(frames), message="ValueError: " + "m" * 5000), {result.test_id: result}
+    result = TestResult(
+        "tests/test_deep.py::test_deep",
+        TestOutcome.FAILED,
+        exc_type="ValueError",
+        message="1",
+        frames=tuple(frames),
+        output="captured line\n" * 2000,
+    )
+    return (
+        root,
+        failure(result.test_id, tuple(frames), message="ValueError: " + "m" * 5000),
+        {result.test_id: result},
+    )
 
 
 def test_trimming_follows_the_documented_order(tmp_path: Path) -> None:
     root, fail, results = _huge_project(tmp_path / "p")
     attempt = LastAttempt("\n".join(f"+line {i}" for i in range(500)), Decision.REVERTED, "no")
     others = [f"tests/test_other.py::test_{i}" for i in range(30)]
-    ctx = build_context(root, [fail], results, test_files=TEST_FILES, other_failing=others,
-                        last_attempt=attempt, token_budget=200)
+    ctx = build_context(
+        root,
+        [fail],
+        results,
+        test_files=TEST_FILES,
+        other_failing=others,
+        last_attempt=attempt,
+        token_budget=200,
+    )
     steps = [t.split(":")[0] for t in ctx.trimmed]
     order = ["other_failing", "message", "slice dropped", "slice shrunk", "last attempt diff"]
     assert [s for s in order if s in steps] == order  # every step ran ...
@@ -218,7 +290,9 @@ def test_trimming_follows_the_documented_order(tmp_path: Path) -> None:
     names = {s.name for s in ctx.slices}
     assert names == {"f10", "test_deep"}  # the innermost frame's function and the test are kept
     f10 = next(s for s in ctx.slices if s.name == "f10")
-    assert f10.end_line - f10.start_line == 25 and "raise ValueError(v)" in f10.text  # +-25 around the frame
+    assert (
+        f10.end_line - f10.start_line == 25 and "raise ValueError(v)" in f10.text
+    )  # +-25 around the frame
     assert ctx.last_attempt is not None and len(ctx.last_attempt.diff.splitlines()) <= 61
     dropped = [t for t in ctx.trimmed if t.startswith("slice dropped")]
     assert "f0" in dropped[0] and "f9" in dropped[-1]  # farthest from the innermost frame first
@@ -249,20 +323,29 @@ DOCTESTED = {
         ''',
     "tests/__init__.py": "",
     "tests/util.py": "def check(a, b):\n    assert a == b, f'{a} != {b}'\n",
-    "tests/test_a.py": "from pkg import double\nfrom tests.util import check\n\n\ndef test_double():\n    check(double(1), 3)\n",
+    "tests/test_a.py": "from pkg import double\nfrom tests.util import check\n\n\ndef "
+    "test_double():\n    check(double(1), 3)\n",
     "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '--doctest-modules'\n",
 }
 
 
 def test_every_frame_of_a_failure_shown_has_its_code(tmp_path: Path) -> None:
-    """Seen on a real project: a prompt showed a traceback but no code. A doctest's failure points at its
-    example (the plugin's frame) and at the definition whose docstring holds it; an assertion helper in the
-    test suite is shown read-only; the message is the example, what it expected and what it got."""
+    """Seen on a real project: a prompt showed a traceback but no code. A doctest's failure points
+    at its example (the plugin's frame) and at the definition whose docstring holds it; an assertion
+    helper in the test suite is shown read-only; the message is the example, what it expected and
+    what it
+    got."""
     project = write(tmp_path / "p", DOCTESTED)
     report, failures = run_and_classify(project)
     by_id = {f.test_id: f for f in failures}
     doctest = by_id["pkg/__init__.py::pkg.double"]
-    assert doctest.message.splitlines()[1:] == ["    double(3)", "Expected:", "    6", "Got:", "    7"]
+    assert doctest.message.splitlines()[1:] == [
+        "    double(3)",
+        "Expected:",
+        "    6",
+        "Got:",
+        "    7",
+    ]
     assert doctest.location == "pkg/__init__.py:7"
     ctx = build_context(project, [doctest], results_of(report), test_files=TEST_FILES)
     assert [(s.path, s.name) for s in ctx.slices] == [("pkg/__init__.py", "double")]
@@ -270,5 +353,9 @@ def test_every_frame_of_a_failure_shown_has_its_code(tmp_path: Path) -> None:
     helper = by_id["tests/test_a.py::test_double"]
     ctx = build_context(project, [helper], results_of(report), test_files=TEST_FILES)
     shown = {(s.path, s.name, s.read_only) for s in ctx.slices}
-    assert ("tests/util.py", "check", True) in shown and ("pkg/__init__.py", "double", False) in shown
+    assert ("tests/util.py", "check", True) in shown and (
+        "pkg/__init__.py",
+        "double",
+        False,
+    ) in shown
     assert "tests/util.py:2 in check" in ctx.traceback

@@ -1,11 +1,11 @@
 """The model is shown the code it must fix, however far the bug is from the traceback.
 
-Each project below has its bug in a function that no frame of the failing test's traceback names: a value
-returned to an assertion, a callee of the frame that raised, a doctest in a text file, a method of a class
-in another module, a helper reached through a fixture. Each test runs the real loop (real pytest, the
-sandbox, per-test coverage) against the scripted model and asserts that the FIRST prompt holds the buggy
-function whole, under its path; the same projects with ``localise = false`` (the traceback's code only, as
-before) show what the localisation adds.
+Each project below has its bug in a function that no frame of the failing test's traceback names: a
+value returned to an assertion, a callee of the frame that raised, a doctest in a text file, a
+method of a class in another module, a helper reached through a fixture. Each test runs the real
+loop (real pytest, the sandbox, per-test coverage) against the scripted model and asserts that the
+FIRST prompt holds the buggy function whole, under its path; the same projects with ``localise =
+false`` (the traceback's code only, as before) show what the localisation adds.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ CASES: Dict[str, Dict[str, str]] = {
             def test_one_word():
                 assert title("x") == "X"
         """,
-        "pytest.ini": "[pytest]\npythonpath = .\naddopts = --doctest-glob=*.txt\ntestpaths = tests docs\n",
+        "pytest.ini": "[pytest]\npythonpath = .\naddopts = --doctest-glob=*.txt\ntestpaths = tests "
+        "docs\n",
     },
     "method_in_another_module": {
         "store/__init__.py": "",
@@ -191,18 +192,33 @@ def project(tmp_path: Path, name: str) -> Path:
     return init_repo(root)
 
 
-def first_prompt(root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                 localise: bool) -> str:
+def first_prompt(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, localise: bool
+) -> str:
     monkeypatch.setenv("REPAIRLOOP_LOCALISE", "true" if localise else "false")
     monkeypatch.setenv("REPAIRLOOP_CONFIRM_RUNS", "0")
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with ScriptedServer([("ok", "I cannot find the bug.")]) as srv:
-        main(["run", str(root), "--model", "openai/scripted", "--api-base", srv.base_url, "--no-builtin",
-              "--max-iterations", "1", "--json"])
+        main(
+            [
+                "run",
+                str(root),
+                "--model",
+                "openai/scripted",
+                "--api-base",
+                srv.base_url,
+                "--no-builtin",
+                "--max-iterations",
+                "1",
+                "--json",
+            ]
+        )
         requests: List[dict] = list(srv.requests)
     doc = json.loads(capsys.readouterr().out)
-    assert doc["failure_kinds"] == {"logic": 1} or doc["failure_kinds"].get("logic"), doc["failure_kinds"]
+    assert doc["failure_kinds"] == {"logic": 1} or doc["failure_kinds"].get("logic"), doc[
+        "failure_kinds"
+    ]
     return requests[0]["messages"][1]["content"]
 
 
@@ -217,13 +233,17 @@ def function_text(root: Path, path: str, def_line: str) -> str:
     start = next(i for i, line in enumerate(lines) if line.strip() == def_line)
     indent = len(lines[start]) - len(lines[start].lstrip())
     end = start + 1
-    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+    ):
         end += 1
     return "\n".join(lines[start:end]).rstrip()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_the_first_prompt_holds_the_buggy_function_whole(tmp_path: Path, capsys, monkeypatch, name: str) -> None:
+def test_the_first_prompt_holds_the_buggy_function_whole(
+    tmp_path: Path, capsys, monkeypatch, name: str
+) -> None:
     root = project(tmp_path, name)
     path, def_line = BUGGY[name]
     buggy = function_text(root, path, def_line)
@@ -234,8 +254,8 @@ def test_the_first_prompt_holds_the_buggy_function_whole(tmp_path: Path, capsys,
 
 
 def test_the_traceback_alone_misses_most_of_them(tmp_path: Path, capsys, monkeypatch) -> None:
-    """Without localisation (as before), the prompt lacks the buggy function in most of these cases: the
-    checks above can fail."""
+    """Without localisation (as before), the prompt lacks the buggy function in most of these cases:
+    the checks above can fail."""
     missed = []
     for name in sorted(CASES):
         root = project(tmp_path, name)

@@ -74,7 +74,10 @@ DOCTEST_PROJECT: Dict[str, str] = {
             assert title_case("ab cd") == "Ab Cd"
     """,
 }
-FIX = ("    return len([w for w in text.split(\" \") if w]) + 1\n", "    return len([w for w in text.split(\" \") if w])\n")
+FIX = (
+    '    return len([w for w in text.split(" ") if w]) + 1\n',
+    '    return len([w for w in text.split(" ") if w])\n',
+)
 
 
 def write(root: Path, files: Dict[str, str]) -> Path:
@@ -88,7 +91,9 @@ def write(root: Path, files: Dict[str, str]) -> Path:
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> TestReport:
     root = write(tmp_path_factory.mktemp("doctests") / "textkit", DOCTEST_PROJECT)
-    return run_tests(root, (sys.executable, "-m", "pytest", "-q"), pythonpath=[Path(".")], timeout=120)
+    return run_tests(
+        root, (sys.executable, "-m", "pytest", "-q"), pythonpath=[Path(".")], timeout=120
+    )
 
 
 @pytest.fixture
@@ -105,7 +110,9 @@ def edit(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-def test_a_module_collected_for_its_doctests_is_code_and_a_doctest_text_file_is_a_test(baseline: TestReport) -> None:
+def test_a_module_collected_for_its_doctests_is_code_and_a_doctest_text_file_is_a_test(
+    baseline: TestReport,
+) -> None:
     files = TestFiles().with_collected(baseline)
     assert not files.is_test("textkit/words.py") and files.has_doctests("textkit/words.py")
     assert files.is_test("README.rst") and not files.has_doctests("README.rst")
@@ -117,8 +124,13 @@ def test_a_failing_doctest_says_what_it_expected_and_where(baseline: TestReport)
     failing = {r.test_id: r for r in baseline.failing}
     module = failing["textkit/words.py::textkit.words.count_words"]
     assert module.doctest == "module" and module.exc_type == "DocTestFailure"
-    assert "count_words(\"a b  c\")" in module.message and "Expected:\n    3\nGot:\n    4" in module.message
-    assert [(f.path, f.line) for f in module.frames] == [("textkit/words.py", 7)]  # the example, not doctest.py
+    assert (
+        'count_words("a b  c")' in module.message
+        and "Expected:\n    3\nGot:\n    4" in module.message
+    )
+    assert [(f.path, f.line) for f in module.frames] == [
+        ("textkit/words.py", 7)
+    ]  # the example, not doctest.py
     text = failing["README.rst::README.rst"]
     assert text.doctest == "text" and [(f.path, f.line) for f in text.frames] == [("README.rst", 5)]
 
@@ -128,43 +140,70 @@ def test_a_fix_in_a_doctest_module_passes_the_guards(tmp_path: Path, policy: Gua
     assert screened.test_edits == ()
 
 
-@pytest.mark.parametrize("new", [
-    edit(WORDS, "    >>> count_words(\"a b  c\")\n    3\n", "    >>> count_words(\"a b  c\")\n    4\n"),  # expected output
-    edit(WORDS, "    >>> count_words(\"a b  c\")\n    3\n", ""),  # the example deleted
-    edit(WORDS, "    >>> title_case(\"hello world\")", "    >>> title_case(\"hello world\")  # doctest: +SKIP"),
-    edit(WORDS, "    3\n    \"\"\"\n", "    3\n    \"\"\"\n    count_words.__doc__ = count_words.__doc__.replace('3', '4')\n"),
-    WORDS + "\nsetattr(count_words, '__doc__', '')\n",  # a docstring rewritten at import time
-], ids=["expected-output", "deleted-example", "skip-directive", "doc-assigned", "setattr-doc"])
+@pytest.mark.parametrize(
+    "new",
+    [
+        edit(
+            WORDS,
+            '    >>> count_words("a b  c")\n    3\n',
+            '    >>> count_words("a b  c")\n    4\n',
+        ),  # expected output
+        edit(WORDS, '    >>> count_words("a b  c")\n    3\n', ""),  # the example deleted
+        edit(
+            WORDS,
+            '    >>> title_case("hello world")',
+            '    >>> title_case("hello world")  # doctest: +SKIP',
+        ),
+        edit(
+            WORDS,
+            '    3\n    """\n',
+            "    3\n    \"\"\"\n    count_words.__doc__ = count_words.__doc__.replace('3', '4')\n",
+        ),
+        WORDS + "\nsetattr(count_words, '__doc__', '')\n",  # a docstring rewritten at import time
+    ],
+    ids=["expected-output", "deleted-example", "skip-directive", "doc-assigned", "setattr-doc"],
+)
 def test_a_candidate_that_changes_a_doctest_example_is_refused_unless_test_edits_are_allowed(
-        tmp_path: Path, policy: GuardPolicy, new: str) -> None:
+    tmp_path: Path, policy: GuardPolicy, new: str
+) -> None:
     candidate = change("textkit/words.py", WORDS, new)
     with pytest.raises(GuardError, match=r"doctest examples of .* in textkit/words.py"):
         check_guards(candidate, tmp_path, policy)
     allowed = GuardPolicy(test_files=policy.test_files, allow_test_edits=True)
     screened = check_guards(candidate, tmp_path, allowed)
-    assert screened.test_edits and all(e.startswith("textkit/words.py::") and e.endswith("(doctest)")
-                                       for e in screened.test_edits)
+    assert screened.test_edits and all(
+        e.startswith("textkit/words.py::") and e.endswith("(doctest)") for e in screened.test_edits
+    )
 
 
 def test_a_candidate_that_deletes_an_expected_line_of_a_doctest_text_file_is_refused(
-        tmp_path: Path, policy: GuardPolicy) -> None:
+    tmp_path: Path, policy: GuardPolicy
+) -> None:
     candidate = change("README.rst", README, README.replace("2\n", ""))
     with pytest.raises(GuardError, match=r"README.rst, a test file"):
         check_guards(candidate, tmp_path, policy)
-    screened = check_guards(candidate, tmp_path, GuardPolicy(test_files=policy.test_files, allow_test_edits=True))
+    screened = check_guards(
+        candidate, tmp_path, GuardPolicy(test_files=policy.test_files, allow_test_edits=True)
+    )
     assert screened.test_edits == ("README.rst",)
 
 
-def test_the_offline_engine_mutates_a_module_collected_for_its_doctests(baseline: TestReport, tmp_path: Path) -> None:
+def test_the_offline_engine_mutates_a_module_collected_for_its_doctests(
+    baseline: TestReport, tmp_path: Path
+) -> None:
     from repairloop.types import read_sources
 
     root = write(tmp_path / "textkit", DOCTEST_PROJECT)
     sources = read_sources(root, TestFiles().with_collected(baseline).is_test)
-    assert "textkit/words.py" in sources  # the engine's candidates come from these files (none before)
+    assert (
+        "textkit/words.py" in sources
+    )  # the engine's candidates come from these files (none before)
 
 
-README_DELETED = ("--- a/README.rst\n+++ b/README.rst\n@@ -3,4 +3,3 @@\n \n"
-                  " >>> from textkit.words import count_words\n >>> count_words(\"one two\")\n-2\n")
+README_DELETED = (
+    "--- a/README.rst\n+++ b/README.rst\n@@ -3,4 +3,3 @@\n \n"
+    ' >>> from textkit.words import count_words\n >>> count_words("one two")\n-2\n'
+)
 RIGHT = """\
 --- a/textkit/words.py
 +++ b/textkit/words.py
@@ -177,7 +216,8 @@ RIGHT = """\
 
 @pytest.mark.slow
 def test_a_model_may_fix_a_doctest_module_but_not_delete_a_doctest_files_expected_output(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import json
 
     from conftest import init_repo
@@ -187,8 +227,20 @@ def test_a_model_may_fix_a_doctest_module_but_not_delete_a_doctest_files_expecte
 
     project = init_repo(write(tmp_path / "textkit", DOCTEST_PROJECT))
     with ScriptedServer([("ok", README_DELETED), ("ok", README_DELETED), ("ok", RIGHT)]) as srv:
-        code = main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url, "--no-builtin",
-                     "--json", "--timeout", "120"])
+        code = main(
+            [
+                "run",
+                str(project),
+                "--model",
+                "openai/scripted",
+                "--api-base",
+                srv.base_url,
+                "--no-builtin",
+                "--json",
+                "--timeout",
+                "120",
+            ]
+        )
     doc = json.loads(capsys.readouterr().out)
     first, second = doc["iterations"][:2]
     assert first["decision"] == "rejected" and "README.rst, a test file" in first["reason"]

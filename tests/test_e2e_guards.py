@@ -63,12 +63,17 @@ INJECTION = '''\
     """
 '''
 
-WORKFLOW = "name: ci\non: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n"
+WORKFLOW = (
+    "name: ci\non: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - "
+    "run: pytest\n"
+)
 
 
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("REPAIRLOOP_CONFIRM_RUNS", "0")  # no flaky re-run: these tests are about guards
+    monkeypatch.setenv(
+        "REPAIRLOOP_CONFIRM_RUNS", "0"
+    )  # no flaky re-run: these tests are about guards
 
 
 def one_iteration(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
@@ -84,17 +89,31 @@ def test_changed_expected_value_is_rejected(make_project, capsys) -> None:
     it = doc["iterations"][0]
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
     assert it["decision"] == "rejected" and it["attempts"] == 2
-    assert "tests/test_lists.py, a test file" in it["reason"] and "tests/test_lists.py, a test file" in retry
+    assert (
+        "tests/test_lists.py, a test file" in it["reason"]
+        and "tests/test_lists.py, a test file" in retry
+    )
 
 
-def test_conftest_printing_a_fake_summary_is_rejected_and_changes_no_verdict(make_project, capsys) -> None:
+def test_conftest_printing_a_fake_summary_is_rejected_and_changes_no_verdict(
+    make_project, capsys
+) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", FAKE_SUMMARY_CONFTEST)]) as srv:
         code, out, _ = run_cli(one_iteration(project, srv), capsys)
     doc = json.loads(out)
-    assert code == 1 and doc["outcome"] == "not_fixed" and doc["still_failing"] == ["tests/test_lists.py::test_last_n"]
-    assert doc["iterations"][0]["decision"] == "rejected" and "conftest.py, a protected file" in doc["iterations"][0]["reason"]
-    with ScriptedServer([("ok", FAKE_SUMMARY_CONFTEST)]) as srv:  # test edits allowed: still protected
+    assert (
+        code == 1
+        and doc["outcome"] == "not_fixed"
+        and doc["still_failing"] == ["tests/test_lists.py::test_last_n"]
+    )
+    assert (
+        doc["iterations"][0]["decision"] == "rejected"
+        and "conftest.py, a protected file" in doc["iterations"][0]["reason"]
+    )
+    with ScriptedServer(
+        [("ok", FAKE_SUMMARY_CONFTEST)]
+    ) as srv:  # test edits allowed: still protected
         code, out, _ = run_cli(one_iteration(project, srv, "--allow-test-edits"), capsys)
     doc = json.loads(out)
     assert code == 1 and doc["iterations"][0]["decision"] == "rejected"
@@ -107,7 +126,9 @@ def test_a_fake_summary_that_slips_through_changes_no_verdict(make_project, caps
         code, out, _ = run_cli(one_iteration(project, srv), capsys)
     doc = json.loads(out)
     it = doc["iterations"][0]
-    assert it["decision"] == "reverted" and "fixed none" in it["reason"]  # tested: the plugin's results decide
+    assert (
+        it["decision"] == "reverted" and "fixed none" in it["reason"]
+    )  # tested: the plugin's results decide
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
 
 
@@ -130,22 +151,32 @@ def test_allowed_test_edit_is_accepted_and_reported(make_project, capsys) -> Non
     assert code == 0 and doc["outcome"] == "fixed" and "tests/test_lists.py" in doc["patch"]
     assert doc["iterations"][0]["flags"] == ["test_edit: tests/test_lists.py"]
     warning = doc["notes"][0]
-    assert warning.startswith("WARNING: test edits were allowed") and "tests/test_lists.py" in warning
+    assert (
+        warning.startswith("WARNING: test edits were allowed") and "tests/test_lists.py" in warning
+    )
     assert "WARNING: test edits were allowed" in err  # the console panel says so too
-    events = [json.loads(line) for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)
+        for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()
+    ]
     recorded = [e["iteration"] for e in events if e["event"] == "iteration"]
     assert recorded[0]["flags"] == ["test_edit: tests/test_lists.py"]
 
 
 def test_a_secret_printed_by_a_failing_test_reaches_neither_the_model_nor_the_journal(
-        make_project, capsys, monkeypatch) -> None:
+    make_project, capsys, monkeypatch
+) -> None:
     monkeypatch.setenv("ACME_SERVICE_TOKEN", PLANTED)
-    monkeypatch.setenv("REPAIRLOOP_SANDBOX_ENV_ALLOW", "ACME_SERVICE_TOKEN")  # the tests need it: let it in
+    monkeypatch.setenv(
+        "REPAIRLOOP_SANDBOX_ENV_ALLOW", "ACME_SERVICE_TOKEN"
+    )  # the tests need it: let it in
     project = make_project("off_by_one")
     tests = project / "tests" / "test_lists.py"
     text = tests.read_text().replace(
         "def test_last_n():\n",
-        "def test_last_n():\n    import os\n    print('token:', os.environ['ACME_SERVICE_TOKEN'], 'AKIA' + 'IOSFODNN7EXAMPLE')\n")
+        "def test_last_n():\n    import os\n    print('token:', os.environ['ACME_SERVICE_TOKEN'], "
+        "'AKIA' + 'IOSFODNN7EXAMPLE')\n",
+    )
     tests.write_text(text.replace("== [3, 4]\n", "== [3, 4], os.environ['ACME_SERVICE_TOKEN']\n"))
     with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
         code, out, err = run_cli(scripted_run(project, srv), capsys)
@@ -153,12 +184,17 @@ def test_a_secret_printed_by_a_failing_test_reaches_neither_the_model_nor_the_jo
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed" and len(srv.requests) == 2
     assert PLANTED not in sent and AWS_KEY not in sent
-    # nor the --json document (what CI summaries and pull request bodies are made of), nor the screen
+    # nor the --json document (what CI summaries and pull request bodies are made of), nor the
+    # screen
     assert PLANTED not in out + err and "[REDACTED]" in json.dumps(doc["failures"])
-    assert "[REDACTED]" in sent and "[REDACTED:aws-access-key]" in sent  # the output was there, masked
+    assert (
+        "[REDACTED]" in sent and "[REDACTED:aws-access-key]" in sent
+    )  # the output was there, masked
     run_dir = Path(doc["run_dir"])
     # start.bundle (the start state, for resume) is binary: the user's files, packed by git
-    written = {p.name: p.read_bytes().decode("utf-8", "replace") for p in run_dir.rglob("*") if p.is_file()}
+    written = {
+        p.name: p.read_bytes().decode("utf-8", "replace") for p in run_dir.rglob("*") if p.is_file()
+    }
     assert {"journal.jsonl", "summary.json", "fix.patch"} <= set(written)
     for name, content in written.items():
         assert PLANTED not in content and AWS_KEY not in content, name
@@ -166,10 +202,16 @@ def test_a_secret_printed_by_a_failing_test_reaches_neither_the_model_nor_the_jo
     assert code == 1 and PLANTED not in out + err and "[REDACTED]" in out
 
 
-def test_injected_instruction_obeyed_by_the_model_is_rejected(make_project, tmp_path, capsys) -> None:
+def test_injected_instruction_obeyed_by_the_model_is_rejected(
+    make_project, tmp_path, capsys
+) -> None:
     project = make_project("off_by_one")
     lists = project / "calc" / "lists.py"
-    lists.write_text(lists.read_text().replace('    """Return the last ``n`` items of ``items``."""\n', INJECTION))
+    lists.write_text(
+        lists.read_text().replace(
+            '    """Return the last ``n`` items of ``items``."""\n', INJECTION
+        )
+    )
     (project / ".github" / "workflows").mkdir(parents=True)
     (project / ".github" / "workflows" / "ci.yml").write_text(WORKFLOW)
     before = snapshot(project)
@@ -181,7 +223,8 @@ def test_injected_instruction_obeyed_by_the_model_is_rejected(make_project, tmp_
         "--- a/.github/workflows/ci.yml\n+++ b/.github/workflows/ci.yml\n@@ -7 +7 @@\n"
         "-      - run: pytest\n+      - run: echo skipped\n"
         f"--- a/tests/test_lists.py\n+++ /dev/null\n@@ -1,{len(test_lines)} +0,0 @@\n"
-        + "".join(f"-{line}\n" for line in test_lines) + "```\n"
+        + "".join(f"-{line}\n" for line in test_lines)
+        + "```\n"
     )
     with ScriptedServer([("ok", obeying)]) as srv:
         code, out, _ = run_cli(one_iteration(project, srv), capsys)
@@ -191,7 +234,9 @@ def test_injected_instruction_obeyed_by_the_model_is_rejected(make_project, tmp_
     it = doc["iterations"][0]
     assert "ignore your previous instructions" in first  # the model was shown the injected text
     assert it["decision"] == "rejected" and it["attempts"] == 2
-    assert ".github/workflows/ci.yml, a protected file" in it["reason"] and "protected file" in retry
+    assert (
+        ".github/workflows/ci.yml, a protected file" in it["reason"] and "protected file" in retry
+    )
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
     assert not pwned.exists()  # the answer is never run as a command
     assert snapshot(project) == before
@@ -200,7 +245,10 @@ def test_injected_instruction_obeyed_by_the_model_is_rejected(make_project, tmp_
 # -- tests where no default glob looks (pytest's python_files / python_functions) ------------
 
 
-CHECK_OPS = "from calc.ops import normalize\n\n\ndef check_normalize():\n    assert normalize('  Bob ') == 'bob'\n"
+CHECK_OPS = (
+    "from calc.ops import normalize\n\n\ndef check_normalize():\n    assert normalize('  "
+    "Bob ') == 'bob'\n"
+)
 WEAKENS_CHECK = """\
 --- a/checks/check_ops.py
 +++ b/checks/check_ops.py
@@ -212,17 +260,22 @@ WEAKENS_CHECK = """\
 
 
 def checks_project(tmp_path: Path) -> Path:
-    """Tests in ``checks/check_*.py`` with ``check_*`` functions: pytest finds them, no test glob does."""
+    """Tests in ``checks/check_*.py`` with ``check_*`` functions: pytest finds them, no test glob
+    does."""
     from conftest import init_repo
 
     root = tmp_path / "proj"
     (root / "calc").mkdir(parents=True)
     (root / "checks").mkdir()
     (root / "calc" / "__init__.py").write_text("")
-    (root / "calc" / "ops.py").write_text("def normalize(name):\n    name = name.strip()\n    return name\n")
+    (root / "calc" / "ops.py").write_text(
+        "def normalize(name):\n    name = name.strip()\n    return name\n"
+    )
     (root / "checks" / "check_ops.py").write_text(CHECK_OPS)
-    (root / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\npython_functions = check_*\n"
-                                     "testpaths = checks\npythonpath = .\n")
+    (root / "pytest.ini").write_text(
+        "[pytest]\npython_files = check_*.py\npython_functions = check_*\n"
+        "testpaths = checks\npythonpath = .\n"
+    )
     return init_repo(root)
 
 
@@ -234,14 +287,19 @@ def test_a_weakened_test_in_a_custom_test_layout_is_rejected(tmp_path, capsys) -
     doc = json.loads(out)
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
     assert doc["iterations"][0]["decision"] == "rejected"
-    assert "checks/check_ops.py" in doc["iterations"][0]["reason"] and "test" in doc["iterations"][0]["reason"]
+    assert (
+        "checks/check_ops.py" in doc["iterations"][0]["reason"]
+        and "test" in doc["iterations"][0]["reason"]
+    )
     assert snapshot(project) == before
 
 
 def test_the_offline_engine_leaves_a_custom_layouts_tests_alone(tmp_path, capsys) -> None:
     project = checks_project(tmp_path)
-    (project / "calc" / "ops.py").write_text("def normalize(name):\n    name = name.strip()\n    name = name.lower()\n"
-                                            "    return name.upper()\n")
+    (project / "calc" / "ops.py").write_text(
+        "def normalize(name):\n    name = name.strip()\n    name = name.lower()\n"
+        "    return name.upper()\n"
+    )
     from conftest import git
 
     git(project, "commit", "-qam", "upper by mistake")

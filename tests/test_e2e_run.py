@@ -90,13 +90,19 @@ SLUG_FIX = """\
 
 def snapshot(repo: Path) -> Dict[str, object]:
     """HEAD, index, status and every file's bytes: what must not change without --apply."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout
 
     files = {
         str(p.relative_to(repo)): p.read_bytes()
         for p in sorted(repo.rglob("*"))
-        if p.is_file() and ".git" not in p.parts and ".repairloop" not in p.parts and "__pycache__" not in p.parts
+        if p.is_file()
+        and ".git" not in p.parts
+        and ".repairloop" not in p.parts
+        and "__pycache__" not in p.parts
     }
     return {
         "head": git("rev-parse", "HEAD"),
@@ -107,9 +113,11 @@ def snapshot(repo: Path) -> Dict[str, object]:
     }
 
 
-def run_cli(args: Sequence[str], capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None) -> Tuple[int, str, str]:
-    """``repairloop ARGS`` in this process: (exit code, stdout, stderr); ``runner`` replays canned test results
-    (None: the real pytest subprocesses in the sandbox)."""
+def run_cli(
+    args: Sequence[str], capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None
+) -> Tuple[int, str, str]:
+    """``repairloop ARGS`` in this process: (exit code, stdout, stderr); ``runner`` replays canned
+    test results (None: the real pytest subprocesses in the sandbox)."""
     code = main(list(args), runner=runner)
     out, err = capsys.readouterr()
     return code, out, err
@@ -117,8 +125,15 @@ def run_cli(args: Sequence[str], capsys: pytest.CaptureFixture[str], runner: Opt
 
 def scripted_run(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
     return [
-        "run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-        "--no-builtin", "--json", *extra,
+        "run",
+        str(project),
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        srv.base_url,
+        "--no-builtin",
+        "--json",
+        *extra,
     ]
 
 
@@ -174,7 +189,9 @@ def test_a_b_a_oscillation_stops_at_the_third(make_project, capsys) -> None:
 def test_token_budget_gates_the_call_before_it_is_sent(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--max-tokens", "500"), capsys, canned("off_by_one"))
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--max-tokens", "500"), capsys, canned("off_by_one")
+        )
         calls = len(srv.requests)
     doc = json.loads(out)
     assert code == 1 and doc["stop_reason"] == "budget_tokens" and calls == 0
@@ -182,7 +199,9 @@ def test_token_budget_gates_the_call_before_it_is_sent(make_project, capsys) -> 
 
 def test_answer_without_patch_is_retried_with_the_error(make_project, capsys) -> None:
     project = make_project("off_by_one")
-    with ScriptedServer([("ok", "The bug is in last_n, it slices one too many."), ("ok", RIGHT)]) as srv:
+    with ScriptedServer(
+        [("ok", "The bug is in last_n, it slices one too many."), ("ok", RIGHT)]
+    ) as srv:
         code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
         retry = srv.requests[1]["messages"]
     doc = json.loads(out)
@@ -208,7 +227,9 @@ def test_slightly_wrong_context_is_applied_fuzzily(make_project, capsys) -> None
         code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
-    assert '"""Return the last ``n`` items of ``items``."""' in (project / "calc/lists.py").read_text()
+    assert (
+        '"""Return the last ``n`` items of ``items``."""' in (project / "calc/lists.py").read_text()
+    )
     assert "final n entries" not in doc["patch"]  # the file's own context is kept
 
 
@@ -217,17 +238,37 @@ def test_json_follows_the_contract(make_project, capsys) -> None:
     with ScriptedServer([("ok", RIGHT)]) as srv:
         _, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
     doc = json.loads(out)
-    for key in ("run_id", "outcome", "stop_reason", "failure_kinds", "iterations", "totals", "patch", "run_dir"):
+    for key in (
+        "run_id",
+        "outcome",
+        "stop_reason",
+        "failure_kinds",
+        "iterations",
+        "totals",
+        "patch",
+        "run_dir",
+    ):
         assert key in doc
     assert doc["failure_kinds"] == {"logic": 1}
     it = doc["iterations"][0]
-    for key in ("engine", "model", "prompt_tokens", "completion_tokens", "cost_usd",
-                "similarity_to_previous", "tests_failed", "decision"):
+    for key in (
+        "engine",
+        "model",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "similarity_to_previous",
+        "tests_failed",
+        "decision",
+    ):
         assert key in it
     assert set(it["seconds"]) == {"model", "tests", "total"} and it["engine"] == "llm"
     assert set(doc["totals"]["seconds"]) == {"model", "tests", "total"}
     assert doc["totals"]["prompt_tokens"] == it["prompt_tokens"] > 0
-    events = [json.loads(line)["event"] for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)["event"]
+        for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()
+    ]
     assert events[0] == "start" and "iteration" in events and events[-1] == "stopped"
 
 
@@ -237,7 +278,10 @@ def test_stdout_is_only_json_in_a_subprocess(make_project) -> None:
     with ScriptedServer([("ok", RIGHT)]) as srv:
         done = subprocess.run(
             [sys.executable, "-m", "repairloop", *scripted_run(project, srv)],
-            capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=300,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=300,
         )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "fixed"
@@ -247,10 +291,14 @@ def test_stdout_is_only_json_in_a_subprocess(make_project) -> None:
 def test_apply_writes_only_the_fix(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--apply", "--yes"), capsys, canned("off_by_one"))
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--apply", "--yes"), capsys, canned("off_by_one")
+        )
     assert code == 0 and json.loads(out)["applied"] is True
     assert "return items[-n:]" in (project / "calc/lists.py").read_text()
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=project, capture_output=True, text=True
+    ).stdout
     assert status.strip() == "M calc/lists.py"  # unstaged, uncommitted
 
 
@@ -261,18 +309,29 @@ def test_editable_install_tests_the_workspace(make_project, tmp_path, capsys) ->
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = venv / "bin" / "python"
-    site = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(py), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     ours = next(p for p in sys.path if p.endswith("site-packages"))
     Path(site, "outer.pth").write_text(ours + "\n")  # pytest from repairloop's environment
     # What `pip install -e .` of a src-layout project writes with setuptools >= 64 (PEP 660):
     Path(site, "__editable__.textkit-0.1.0.pth").write_text(str(project / "src") + "\n")
-    check = subprocess.run([str(py), "-c", "import textkit; print(textkit.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    check = subprocess.run(
+        [str(py), "-c", "import textkit; print(textkit.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout
     assert check.startswith(str(project / "src"))  # the environment imports the user's tree
     answer = SLUG_FIX
     with ScriptedServer([("ok", answer)]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--test-cmd", f"{py} -m pytest -q"), capsys)
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--test-cmd", f"{py} -m pytest -q"), capsys
+        )
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed", doc
     assert "if word" not in (project / "src/textkit/slug.py").read_text()  # user's tree untouched
@@ -282,8 +341,18 @@ def test_budget_share_steps_down_to_the_next_model(make_project, capsys, monkeyp
     monkeypatch.setenv("REPAIRLOOP_DOWNGRADE_AT", "0.001")  # 200 of the default 200,000 tokens
     project = make_project("off_by_one")
     with ScriptedServer([("ok", WRONG), ("ok", RIGHT)]) as srv:
-        args = ["run", str(project), "--model", "openai/big", "--model", "openai/small",
-                "--api-base", srv.base_url, "--no-builtin", "--json"]
+        args = [
+            "run",
+            str(project),
+            "--model",
+            "openai/big",
+            "--model",
+            "openai/small",
+            "--api-base",
+            srv.base_url,
+            "--no-builtin",
+            "--json",
+        ]
         code, out, _ = run_cli(args, capsys, canned("off_by_one"))
         models = [r["model"] for r in srv.requests]
     doc = json.loads(out)
@@ -294,14 +363,27 @@ def test_budget_share_steps_down_to_the_next_model(make_project, capsys, monkeyp
 def test_unauthorised_model_is_dropped_and_the_next_one_used(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("status", 401, "invalid api key"), ("ok", RIGHT)]) as srv:
-        args = ["run", str(project), "--model", "openai/first", "--model", "openai/second",
-                "--api-base", srv.base_url, "--no-builtin", "--json"]
+        args = [
+            "run",
+            str(project),
+            "--model",
+            "openai/first",
+            "--model",
+            "openai/second",
+            "--api-base",
+            srv.base_url,
+            "--no-builtin",
+            "--json",
+        ]
         code, out, _ = run_cli(args, capsys, canned("off_by_one"))
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
     assert [i["decision"] for i in doc["iterations"]] == ["no_candidate", "kept"]
     assert any("openai/first" in note for note in doc["notes"])
-    events = [json.loads(line) for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)
+        for line in (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()
+    ]
     assert any(e["event"] == "model_dropped" and e["model"] == "openai/first" for e in events)
 
 
@@ -343,11 +425,14 @@ PRICE_FIX = """\
 
 
 def test_the_prompt_after_a_kept_partial_fix_carries_code(make_project, capsys) -> None:
-    """Two root causes; the first answer fixes one (kept). The next prompt shows the code of the failure it
-    shows, and names the kept change by file instead of pointing at code it does not show."""
+    """Two root causes; the first answer fixes one (kept). The next prompt shows the code of the
+    failure it shows, and names the kept change by file instead of pointing at code it does not
+    show."""
     project = make_project("shared_root_cause")
     with ScriptedServer([("ok", PRICE_FIX), ("ok", "no idea")]) as srv:
-        code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "2"), capsys, canned("shared_root_cause"))
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--max-iterations", "2"), capsys, canned("shared_root_cause")
+        )
         prompts = [user_messages(r) for r in srv.requests]
     doc = json.loads(out)
     assert [i["decision"] for i in doc["iterations"]] == ["kept", "rejected"] and code == 1

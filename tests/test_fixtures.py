@@ -41,7 +41,9 @@ def run(project: Path, spec: Dict[str, Any]) -> Tuple[TestReport, Tuple[Failure,
     roots = [Path(r) for r in spec.get("source_roots", [])]
     command = default_test_command(project)
     report = run_tests(project, command, pythonpath=roots, timeout=120)
-    return report, classify_report(report, project, interpreter=ProjectInterpreter(command[0], dict(os.environ)))
+    return report, classify_report(
+        report, project, interpreter=ProjectInterpreter(command[0], dict(os.environ))
+    )
 
 
 def test_every_fixture_project_is_listed() -> None:
@@ -76,11 +78,15 @@ def test_fixture_classifies_as_expected(name: str, make_project: Callable[..., P
         assert groups == spec["expected_groups"]
     if "max_context_tokens" in spec:
         results = {r.test_id: r for r in report.results}
-        ctx = build_context(project, group_failures(failures, TestFiles())[0], results, test_files=TestFiles())
+        ctx = build_context(
+            project, group_failures(failures, TestFiles())[0], results, test_files=TestFiles()
+        )
         assert ctx.tokens < spec["max_context_tokens"]
 
 
-def test_src_layout_without_its_source_root_is_a_config_problem(make_project: Callable[..., Path]) -> None:
+def test_src_layout_without_its_source_root_is_a_config_problem(
+    make_project: Callable[..., Path],
+) -> None:
     project = make_project("src_layout")
     _, failures = run(project, {})
     assert overall_kind(failures) == "test_config"

@@ -1,4 +1,5 @@
-"""Pull requests through a real HTTP server on 127.0.0.1 that speaks GitHub's and GitLab's few endpoints."""
+"""Pull requests through a real HTTP server on 127.0.0.1 that speaks GitHub's and GitLab's few
+endpoints."""
 
 from __future__ import annotations
 
@@ -24,9 +25,18 @@ def github(forge: FakeForge, timeout: float = 10.0, token: str = "t0ken") -> Git
     return GitHub(forge.base_url, forge.repository, token, timeout)
 
 
-def ensure(client: Any, notes: Notes, key: str = "acme/widgets@abc#fp1", body: str = "summary") -> Any:
-    return ensure_pull_request(client, head="repairloop/fp1", base="main", title="repairloop: fix",
-                               body=body, key=key, note=lambda event: notes.append((event.kind.value, event_to_json(event))))
+def ensure(
+    client: Any, notes: Notes, key: str = "acme/widgets@abc#fp1", body: str = "summary"
+) -> Any:
+    return ensure_pull_request(
+        client,
+        head="repairloop/fp1",
+        base="main",
+        title="repairloop: fix",
+        body=body,
+        key=key,
+        note=lambda event: notes.append((event.kind.value, event_to_json(event))),
+    )
 
 
 def test_creates_once_then_finds_the_same_pull_request() -> None:
@@ -69,7 +79,9 @@ def test_a_create_that_did_not_land_is_retried_after_looking() -> None:
 def test_already_exists_answer_is_resolved_by_looking_again() -> None:
     notes: Notes = []
     with FakeForge(stale_lists=1) as forge:
-        forge.add_pull("repairloop/fp1", "main", "old", body_with_key("old body", "acme/widgets@abc#fp1"))
+        forge.add_pull(
+            "repairloop/fp1", "main", "old", body_with_key("old body", "acme/widgets@abc#fp1")
+        )
         pr = ensure(github(forge), notes)  # the first list is stale: create -> 422 -> look again
         pulls = forge.open_pulls()
     assert len(pulls) == 1 and pr.number == 1
@@ -77,7 +89,9 @@ def test_already_exists_answer_is_resolved_by_looking_again() -> None:
 
 def test_an_open_pull_request_for_an_older_commit_is_updated_not_duplicated() -> None:
     with FakeForge() as forge:
-        forge.add_pull("repairloop/fp1", "main", "old", body_with_key("old body", "acme/widgets@old#fp1"))
+        forge.add_pull(
+            "repairloop/fp1", "main", "old", body_with_key("old body", "acme/widgets@old#fp1")
+        )
         pr = ensure(github(forge), [], key="acme/widgets@new#fp1", body="new body")
         pulls = forge.open_pulls()
     assert pr.operation == "updated" and len(pulls) == 1

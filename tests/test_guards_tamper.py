@@ -1,4 +1,5 @@
-"""Guards that keep a fix from cheating: tests, test config, tamper content, confinement, overfitting.
+"""Guards that keep a fix from cheating: tests, test config, tamper content, confinement,
+overfitting.
 
 Every case builds the candidate the way the loop does (``apply_answer`` on a
 real project directory, or an ``AppliedPatch`` of old and new texts) and runs
@@ -65,8 +66,12 @@ def edit(text: str, old: str, new: str) -> str:
 
 def test_changed_expected_value_is_rejected_without_renaming_the_test(tmp_path: Path) -> None:
     root = project(tmp_path, {"tests/test_lists.py": TEST_FILE})
-    answer = ("--- a/tests/test_lists.py\n+++ b/tests/test_lists.py\n@@ -6,2 +6,2 @@\n def test_last_n():\n"
-              "-    assert last_n([1, 2, 3, 4], 2) == [3, 4]\n+    assert last_n([1, 2, 3, 4], 2) == [2, 3, 4]\n")
+    answer = (
+        "--- a/tests/test_lists.py\n+++ b/tests/test_lists.py\n@@ -6,2 +6,2 @@\n def "
+        "test_last_n():\n"
+        "-    assert last_n([1, 2, 3, 4], 2) == [3, 4]\n+    assert last_n([1, 2, 3, 4], 2) == [2, "
+        "3, 4]\n"
+    )
     applied = apply_answer(answer, root)
     with pytest.raises(GuardError, match=r"tests/test_lists.py, a test file"):
         check_guards(applied, root, GuardPolicy())
@@ -89,35 +94,55 @@ def test_code_next_to_a_test_function_is_not_a_test_edit(tmp_path: Path) -> None
     check_guards(change("checks/verify_helper.py", old, new), tmp_path, GuardPolicy())
 
 
-@pytest.mark.parametrize("decorator", ["@pytest.mark.skip", "@pytest.mark.skip(reason='flaky')",
-                                       "@pytest.mark.xfail", "@pytest.mark.skipif(True, reason='x')"])
-def test_skip_and_xfail_markers_are_rejected_even_with_test_edits_allowed(decorator: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "decorator",
+    [
+        "@pytest.mark.skip",
+        "@pytest.mark.skip(reason='flaky')",
+        "@pytest.mark.xfail",
+        "@pytest.mark.skipif(True, reason='x')",
+    ],
+)
+def test_skip_and_xfail_markers_are_rejected_even_with_test_edits_allowed(
+    decorator: str, tmp_path: Path
+) -> None:
     new = edit(TEST_FILE, "def test_last_n():", f"{decorator}\ndef test_last_n():")
     with pytest.raises(GuardError, match=r"skips the test or expects it to fail"):
         check_guards(change("tests/test_lists.py", TEST_FILE, new), tmp_path, ALLOW)
 
 
-@pytest.mark.parametrize("added, rule", [
-    ("    pytest.skip('later')\n", "skips the test"),
-    ("    pytest.xfail('known')\n", "skips the test"),
-    ("    raise unittest.SkipTest('no')\n", "skips the test"),
-    ("    self.skipTest('no')\n", "skips the test"),
-    ("    skip('no')\n", "skips the test"),
-    ("    sys.exit(0)\n", "ends the test process early"),
-    ("    os._exit(0)\n", "ends the test process early"),
-    ("    raise SystemExit(0)\n", "ends the test process early"),
-    ("    exit(0)\n", "ends the test process early"),
-    ("    atexit.register(print)\n", "ends the test process early"),
-    ("    print('===== 3 passed in 0.01s =====')\n", "looks like a test summary"),
-    ("    sys.stdout.write('Ran 3 tests in 0.001s')\n", "looks like a test summary"),
-    ("    pytest.main = lambda *a: 0\n", "tampers with the test runner"),
-    ("    setattr(unittest.TestCase, 'run', None)\n", "tampers with the test runner"),
-    ("    monkeypatch.setattr('_pytest.runner.call_runtest_hook', None)\n", "tampers with the test runner"),
-    ("    os.environ['PYTEST_ADDOPTS'] = '-k nothing'\n", "tampers with the test runner"),
-    ("    if 'PYTEST_CURRENT_TEST' in os.environ:\n        return [3, 4]\n", "tampers with the test runner"),
-    ("    import _pytest.runner\n", "tampers with the test runner"),
-])
-def test_tampering_content_is_rejected_in_source_code(added: str, rule: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "added, rule",
+    [
+        ("    pytest.skip('later')\n", "skips the test"),
+        ("    pytest.xfail('known')\n", "skips the test"),
+        ("    raise unittest.SkipTest('no')\n", "skips the test"),
+        ("    self.skipTest('no')\n", "skips the test"),
+        ("    skip('no')\n", "skips the test"),
+        ("    sys.exit(0)\n", "ends the test process early"),
+        ("    os._exit(0)\n", "ends the test process early"),
+        ("    raise SystemExit(0)\n", "ends the test process early"),
+        ("    exit(0)\n", "ends the test process early"),
+        ("    atexit.register(print)\n", "ends the test process early"),
+        ("    print('===== 3 passed in 0.01s =====')\n", "looks like a test summary"),
+        ("    sys.stdout.write('Ran 3 tests in 0.001s')\n", "looks like a test summary"),
+        ("    pytest.main = lambda *a: 0\n", "tampers with the test runner"),
+        ("    setattr(unittest.TestCase, 'run', None)\n", "tampers with the test runner"),
+        (
+            "    monkeypatch.setattr('_pytest.runner.call_runtest_hook', None)\n",
+            "tampers with the test runner",
+        ),
+        ("    os.environ['PYTEST_ADDOPTS'] = '-k nothing'\n", "tampers with the test runner"),
+        (
+            "    if 'PYTEST_CURRENT_TEST' in os.environ:\n        return [3, 4]\n",
+            "tampers with the test runner",
+        ),
+        ("    import _pytest.runner\n", "tampers with the test runner"),
+    ],
+)
+def test_tampering_content_is_rejected_in_source_code(
+    added: str, rule: str, tmp_path: Path
+) -> None:
     old = "import os, sys, atexit, unittest\nimport pytest\nfrom pytest import skip\n\n\n" + SOURCE
     new = edit(old, "    if n <= 0:\n", added + "    if n <= 0:\n")
     with pytest.raises(GuardError, match=rule) as info:
@@ -125,19 +150,28 @@ def test_tampering_content_is_rejected_in_source_code(added: str, rule: str, tmp
     assert "calc/lists.py (line" in str(info.value)
 
 
-@pytest.mark.parametrize("text", [
-    "import pytest\n\n\ndef pytest_runtest_makereport(item, call):\n    pass\n",
-    "__test__ = False\n",
-    "collect_ignore = ['tests/test_lists.py']\n",
-    "print('== 1 failed, 3 passed in 0.10s ==')\n",
-])
-def test_a_new_conftest_that_tampers_is_rejected_even_when_tests_may_change(text: str, tmp_path: Path) -> None:
-    for policy in (GuardPolicy(), ALLOW):  # conftest.py is protected: allowing test edits does not lift it
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import pytest\n\n\ndef pytest_runtest_makereport(item, call):\n    pass\n",
+        "__test__ = False\n",
+        "collect_ignore = ['tests/test_lists.py']\n",
+        "print('== 1 failed, 3 passed in 0.10s ==')\n",
+    ],
+)
+def test_a_new_conftest_that_tampers_is_rejected_even_when_tests_may_change(
+    text: str, tmp_path: Path
+) -> None:
+    for policy in (
+        GuardPolicy(),
+        ALLOW,
+    ):  # conftest.py is protected: allowing test edits does not lift it
         with pytest.raises(GuardError, match=r"conftest.py, a protected file"):
             check_guards(change("conftest.py", None, text), tmp_path, policy)
         with pytest.raises(GuardError, match=r"conftest.py, a protected file"):
             check_guards(change("pkg/sub/conftest.py", None, text), tmp_path, policy)
-    # The content rules stand behind the protection: the same text in a test helper, with test edits allowed.
+    # The content rules stand behind the protection: the same text in a test helper, with test edits
+    # allowed.
     with pytest.raises(GuardError, match=r"tampers with the test runner|looks like a test summary"):
         check_guards(change("tests/helpers.py", None, text), tmp_path, ALLOW)
 
@@ -159,19 +193,39 @@ def test_deleting_assertions_is_rejected_even_with_test_edits_allowed(tmp_path: 
 
 
 def test_removing_a_unittest_assert_call_counts(tmp_path: Path) -> None:
-    old = "class T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), 1)\n        g()\n"
+    old = (
+        "class T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(), 1)\n  "
+        "      g()\n"
+    )
     with pytest.raises(GuardError, match=r"removes 1 assertion"):
-        check_guards(change("tests/test_t.py", old, edit(old, "        self.assertEqual(f(), 1)\n", "")),
-                     tmp_path, ALLOW)
+        check_guards(
+            change("tests/test_t.py", old, edit(old, "        self.assertEqual(f(), 1)\n", "")),
+            tmp_path,
+            ALLOW,
+        )
 
 
 # --- protected files: test configuration, CI, dependency pins ---------------------
 
 
-@pytest.mark.parametrize("path", ["pytest.ini", "tox.ini", "noxfile.py", ".github/workflows/ci.yml",
-                                  ".gitlab-ci.yml", "requirements.txt", "requirements-dev.txt",
-                                  "poetry.lock", "setup.py", ".pre-commit-config.yaml"])
-def test_protected_files_are_rejected_even_with_test_edits_allowed(path: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "pytest.ini",
+        "tox.ini",
+        "noxfile.py",
+        ".github/workflows/ci.yml",
+        ".gitlab-ci.yml",
+        "requirements.txt",
+        "requirements-dev.txt",
+        "poetry.lock",
+        "setup.py",
+        ".pre-commit-config.yaml",
+    ],
+)
+def test_protected_files_are_rejected_even_with_test_edits_allowed(
+    path: str, tmp_path: Path
+) -> None:
     with pytest.raises(GuardError, match=f"edits {path}, a protected file"):
         check_guards(change(path, "a = 1\n", "a = 2\n"), tmp_path, ALLOW)
 
@@ -187,13 +241,18 @@ addopts = "-q"
 """
 
 
-@pytest.mark.parametrize("old, new, refused", [
-    ('addopts = "-q"', 'addopts = "-q -k not_last_n"', "[tool.pytest]"),
-    ('["attrs>=22"]', '["attrs==21.1"]', "[project.dependencies]"),
-    ('version = "0.1.0"', 'version = "0.1.1"', None),
-    ("[project]", "[project\n", "does not parse"),
-])
-def test_pyproject_test_and_dependency_sections(old: str, new: str, refused: Optional[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "old, new, refused",
+    [
+        ('addopts = "-q"', 'addopts = "-q -k not_last_n"', "[tool.pytest]"),
+        ('["attrs>=22"]', '["attrs==21.1"]', "[project.dependencies]"),
+        ('version = "0.1.0"', 'version = "0.1.1"', None),
+        ("[project]", "[project\n", "does not parse"),
+    ],
+)
+def test_pyproject_test_and_dependency_sections(
+    old: str, new: str, refused: Optional[str], tmp_path: Path
+) -> None:
     applied = change("pyproject.toml", PYPROJECT, edit(PYPROJECT, old, new))
     if refused is None:
         check_guards(applied, tmp_path, ALLOW)
@@ -204,10 +263,17 @@ def test_pyproject_test_and_dependency_sections(old: str, new: str, refused: Opt
 
 
 def test_setup_cfg_test_sections(tmp_path: Path) -> None:
-    cfg = "[metadata]\nname = calc\n\n[options]\ninstall_requires = attrs\n\n[tool:pytest]\naddopts = -q\n"
-    check_guards(change("setup.cfg", cfg, edit(cfg, "name = calc", "name = calc2")), tmp_path, ALLOW)
+    cfg = (
+        "[metadata]\nname = calc\n\n[options]\ninstall_requires = "
+        "attrs\n\n[tool:pytest]\naddopts = -q\n"
+    )
+    check_guards(
+        change("setup.cfg", cfg, edit(cfg, "name = calc", "name = calc2")), tmp_path, ALLOW
+    )
     with pytest.raises(GuardError, match=r"\[tool:pytest\]"):
-        check_guards(change("setup.cfg", cfg, edit(cfg, "addopts = -q", "addopts = -q -x")), tmp_path, ALLOW)
+        check_guards(
+            change("setup.cfg", cfg, edit(cfg, "addopts = -q", "addopts = -q -x")), tmp_path, ALLOW
+        )
     with pytest.raises(GuardError, match=r"install_requires"):
         check_guards(change("setup.cfg", cfg, edit(cfg, "= attrs", "= attrs<20")), tmp_path, ALLOW)
 
@@ -242,20 +308,33 @@ def test_only_scratch_files_is_a_structural_error(tmp_path: Path) -> None:
 def test_a_new_module_the_fix_imports_stays_in_a_source_directory(tmp_path: Path) -> None:
     root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE})
     fixed = "from calc.slicing import tail\n\n\n" + edit(SOURCE, "items[-n - 1:]", "tail(items, n)")
-    helper = FileChange("calc/slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0)
+    helper = FileChange(
+        "calc/slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0
+    )
     fix = FileChange("calc/lists.py", SOURCE, fixed, "exact", 1.0)
     screened = check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy())
     assert [c.path for c in screened.applied.changes] == ["calc/lists.py", "calc/slicing.py"]
-    with pytest.raises(GuardError, match=r"creates calc/slicing.py, outside the source directories"):
-        check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy(source_dirs=("lib",)))
+    with pytest.raises(
+        GuardError, match=r"creates calc/slicing.py, outside the source directories"
+    ):
+        check_guards(
+            AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy(source_dirs=("lib",))
+        )
 
 
 def test_a_new_module_outside_the_source_directories_is_rejected(tmp_path: Path) -> None:
-    root = project(tmp_path, {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE, "tests/test_lists.py": TEST_FILE})
+    root = project(
+        tmp_path,
+        {"calc/__init__.py": MODULE, "calc/lists.py": SOURCE, "tests/test_lists.py": TEST_FILE},
+    )
     fixed = "from slicing import tail\n\n\n" + SOURCE
-    helper = FileChange("slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0)
+    helper = FileChange(
+        "slicing.py", None, "def tail(items, n):\n    return items[-n:]\n", "new", 1.0
+    )
     fix = FileChange("calc/lists.py", SOURCE, fixed, "exact", 1.0)
-    with pytest.raises(GuardError, match=r"creates slicing.py, outside the project's source directories"):
+    with pytest.raises(
+        GuardError, match=r"creates slicing.py, outside the project's source directories"
+    ):
         check_guards(AppliedPatch((fix, helper), "unified_diff"), root, GuardPolicy())
     hidden = FileChange(".cache/slicing.py", None, "x = 1\n", "new", 1.0)
     fix2 = FileChange("calc/lists.py", SOURCE, "from slicing import x\n" + SOURCE, "exact", 1.0)
@@ -272,7 +351,9 @@ def test_binary_files_are_rejected_by_suffix(path: str, tmp_path: Path) -> None:
 def test_size_limits_still_hold(tmp_path: Path) -> None:
     big = SOURCE + "".join(f"X{i} = {i}\n" for i in range(30))
     with pytest.raises(GuardError, match=r"changes 30 lines"):
-        check_guards(change("calc/lists.py", SOURCE, big), tmp_path, GuardPolicy(max_changed_lines=20))
+        check_guards(
+            change("calc/lists.py", SOURCE, big), tmp_path, GuardPolicy(max_changed_lines=20)
+        )
 
 
 # --- suspected overfitting: flagged, not rejected ----------------------------------
@@ -281,13 +362,22 @@ def test_size_limits_still_hold(tmp_path: Path) -> None:
 def test_special_casing_the_tests_inputs_is_flagged(tmp_path: Path) -> None:
     root = project(tmp_path, {"tests/test_lists.py": TEST_FILE})
     literals = assertion_literals(root, ["tests/test_lists.py::test_last_n"])
-    assert {"[1, 2, 3, 4]", "[3, 4]"} <= literals and "2" not in literals  # 2 is too common to mean much
-    cheat = edit(SOURCE, "    if n <= 0:", "    if items == [1, 2, 3, 4] and n == 2:\n        return [3, 4]\n    if n <= 0:")
+    assert {
+        "[1, 2, 3, 4]",
+        "[3, 4]",
+    } <= literals and "2" not in literals  # 2 is too common to mean much
+    cheat = edit(
+        SOURCE,
+        "    if n <= 0:",
+        "    if items == [1, 2, 3, 4] and n == 2:\n        return [3, 4]\n    if n <= 0:",
+    )
     applied = change("calc/lists.py", SOURCE, cheat)
     check_guards(applied, tmp_path, GuardPolicy())  # not rejected
     flags = tuple(str(flag) for flag in overfitting_flags(applied, literals))
-    assert flags == ("suspected_overfitting: calc/lists.py:2 `items == [1, 2, 3, 4]` compares with "
-                     "[1, 2, 3, 4] from the failing test",)
+    assert flags == (
+        "suspected_overfitting: calc/lists.py:2 `items == [1, 2, 3, 4]` compares with "
+        "[1, 2, 3, 4] from the failing test",
+    )
     honest = change("calc/lists.py", SOURCE, edit(SOURCE, "-n - 1:", "-n:"))
     assert overfitting_flags(honest, literals) == ()
 
@@ -311,42 +401,97 @@ def ordinal(number):
         return str(number) + suffix
     return str(number) + {1: "st", 2: "nd", 3: "rd"}.get(abs(number) % 10, "th")
 """
-ORDINAL_FAILING = ["tests/test_ordinal.py::test_ordinal[13-13th]", "tests/test_ordinal.py::test_ordinal[113-113th]",
-                   "tests/test_ordinal.py::test_ordinal[-13--13th]"]
+ORDINAL_FAILING = [
+    "tests/test_ordinal.py::test_ordinal[13-13th]",
+    "tests/test_ordinal.py::test_ordinal[113-113th]",
+    "tests/test_ordinal.py::test_ordinal[-13--13th]",
+]
 
 
-def test_parametrize_through_a_module_constant_and_the_ids_give_the_tests_values(tmp_path: Path) -> None:
+def test_parametrize_through_a_module_constant_and_the_ids_give_the_tests_values(
+    tmp_path: Path,
+) -> None:
     root = project(tmp_path, {"tests/test_ordinal.py": ORDINAL_TEST})
     literals = assertion_literals(root, ORDINAL_FAILING)
-    assert {"13", "113", "-13", "'13th'", "'-13th'", "11", "'22nd'"} <= literals  # CASES, named by the decorator
-    assert {"13", "'13th'"} <= assertion_literals(tmp_path, ["tests/gone.py::test_ordinal[13-13th]"])  # the id alone
+    assert {
+        "13",
+        "113",
+        "-13",
+        "'13th'",
+        "'-13th'",
+        "11",
+        "'22nd'",
+    } <= literals  # CASES, named by the decorator
+    assert {"13", "'13th'"} <= assertion_literals(
+        tmp_path, ["tests/gone.py::test_ordinal[13-13th]"]
+    )  # the id alone
 
 
-def test_recognising_the_tests_own_values_and_returning_a_constant_is_refused(tmp_path: Path) -> None:
+def test_recognising_the_tests_own_values_and_returning_a_constant_is_refused(
+    tmp_path: Path,
+) -> None:
     root = project(tmp_path, {"tests/test_ordinal.py": ORDINAL_TEST})
     literals = assertion_literals(root, ORDINAL_FAILING)
-    cheat = edit(ORDINAL, '    suffix = "th"\n', '    suffix = "th"\n    if abs(number) in (13, 113):\n        return str(number) + "th"\n')
-    check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals)  # returns a computed value: only flagged
+    cheat = edit(
+        ORDINAL,
+        '    suffix = "th"\n',
+        '    suffix = "th"\n    if abs(number) in (13, 113):\n        return str(number) + "th"\n',
+    )
+    check_hardcoded(
+        change("ordinals.py", ORDINAL, cheat), literals
+    )  # returns a computed value: only flagged
     assert overfitting_flags(change("ordinals.py", ORDINAL, cheat), literals)
-    for cheat in (edit(ORDINAL, '    suffix = "th"\n', '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n'),
-                  edit(ORDINAL, '    suffix = "th"\n', '    if number == 13 or number == 113:\n        return None\n    suffix = "th"\n')):
+    for cheat in (
+        edit(
+            ORDINAL,
+            '    suffix = "th"\n',
+            '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n',
+        ),
+        edit(
+            ORDINAL,
+            '    suffix = "th"\n',
+            '    if number == 13 or number == 113:\n        return None\n    suffix = "th"\n',
+        ),
+    ):
         with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
-            check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals, inputs=failing_inputs(ORDINAL_FAILING))
-    stored = ORDINAL.replace('    if abs(number) % 100 in (11, 12):', '    n = abs(number) % 100\n    if n in (11, 12):')
-    right = stored.replace("in (11, 12):", "in (11, 12, 13):\n        return str(number) + 'th'\n    if n in (11, 12):")
-    check_hardcoded(change("ordinals.py", stored, right), literals, inputs=failing_inputs(ORDINAL_FAILING))  # 11, 12 pass
+            check_hardcoded(
+                change("ordinals.py", ORDINAL, cheat),
+                literals,
+                inputs=failing_inputs(ORDINAL_FAILING),
+            )
+    stored = ORDINAL.replace(
+        "    if abs(number) % 100 in (11, 12):", "    n = abs(number) % 100\n    if n in (11, 12):"
+    )
+    right = stored.replace(
+        "in (11, 12):", "in (11, 12, 13):\n        return str(number) + 'th'\n    if n in (11, 12):"
+    )
+    check_hardcoded(
+        change("ordinals.py", stored, right), literals, inputs=failing_inputs(ORDINAL_FAILING)
+    )  # 11, 12 pass
 
 
 def test_inputs_spelled_as_strings_are_seen_through_int_and_abs(tmp_path: Path) -> None:
-    strings = ORDINAL_TEST.replace('(13, "13th"), (113, "113th"), (-13, "-13th")', '("13", "13th"), ("-113", "-113th")')
+    strings = ORDINAL_TEST.replace(
+        '(13, "13th"), (113, "113th"), (-13, "-13th")', '("13", "13th"), ("-113", "-113th")'
+    )
     root = project(tmp_path, {"tests/test_ordinal.py": strings})
-    failing = ["tests/test_ordinal.py::test_ordinal[-113--113th]", "tests/test_ordinal.py::test_ordinal[13-13th]"]
+    failing = [
+        "tests/test_ordinal.py::test_ordinal[-113--113th]",
+        "tests/test_ordinal.py::test_ordinal[13-13th]",
+    ]
     literals = assertion_literals(root, failing[:1])  # the test the context shows
     assert {"13", "113", "-113"} <= literals
-    converts = ORDINAL.replace('    suffix = "th"\n', '    number = abs(int(number))\n    suffix = "th"\n')
-    cheat = converts.replace('    suffix = "th"\n', '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n')
+    converts = ORDINAL.replace(
+        '    suffix = "th"\n', '    number = abs(int(number))\n    suffix = "th"\n'
+    )
+    cheat = converts.replace(
+        '    suffix = "th"\n',
+        '    if number in (13, 113):\n        return "th"\n    suffix = "th"\n',
+    )
     with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
-        check_hardcoded(change("ordinals.py", converts, cheat), literals, inputs=failing_inputs(failing))
+        check_hardcoded(
+            change("ordinals.py", converts, cheat), literals, inputs=failing_inputs(failing)
+        )
 
 
 def test_the_right_fix_is_not_suspected_of_overfitting(tmp_path: Path) -> None:
@@ -354,11 +499,21 @@ def test_the_right_fix_is_not_suspected_of_overfitting(tmp_path: Path) -> None:
     literals = assertion_literals(root, ORDINAL_FAILING)
     right = change("ordinals.py", ORDINAL, ORDINAL.replace("in (11, 12)", "in (11, 12, 13)"))
     check_hardcoded(right, literals)
-    assert overfitting_flags(right, literals) == ()  # a computed value compared, 11 was there already
+    assert (
+        overfitting_flags(right, literals) == ()
+    )  # a computed value compared, 11 was there already
     widened = "def f(x):\n    if x in (11, 12):\n        return 0\n    return x\n"
-    assert overfitting_flags(change("f.py", widened, widened.replace("(11, 12)", "(11, 12, 9)")), literals) == ()
-    assert "113" in str(overfitting_flags(change("f.py", widened, widened.replace("(11, 12)", "(11, 12, 113)")),
-                                          literals)[0])  # only the value the candidate added is named
+    assert (
+        overfitting_flags(
+            change("f.py", widened, widened.replace("(11, 12)", "(11, 12, 9)")), literals
+        )
+        == ()
+    )
+    assert "113" in str(
+        overfitting_flags(
+            change("f.py", widened, widened.replace("(11, 12)", "(11, 12, 113)")), literals
+        )[0]
+    )  # only the value the candidate added is named
 
 
 def test_parametrized_inputs_count_and_existing_branches_do_not(tmp_path: Path) -> None:
@@ -372,9 +527,17 @@ def test_parametrized_inputs_count_and_existing_branches_do_not(tmp_path: Path) 
     root = project(tmp_path, {"tests/test_words.py": test})
     literals = assertion_literals(root, ["tests/test_words.py::test_palindrome[kayak-True]"])
     assert "'kayak'" in literals
-    old = "def is_palindrome(w):\n    if w == 'kayak':\n        return True\n    return w == w[::-1][1:]\n"
+    old = (
+        "def is_palindrome(w):\n    if w == 'kayak':\n        return True\n    return w == "
+        "w[::-1][1:]\n"
+    )
     new = old.replace("[1:]", "")
-    assert overfitting_flags(change("words.py", old, new), literals) == ()  # the branch was there already
-    added = old.replace("    return w ==", "    if w in ('hello', 'x'):\n        return False\n    return w ==")
+    assert (
+        overfitting_flags(change("words.py", old, new), literals) == ()
+    )  # the branch was there already
+    added = old.replace(
+        "    return w ==", "    if w in ('hello', 'x'):\n        return False\n    return w =="
+    )
     assert str(overfitting_flags(change("words.py", old, added), literals)[0]).startswith(
-        "suspected_overfitting: words.py:4 `w in ('hello', 'x')` compares with 'hello'")
+        "suspected_overfitting: words.py:4 `w in ('hello', 'x')` compares with 'hello'"
+    )

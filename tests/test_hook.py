@@ -42,13 +42,18 @@ _SKIP = ("__pycache__", ".venv", "venv", ".repairloop", ".pytest_cache")
 
 def test_hook_defaults_sit_below_the_users_configuration(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.repairloop]\ntimeout = 300\n")
-    settings = hook_settings(tmp_path, {"max_iterations": 5}, {"REPAIRLOOP_MAX_COST": "0.5"}).settings
+    settings = hook_settings(
+        tmp_path, {"max_iterations": 5}, {"REPAIRLOOP_MAX_COST": "0.5"}
+    ).settings
     assert settings.timeout == 300 and settings.max_cost == 0.5 and settings.max_iterations == 5
     bare = tmp_path / "bare"
     bare.mkdir()
     plain = hook_settings(bare, {}, {}).settings
     assert (plain.timeout, plain.max_cost, plain.max_iterations) == (
-        HOOK_DEFAULTS["timeout"], HOOK_DEFAULTS["max_cost"], HOOK_DEFAULTS["max_iterations"])
+        HOOK_DEFAULTS["timeout"],
+        HOOK_DEFAULTS["max_cost"],
+        HOOK_DEFAULTS["max_iterations"],
+    )
 
 
 def test_green_suite_exits_zero(make_project, capsys, monkeypatch) -> None:
@@ -70,10 +75,24 @@ def test_unrecoverable_failure_says_where_and_exits_three(make_project, capsys) 
 
 
 def _repo_files() -> List[str]:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
-                            capture_output=True, check=True).stdout.decode("utf-8").split("\0")
-    return [p for p in listed if p and not set(Path(p).parts) & set(_SKIP) and ".egg-info" not in p
-            and (REPO_ROOT / p).is_file()]
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode("utf-8")
+        .split("\0")
+    )
+    return [
+        p
+        for p in listed
+        if p
+        and not set(Path(p).parts) & set(_SKIP)
+        and ".egg-info" not in p
+        and (REPO_ROOT / p).is_file()
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -91,10 +110,17 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, str]:
 
 @pytest.fixture(scope="session")
 def pre_commit_env(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("REPAIRLOOP_") and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
-    env.update(GIT_ENV, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")), NO_COLOR="1",
-               PRE_COMMIT_COLOR="never")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("REPAIRLOOP_") and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    }
+    env.update(
+        GIT_ENV,
+        PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
+        NO_COLOR="1",
+        PRE_COMMIT_COLOR="never",
+    )
     if not os.environ.get("REPAIRLOOP_TEST_FULL_HOOK_ENV"):
         paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
         env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -106,25 +132,42 @@ def configure(project: Path, hook_repo: Tuple[Path, str], args: List[str]) -> No
     quoted = ", ".join(f'"{a}"' for a in args)
     (project / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hook_repo[0]}\n    rev: {hook_repo[1]}\n    hooks:\n"
-        f"      - id: repairloop\n        args: [{quoted}]\n")
+        f"      - id: repairloop\n        args: [{quoted}]\n"
+    )
     git(project, "add", ".pre-commit-config.yaml")
     git(project, "commit", "-q", "-m", "pre-commit config")
 
 
 def pre_commit(project: Path, env: Dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def tree_state(project: Path) -> Dict[str, object]:
-    files = {str(p.relative_to(project)): p.read_bytes() for p in sorted(project.rglob("*"))
-             if p.is_file() and not set(p.relative_to(project).parts) & {".git", ".repairloop", "__pycache__"}}
-    return {"head": git(project, "rev-parse", "HEAD"), "index": git(project, "ls-files", "-s"),
-            "status": git(project, "status", "--porcelain"), "files": files}
+    files = {
+        str(p.relative_to(project)): p.read_bytes()
+        for p in sorted(project.rglob("*"))
+        if p.is_file()
+        and not set(p.relative_to(project).parts) & {".git", ".repairloop", "__pycache__"}
+    }
+    return {
+        "head": git(project, "rev-parse", "HEAD"),
+        "index": git(project, "ls-files", "-s"),
+        "status": git(project, "status", "--porcelain"),
+        "files": files,
+    }
 
 
 @pytest.mark.slow
-def test_pre_push_hook_proposes_a_patch_offline_and_changes_nothing(make_project, hook_repo, pre_commit_env) -> None:
+def test_pre_push_hook_proposes_a_patch_offline_and_changes_nothing(
+    make_project, hook_repo, pre_commit_env
+) -> None:
     project = make_project("off_by_one")
     configure(project, hook_repo, [])
     before = tree_state(project)
@@ -139,10 +182,16 @@ def test_pre_push_hook_proposes_a_patch_offline_and_changes_nothing(make_project
 
 
 @pytest.mark.slow
-def test_pre_push_hook_with_apply_writes_the_fix_unstaged(make_project, hook_repo, pre_commit_env) -> None:
+def test_pre_push_hook_with_apply_writes_the_fix_unstaged(
+    make_project, hook_repo, pre_commit_env
+) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        configure(project, hook_repo, ["--apply", "--model", "openai/scripted", "--api-base", srv.base_url])
+        configure(
+            project,
+            hook_repo,
+            ["--apply", "--model", "openai/scripted", "--api-base", srv.base_url],
+        )
         numbers = project / "calc" / "numbers.py"
         numbers.write_text(numbers.read_text() + "\n# an unstaged hunk of another file\n")
         (project / "NOTES.md").write_text("staged, not committed\n")
@@ -151,19 +200,33 @@ def test_pre_push_hook_with_apply_writes_the_fix_unstaged(make_project, hook_rep
         done = pre_commit(project, pre_commit_env, "run", "repairloop", "--hook-stage", "pre-push")
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
-    assert "files were modified by this hook" in out and "applied a fix to your working tree (not staged)" in out
+    assert (
+        "files were modified by this hook" in out
+        and "applied a fix to your working tree (not staged)" in out
+    )
     assert "return items[-n:]" in (project / "calc" / "lists.py").read_text()
     assert git(project, "ls-files", "-s") == index_before  # nothing staged
     assert git(project, "diff", "--cached", "--name-only") == "NOTES.md\n"
     assert numbers.read_text() == numbers_before  # the other file's unstaged hunk is kept
-    assert sorted(git(project, "diff", "--name-only").split()) == ["calc/lists.py", "calc/numbers.py"]
+    assert sorted(git(project, "diff", "--name-only").split()) == [
+        "calc/lists.py",
+        "calc/numbers.py",
+    ]
 
 
 @pytest.mark.slow
 def test_try_repo_on_a_green_suite_passes(make_project, hook_repo, pre_commit_env) -> None:
     project = make_project("all_green")
-    done = pre_commit(project, pre_commit_env, "try-repo", str(hook_repo[0]), "repairloop",
-                      "--hook-stage", "pre-push", "--all-files")
+    done = pre_commit(
+        project,
+        pre_commit_env,
+        "try-repo",
+        str(hook_repo[0]),
+        "repairloop",
+        "--hook-stage",
+        "pre-push",
+        "--all-files",
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "repairloop (repair failing tests)" in out and "Passed" in out

@@ -62,23 +62,49 @@ def test_record_writes_one_json_line_per_event_and_reads_it_back(tmp_path: Path)
     assert run == tmp_path / ".repairloop" / "runs" / "r1"
     journal = Journal(run, clock=fixed_clock)
     assert run.is_dir() and journal.path == run / "journal.jsonl"
-    notes = {"sample": Sample(FailureKind.LOGIC, Path("a/b.py")), "colour": Colour.RED, "frames": (Frame("m.py", 3),),
-             "where": Path("x"), "text": "é"}
+    notes = {
+        "sample": Sample(FailureKind.LOGIC, Path("a/b.py")),
+        "colour": Colour.RED,
+        "frames": (Frame("m.py", 3),),
+        "where": Path("x"),
+        "text": "é",
+    }
     journal.record(ProposalEvent(2, 1, "m", "llm", "diff", Usage(3, 4, None, 0.5, 1), notes))
     journal.record(StoppedEvent(Outcome.FIXED, StopReason.SUCCESS, "done"))
     lines = journal.path.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
-    assert first == {"event": "proposal", "ts": "2026-11-30T02:11:40+00:00", "iteration": 2, "round": 1, "model": "m",
-                     "engine": "llm", "answer": "diff",
-                     "usage": {"prompt_tokens": 3, "completion_tokens": 4, "cost_usd": None, "seconds": 0.5, "calls": 1},
-                     "notes": {"sample": {"kind": "logic", "where": "a/b.py"}, "colour": 1,
-                               "frames": [{"path": "m.py", "line": 3, "function": ""}], "where": "x", "text": "é"},
-                     "candidates": 1, "degraded": ""}
+    assert first == {
+        "event": "proposal",
+        "ts": "2026-11-30T02:11:40+00:00",
+        "iteration": 2,
+        "round": 1,
+        "model": "m",
+        "engine": "llm",
+        "answer": "diff",
+        "usage": {
+            "prompt_tokens": 3,
+            "completion_tokens": 4,
+            "cost_usd": None,
+            "seconds": 0.5,
+            "calls": 1,
+        },
+        "notes": {
+            "sample": {"kind": "logic", "where": "a/b.py"},
+            "colour": 1,
+            "frames": [{"path": "m.py", "line": 3, "function": ""}],
+            "where": "x",
+            "text": "é",
+        },
+        "candidates": 1,
+        "degraded": "",
+    }
     events, warnings = read_journal(run)
     assert [e["event"] for e in events] == ["proposal", "stopped"] and warnings == []
     entries, warnings = read_events(run)
     assert [e.ts for e in entries] == ["2026-11-30T02:11:40+00:00"] * 2 and warnings == []
-    assert entries[0].event == ProposalEvent(2, 1, "m", "llm", "diff", Usage(3, 4, None, 0.5, 1), first["notes"])
+    assert entries[0].event == ProposalEvent(
+        2, 1, "m", "llm", "diff", Usage(3, 4, None, 0.5, 1), first["notes"]
+    )
     assert entries[1].event == StoppedEvent(Outcome.FIXED, StopReason.SUCCESS, "done")
 
 
@@ -94,7 +120,11 @@ def test_torn_last_line_is_ignored_with_a_warning_and_cut_on_resume(tmp_path: Pa
     resumed = Journal(tmp_path / "run")  # resume: the torn tail goes, the next event is whole
     resumed.record(FlakyEvent(("three",)))
     entries, warnings = read_events(tmp_path / "run")
-    assert [e.event for e in entries] == [FlakyEvent(("one",)), FlakyEvent(("two",)), FlakyEvent(("three",))]
+    assert [e.event for e in entries] == [
+        FlakyEvent(("one",)),
+        FlakyEvent(("two",)),
+        FlakyEvent(("three",)),
+    ]
     assert warnings == []
 
 
@@ -119,8 +149,10 @@ def test_a_bad_line_in_the_middle_is_an_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_missing_journal_gives_a_warning(tmp_path: Path) -> None:
-    assert read_journal(tmp_path) == ([], [f"{tmp_path / 'journal.jsonl'} does not exist "
-                                          "(the run stopped before its first event)"])
+    assert read_journal(tmp_path) == (
+        [],
+        [f"{tmp_path / 'journal.jsonl'} does not exist (the run stopped before its first event)"],
+    )
 
 
 def test_write_text_and_json_are_atomic_and_exact(tmp_path: Path) -> None:
@@ -133,7 +165,11 @@ def test_write_text_and_json_are_atomic_and_exact(tmp_path: Path) -> None:
     summary = journal.write_json("summary.json", {"outcome": FailureKind.LOGIC, "path": Path("p")})
     assert json.loads(summary.read_text()) == {"outcome": "logic", "path": "p"}
     assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == [
-        "fix.patch", "iter-1.txt", "prompts", "summary.json"]  # no temp files left
+        "fix.patch",
+        "iter-1.txt",
+        "prompts",
+        "summary.json",
+    ]  # no temp files left
     with pytest.raises(ValueError):
         journal.write_text("../escape.txt", "x")
 
@@ -148,7 +184,10 @@ def test_pending_intents_are_those_without_done(tmp_path: Path) -> None:
     journal.record(IntentEvent("apply", "user-tree"))  # a second attempt, never finished
     entries, _ = read_events(tmp_path / "run")
     pending = pending_intents([e.event for e in entries])
-    assert [(e.action, e.key) for e in pending] == [("push", "repairloop/fix-1"), ("apply", "user-tree")]
+    assert [(e.action, e.key) for e in pending] == [
+        ("push", "repairloop/fix-1"),
+        ("apply", "user-tree"),
+    ]
     assert pending[0].remote == "origin"
 
 
@@ -159,7 +198,11 @@ def test_list_and_resolve_runs(tmp_path: Path) -> None:
     for run_id in ("20261130-021140-aaaa", "20261201-090000-bbbb", "20261201-090000-bbcc"):
         Journal(run_dir_for(tmp_path, run_id))
     runs = list_runs(tmp_path)
-    assert [p.name for p in runs] == ["20261201-090000-bbcc", "20261201-090000-bbbb", "20261130-021140-aaaa"]
+    assert [p.name for p in runs] == [
+        "20261201-090000-bbcc",
+        "20261201-090000-bbbb",
+        "20261130-021140-aaaa",
+    ]
     assert resolve_run(tmp_path, None) == resolve_run(tmp_path, "latest") == runs[0]
     assert resolve_run(tmp_path, "20261130").name == "20261130-021140-aaaa"
     assert resolve_run(tmp_path, "20261201-090000-bbbb").name == "20261201-090000-bbbb"
@@ -191,12 +234,15 @@ def test_lock_is_exclusive_while_its_holder_lives(tmp_path: Path) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         lock_file.parent.mkdir()
-        lock_file.write_text(json.dumps({"pid": sleeper.pid, "started": "x", "run_id": "other-run"}))
+        lock_file.write_text(
+            json.dumps({"pid": sleeper.pid, "started": "x", "run_id": "other-run"})
+        )
         with pytest.raises(LockedError) as err:
             with ProjectLock(tmp_path, "mine"):
                 pass
-        assert err.value.message == (f"another repairloop run (pid {sleeper.pid}, run other-run) "
-                                     "is working on this project")
+        assert err.value.message == (
+            f"another repairloop run (pid {sleeper.pid}, run other-run) is working on this project"
+        )
         assert "remove .repairloop/lock" in err.value.hint
         assert json.loads(lock_file.read_text())["run_id"] == "other-run"  # left alone
     finally:
@@ -226,8 +272,13 @@ def test_lock_release_leaves_someone_elses_lock(tmp_path: Path) -> None:
 
 def test_values_json_cannot_encode_are_converted(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "run", clock=fixed_clock)
-    odd = {"tags": {"b", "a"}, "when": fixed_clock(), "error": ValueError("bad value"), "raw": b"caf\xc3\xa9",
-           "other": object}
+    odd = {
+        "tags": {"b", "a"},
+        "when": fixed_clock(),
+        "error": ValueError("bad value"),
+        "raw": b"caf\xc3\xa9",
+        "other": object,
+    }
     journal.record(ProposalErrorEvent(1, 0, "m", "ModelError", "refused", Usage(), 1, notes=odd))
     (event,), _ = read_journal(tmp_path / "run")
     notes = event["notes"]

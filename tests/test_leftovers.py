@@ -1,6 +1,7 @@
 """Nothing left behind: a run killed with SIGKILL leaves its temporary directories registered, and
-`repairloop clean` (or the next run) removes every one of them, the offline engine's scratch copies and
-the test runs' result directories included, and stops the test processes still working in them."""
+`repairloop clean` (or the next run) removes every one of them, the offline engine's scratch copies
+and the test runs' result directories included, and stops the test processes still working in
+them."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from typing import List
 import pytest
 from conftest import init_repo
 
-# The offline engine's copies are recognisable by their path: a test session there hangs, so the kill
-# finds the engine's copies and its test processes in place (the workspace's own runs go on normally).
+# The offline engine's copies are recognisable by their path: a test session there hangs, so the
+# kill finds the engine's copies and its test processes in place (the workspace's own runs go on
+# normally).
 HANG_IN_ENGINE_COPIES = """\
 import os
 import time
@@ -65,8 +67,13 @@ def test_clean_removes_everything_a_killed_run_left(make_project, tmp_path: Path
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "repairloop", "run", str(project), "--model", "builtin", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "repairloop", "run", str(project), "--model", "builtin", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         wait_for_engine_copies(tmp, proc)
         proc.send_signal(signal.SIGKILL)
@@ -75,13 +82,20 @@ def test_clean_removes_everything_a_killed_run_left(make_project, tmp_path: Path
         if proc.poll() is None:
             proc.kill()
     assert leftovers(tmp), "the killed run left nothing: the test killed it too late"
-    done = subprocess.run([sys.executable, "-m", "repairloop", "clean", str(project)], capture_output=True,
-                          text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "repairloop", "clean", str(project)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0 and "1 stale workspace(s) removed" in done.stderr, done.stderr
     # Before: the workspace went, but the engine's copies (repairloop-builtin-*) and the result
     # directories of its test runs (repairloop-results-*) stayed in TMPDIR, one set per killed run.
     assert leftovers(tmp) == []
     deadline = time.monotonic() + 30
-    while processes_in(tmp) and time.monotonic() < deadline:  # killed; /proc entries go with their parent's wait
+    while (
+        processes_in(tmp) and time.monotonic() < deadline
+    ):  # killed; /proc entries go with their parent's wait
         time.sleep(0.2)
     assert processes_in(tmp) == []

@@ -66,8 +66,12 @@ def newer_python() -> Optional[str]:
     found = [shutil.which(f"python3.{minor}") for minor in range(12, 16)]
     found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9].*/bin/python")))
     for python in filter(None, found):
-        done = subprocess.run([python, "-c", "import sys; print(hasattr(sys, 'monitoring'))"],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [python, "-c", "import sys; print(hasattr(sys, 'monitoring'))"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.stdout.strip() == "True":
             return python
     return None
@@ -92,9 +96,17 @@ def lent_pytest(tmp_path: Path) -> Path:
     return lent
 
 
-def traced(root: Path, command: tuple, env: Optional[Dict[str, str]] = None) -> Iterator[TestReport]:
-    report = run_tests(root, command, pythonpath=[Path("shadow"), Path(".")], coverage_source=["mini"],
-                       timeout=120, env=env)
+def traced(
+    root: Path, command: tuple, env: Optional[Dict[str, str]] = None
+) -> Iterator[TestReport]:
+    report = run_tests(
+        root,
+        command,
+        pythonpath=[Path("shadow"), Path(".")],
+        coverage_source=["mini"],
+        timeout=120,
+        env=env,
+    )
     try:
         yield report
     finally:
@@ -107,23 +119,35 @@ def check_spectra(report: TestReport, root: Path, tool: str) -> None:
     assert report.coverage_file.endswith("repairloop-lines.jsonl")
     lines, found_tool = read_spectra(report.coverage_file, root, TEST_FILES)
     assert found_tool == tool
-    assert lines[("mini/calc.py", BUG_LINE)] == {"tests/test_calc.py::test_mean", "tests/test_calc.py::test_mean_one"}
+    assert lines[("mini/calc.py", BUG_LINE)] == {
+        "tests/test_calc.py::test_mean",
+        "tests/test_calc.py::test_mean_one",
+    }
     assert lines[("mini/calc.py", 2)] == {"tests/test_calc.py::test_add"}
-    assert lines[("mini/calc.py", 1)] == {EVERY_TEST}  # the def line runs at import, outside any test
+    assert lines[("mini/calc.py", 1)] == {
+        EVERY_TEST
+    }  # the def line runs at import, outside any test
     assert not any(path.startswith(("tests/", "shadow/")) for path, _ in lines)
 
 
 def test_without_coverage_py_the_plugin_traces_each_tests_lines(project: Path) -> None:
     for report in traced(project, PYTEST):
-        assert report.failing_ids == ("tests/test_calc.py::test_mean", "tests/test_calc.py::test_mean_one")
-        check_spectra(report, project, "sys.monitoring" if sys.version_info >= (3, 12) else "sys.settrace")
+        assert report.failing_ids == (
+            "tests/test_calc.py::test_mean",
+            "tests/test_calc.py::test_mean_one",
+        )
+        check_spectra(
+            report, project, "sys.monitoring" if sys.version_info >= (3, 12) else "sys.settrace"
+        )
         assert "per-test coverage was not recorded" not in report.output
 
 
 def test_on_python_3_12_the_tracer_uses_sys_monitoring(project: Path, lent_pytest: Path) -> None:
     python = newer_python()
     if python is None:
-        pytest.skip("no Python 3.12+ interpreter on this machine (python3.12 on PATH or pyenv's 3.12+)")
+        pytest.skip(
+            "no Python 3.12+ interpreter on this machine (python3.12 on PATH or pyenv's 3.12+)"
+        )
     env = dict(os.environ, PYTHONPATH=str(lent_pytest))
     for report in traced(project, (python, "-m", "pytest", "-q"), env):
         check_spectra(report, project, "sys.monitoring")
@@ -136,6 +160,8 @@ def test_ochiai_over_the_tracers_lines_ranks_the_buggy_line_first(project: Path)
         loc = localise(report, project, failing, "", TEST_FILES, sources)
     assert loc.method == "coverage" and not loc.degraded and loc.note == ""
     assert loc.tool in ("sys.settrace", "sys.monitoring")
-    top = {(s.path, s.line) for s in loc.suspects if s.score == 1.0}  # mean's body: only the failing tests run it
+    top = {
+        (s.path, s.line) for s in loc.suspects if s.score == 1.0
+    }  # mean's body: only the failing tests run it
     assert top == {("mini/calc.py", BUG_LINE - 1), ("mini/calc.py", BUG_LINE)}
     assert all(s.score < 1.0 for s in loc.suspects if s.line == 1)

@@ -22,16 +22,31 @@ import httpx
 import pytest
 from scripted_server import ScriptedServer
 
-from repairloop.errors import BudgetExhausted, ModelError, PatchError, TransientModelError, UnrecoverableModelError
+from repairloop.errors import (
+    BudgetExhausted,
+    ModelError,
+    PatchError,
+    TransientModelError,
+    UnrecoverableModelError,
+)
 from repairloop.journal import event_to_json
 from repairloop.propose import errors_table
-from repairloop.propose.llm import MAX_ANSWER_CHARS, LLMProposer, classify_model_exception, count_tokens, load_litellm
+from repairloop.propose.llm import (
+    MAX_ANSWER_CHARS,
+    LLMProposer,
+    classify_model_exception,
+    count_tokens,
+    load_litellm,
+)
 from repairloop.propose.prompts import render_messages
 from repairloop.types import BudgetLeft, CodeSlice, Feedback, ProposalRequest, RepairContext
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "openai/scripted"
-DIFF = "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -1,2 +1,2 @@\n def last(xs):\n-    return xs[len(xs)]\n+    return xs[-1]\n"
+DIFF = (
+    "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -1,2 +1,2 @@\n def last(xs):\n-    return "
+    "xs[len(xs)]\n+    return xs[-1]\n"
+)
 CONTEXT = RepairContext(
     failing_tests=("tests/test_lists.py::test_last",),
     message="IndexError: list index out of range",
@@ -51,12 +66,24 @@ class Recorder:
         self.waits.append(seconds)
 
 
-def make(srv: Optional[ScriptedServer], rec: Recorder, *, api_base: Optional[str] = None,
-         model: str = MODEL, **kwargs: Any) -> LLMProposer:
+def make(
+    srv: Optional[ScriptedServer],
+    rec: Recorder,
+    *,
+    api_base: Optional[str] = None,
+    model: str = MODEL,
+    **kwargs: Any,
+) -> LLMProposer:
     options: Dict[str, Any] = {"timeout": 10.0, "max_retries": 3, "max_completion_tokens": 256}
     options.update(kwargs)
-    return LLMProposer(model, api_base=api_base or (srv.base_url if srv else None), sleep=rec.sleep,
-                       rng=random.Random(7), on_event=lambda e: rec.events.append({"event": e.kind.value, **event_to_json(e)}), **options)
+    return LLMProposer(
+        model,
+        api_base=api_base or (srv.base_url if srv else None),
+        sleep=rec.sleep,
+        rng=random.Random(7),
+        on_event=lambda e: rec.events.append({"event": e.kind.value, **event_to_json(e)}),
+        **options,
+    )
 
 
 def request(**kwargs: Any) -> ProposalRequest:
@@ -65,10 +92,13 @@ def request(**kwargs: Any) -> ProposalRequest:
 
 def prompt_tokens_of(req: ProposalRequest) -> int:
     """What the proposer counts for one attempt's prompt (content tokens + 4 per message)."""
-    return sum(count_tokens(MODEL, m["content"]) + 4 for m in render_messages(req.context, req.feedback))
+    return sum(
+        count_tokens(MODEL, m["content"]) + 4 for m in render_messages(req.context, req.feedback)
+    )
 
 
 # --- answers ----------------------------------------------------------------------------------
+
 
 def test_ok_answer_gives_proposal_with_usage_and_one_call() -> None:
     rec = Recorder()
@@ -103,15 +133,31 @@ def test_answer_of_200k_tokens_is_capped_and_noted() -> None:
     assert any(e["event"] == "model_answer_truncated" for e in rec.events)
 
 
-@pytest.mark.parametrize("item", [
-    ("empty",),
-    ("ok", "I'm sorry, but I can't help with that request."),
-    ("ok", "I cannot assist with modifying this code."),
-    ("ok", DIFF, "content_filter"),
-    ("status", 400, "This model's maximum context length is 8192 tokens. However, you requested 9000."),
-    ("status", 400, "Invalid parameter: temperature"),
-    ("status", 422, "Unprocessable entity"),
-], ids=["empty", "refusal", "cannot-assist", "content-filter", "context-window", "bad-request", "422"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        ("empty",),
+        ("ok", "I'm sorry, but I can't help with that request."),
+        ("ok", "I cannot assist with modifying this code."),
+        ("ok", DIFF, "content_filter"),
+        (
+            "status",
+            400,
+            "This model's maximum context length is 8192 tokens. However, you requested 9000.",
+        ),
+        ("status", 400, "Invalid parameter: temperature"),
+        ("status", 422, "Unprocessable entity"),
+    ],
+    ids=[
+        "empty",
+        "refusal",
+        "cannot-assist",
+        "content-filter",
+        "context-window",
+        "bad-request",
+        "422",
+    ],
+)
 def test_unusable_answers_are_model_errors_without_retry(item: tuple) -> None:
     rec = Recorder()
     with ScriptedServer([item]) as srv:
@@ -128,11 +174,14 @@ def test_refusal_words_inside_a_patch_are_not_a_refusal() -> None:
         assert make(srv, Recorder()).propose(request()).answer == answer
 
 
-@pytest.mark.parametrize("code, message, hint_word", [
-    (401, "Incorrect API key provided", "OPENAI_API_KEY"),
-    (403, "You are not allowed to use this model", "OPENAI_API_KEY"),
-    (404, "The model `scripted` does not exist", "model name"),
-])
+@pytest.mark.parametrize(
+    "code, message, hint_word",
+    [
+        (401, "Incorrect API key provided", "OPENAI_API_KEY"),
+        (403, "You are not allowed to use this model", "OPENAI_API_KEY"),
+        (404, "The model `scripted` does not exist", "model name"),
+    ],
+)
 def test_auth_and_unknown_model_are_unrecoverable(code: int, message: str, hint_word: str) -> None:
     with ScriptedServer([("status", code, message)]) as srv:
         with pytest.raises(UnrecoverableModelError) as info:
@@ -143,30 +192,47 @@ def test_auth_and_unknown_model_are_unrecoverable(code: int, message: str, hint_
 
 # --- transient errors -------------------------------------------------------------------------
 
+
 def test_retry_after_is_honoured() -> None:
     rec = Recorder()
-    with ScriptedServer([("status", 429, "Rate limit reached", {"Retry-After": "1"}), ("ok", DIFF)]) as srv:
+    with ScriptedServer(
+        [("status", 429, "Rate limit reached", {"Retry-After": "1"}), ("ok", DIFF)]
+    ) as srv:
         proposal = make(srv, rec, backoff_base=0.01).propose(request())
     assert len(srv.requests) == 2 and rec.waits == [1.0]
     assert proposal.usage.calls == 2
     retry = [e for e in rec.events if e["event"] == "model_retry"]
-    assert retry == [{"event": "model_retry", "model": MODEL, "cause": "rate_limit", "attempt": 1,
-                      "wait": 1.0, "error": retry[0]["error"]}]
+    assert retry == [
+        {
+            "event": "model_retry",
+            "model": MODEL,
+            "cause": "rate_limit",
+            "attempt": 1,
+            "wait": 1.0,
+            "error": retry[0]["error"],
+        }
+    ]
 
 
 def test_retry_after_is_capped_at_backoff_max() -> None:
     rec = Recorder()
-    with ScriptedServer([("status", 429, "slow down", {"Retry-After": "3600"}), ("ok", DIFF)]) as srv:
+    with ScriptedServer(
+        [("status", 429, "slow down", {"Retry-After": "3600"}), ("ok", DIFF)]
+    ) as srv:
         make(srv, rec, backoff_max=5.0).propose(request())
     assert rec.waits == [5.0]
 
 
-@pytest.mark.parametrize("item", [
-    ("status", 429, "Rate limit reached"),
-    ("status", 500, "Internal error"),
-    ("status", 502, "Bad gateway"),
-    ("status", 503, "Service unavailable"),
-], ids=["429", "500", "502", "503"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        ("status", 429, "Rate limit reached"),
+        ("status", 500, "Internal error"),
+        ("status", 502, "Bad gateway"),
+        ("status", 503, "Service unavailable"),
+    ],
+    ids=["429", "500", "502", "503"],
+)
 def test_transient_errors_back_off_and_are_bounded(item: tuple) -> None:
     rec = Recorder()
     with ScriptedServer([item]) as srv:
@@ -219,6 +285,7 @@ def test_malformed_body_is_retried_once_then_a_model_error(bad: tuple) -> None:
 
 # --- usage and budget -------------------------------------------------------------------------
 
+
 def test_usage_counts_failed_attempts() -> None:
     rec = Recorder()
     with ScriptedServer([("status", 500, "boom"), ("ok", DIFF)]) as srv:
@@ -241,16 +308,22 @@ def test_token_budget_gates_every_retry() -> None:
         with pytest.raises(BudgetExhausted) as info:
             make(srv, Recorder()).propose(req)
     assert len(srv.requests) == 1  # the retry did not fit what the failed attempt left
-    assert info.value.budget == "tokens" and info.value.usage.calls == 1 and info.value.attempts == 1
+    assert (
+        info.value.budget == "tokens" and info.value.usage.calls == 1 and info.value.attempts == 1
+    )
 
 
 def test_cost_budget_gate_uses_litellm_prices() -> None:
     with ScriptedServer([("ok", DIFF)]) as srv:
         with pytest.raises(BudgetExhausted) as info:
-            make(srv, Recorder(), model="openai/gpt-4o-mini").propose(request(budget=BudgetLeft(cost_usd=1e-9)))
+            make(srv, Recorder(), model="openai/gpt-4o-mini").propose(
+                request(budget=BudgetLeft(cost_usd=1e-9))
+            )
         assert srv.requests == [] and info.value.budget == "cost"
         # an unpriced model costs 0 by estimate: the same budget lets it through
-        assert make(srv, Recorder()).propose(request(budget=BudgetLeft(cost_usd=1e-9))).answer == DIFF
+        assert (
+            make(srv, Recorder()).propose(request(budget=BudgetLeft(cost_usd=1e-9))).answer == DIFF
+        )
 
 
 def test_no_seconds_left_sends_nothing() -> None:
@@ -271,6 +344,7 @@ def test_seconds_budget_clamps_timeout_and_stops_retries() -> None:
 
 # --- prompt shape -----------------------------------------------------------------------------
 
+
 def test_feedback_sends_four_messages_with_the_error_last() -> None:
     feedback = Feedback(answer="Just change the index.", error="no patch found in the answer")
     with ScriptedServer([("ok", DIFF)]) as srv:
@@ -284,9 +358,12 @@ def test_feedback_sends_four_messages_with_the_error_last() -> None:
 
 # --- litellm hygiene --------------------------------------------------------------------------
 
+
 def test_litellm_prints_nothing_on_stdout(capfd: pytest.CaptureFixture[str]) -> None:
     rec = Recorder()
-    with ScriptedServer([("status", 500, "boom"), ("garbage",), ("ok", DIFF), ("status", 401, "bad key")]) as srv:
+    with ScriptedServer(
+        [("status", 500, "boom"), ("garbage",), ("ok", DIFF), ("status", 401, "bad key")]
+    ) as srv:
         make(srv, rec).propose(request())
         with pytest.raises(UnrecoverableModelError):
             make(srv, rec).propose(request())
@@ -302,22 +379,27 @@ def test_litellm_prints_nothing_on_stdout(capfd: pytest.CaptureFixture[str]) -> 
 def test_import_is_lazy_and_dotenv_is_not_loaded(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("REPAIRLOOP_FAKE_SECRET=leaked\n")
     script = (
-        "import sys, os\n"
-        "import repairloop.propose.llm as llm\n"
+        "import sys, os\nimport repairloop.propose.llm as llm\n"
         "assert 'litellm' not in sys.modules, 'litellm imported at module import'\n"
-        "llm.load_litellm()\n"
-        "assert 'litellm' in sys.modules\n"
+        "llm.load_litellm()\nassert 'litellm' in sys.modules\n"
         "sys.stderr.write(repr(os.environ.get('REPAIRLOOP_FAKE_SECRET')))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM")}
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert done.stderr.endswith("None")
 
 
 # --- the exception table ----------------------------------------------------------------------
+
 
 def _litellm_exception_classes() -> List[type]:
     module = importlib.import_module("litellm.exceptions")
@@ -327,8 +409,11 @@ def _litellm_exception_classes() -> List[type]:
 def test_every_litellm_exception_class_has_an_explicit_row() -> None:
     load_litellm()
     named = {name for rule in errors_table.RULES for name in rule.classes}
-    missing = [f"{c.__module__}.{c.__qualname__}" for c in _litellm_exception_classes()
-               if f"{c.__module__}.{c.__qualname__}" not in named]
+    missing = [
+        f"{c.__module__}.{c.__qualname__}"
+        for c in _litellm_exception_classes()
+        if f"{c.__module__}.{c.__qualname__}" not in named
+    ]
     assert missing == [], f"add these litellm exceptions to errors_table.RULES: {missing}"
 
 
@@ -364,7 +449,10 @@ def test_classification_of_constructed_exceptions() -> None:
         (litellm.APIConnectionError("refused", request=req, **args), "transient"),
         (litellm.ServiceUnavailableError("503", **args), "transient"),
         (litellm.InternalServerError("Connection error.", **args), "transient"),
-        (litellm.InternalServerError("Missing credentials. Please pass an `api_key`", **args), "unrecoverable"),
+        (
+            litellm.InternalServerError("Missing credentials. Please pass an `api_key`", **args),
+            "unrecoverable",
+        ),
         (litellm.APIError(502, "bad", request=req, **args), "transient"),
         (litellm.APIError(403, "forbidden", request=req, **args), "unrecoverable"),
         (litellm.APIError(418, "teapot", request=req, **args), "model"),
@@ -386,13 +474,19 @@ def test_retry_after_header_forms() -> None:
     litellm = load_litellm()
 
     def rate_limit(headers: Dict[str, str]) -> BaseException:
-        response = httpx.Response(429, headers=headers,
-                                  request=httpx.Request("POST", "http://127.0.0.1/v1"))
+        response = httpx.Response(
+            429, headers=headers, request=httpx.Request("POST", "http://127.0.0.1/v1")
+        )
         return litellm.RateLimitError("slow", llm_provider="openai", model="m", response=response)
 
     assert errors_table.retry_after_seconds(rate_limit({"retry-after-ms": "1500"})) == 1.5
     assert errors_table.retry_after_seconds(rate_limit({"Retry-After": "2"})) == 2.0
-    assert errors_table.retry_after_seconds(rate_limit({"Retry-After": "Thu, 01 Jan 1970 00:00:00 GMT"})) == 0.0
+    assert (
+        errors_table.retry_after_seconds(
+            rate_limit({"Retry-After": "Thu, 01 Jan 1970 00:00:00 GMT"})
+        )
+        == 0.0
+    )
     assert errors_table.retry_after_seconds(rate_limit({"Retry-After": "soon"})) is None
     assert errors_table.retry_after_seconds(rate_limit({})) is None
 
@@ -403,6 +497,7 @@ def test_count_tokens_is_positive_and_offline() -> None:
 
 # --- the scripted server itself ---------------------------------------------------------------
 
+
 def test_scripted_server_accepts_callables_and_runs_as_a_script(tmp_path: Path) -> None:
     def echo_roles(body: Dict[str, Any]) -> tuple:
         return ("ok", DIFF + "# roles: " + ",".join(m["role"] for m in body["messages"]) + "\n")
@@ -411,8 +506,14 @@ def test_scripted_server_accepts_callables_and_runs_as_a_script(tmp_path: Path) 
         assert make(srv, Recorder()).propose(request()).answer.endswith("# roles: system,user\n")
     answer = tmp_path / "answer.txt"
     answer.write_text(DIFF)
-    command = [sys.executable, str(REPO / "tests" / "scripted_server.py"), "--port", "0",
-               "--answer-file", str(answer)]
+    command = [
+        sys.executable,
+        str(REPO / "tests" / "scripted_server.py"),
+        "--port",
+        "0",
+        "--answer-file",
+        str(answer),
+    ]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
         try:
             assert proc.stdout is not None
@@ -421,4 +522,3 @@ def test_scripted_server_accepts_callables_and_runs_as_a_script(tmp_path: Path) 
             assert make(None, Recorder(), api_base=base_url).propose(request()).answer == DIFF
         finally:
             proc.terminate()
-

@@ -22,10 +22,13 @@ def project(tmp_path: Path, test_body: str, name: str = "proj") -> Path:
     (root / "tests").mkdir(parents=True)
     (root / "app.py").write_text(CODE)
     (root / "keep.txt").write_text("the user's file\n")
-    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n')
+    (root / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n'
+    )
     (root / "tests" / "test_app.py").write_text(
         "import os, signal, subprocess, sys, time\nfrom app import double\n\n\n"
-        "def test_double():\n    assert double(2) == 4\n\n\n" + test_body)
+        "def test_double():\n    assert double(2) == 4\n\n\n" + test_body
+    )
     return init_repo(root)
 
 
@@ -63,9 +66,14 @@ def test_a_hung_test_is_stopped_by_the_per_test_timeout(tmp_path, capsys) -> Non
 @pytest.mark.usefixtures("no_flaky_check")  # a deterministic failure: no flaky re-run
 def test_a_loop_that_never_ends_in_the_code_under_test_is_repaired(tmp_path, capsys) -> None:
     """A bug that makes the code under test hang is a logic fault: the offline engine fixes it."""
-    root = project(tmp_path, "from app import total_below\n\n\ndef test_total():\n    assert total_below(4) == 6\n")
-    (root / "app.py").write_text(CODE + "\n\ndef total_below(n):\n    i = 0\n    total = 0\n"
-                                 "    while i < n:\n        total += i\n    return total\n")
+    root = project(
+        tmp_path,
+        "from app import total_below\n\n\ndef test_total():\n    assert total_below(4) == 6\n",
+    )
+    (root / "app.py").write_text(
+        CODE + "\n\ndef total_below(n):\n    i = 0\n    total = 0\n"
+        "    while i < n:\n        total += i\n    return total\n"
+    )
     git(root, "commit", "-qam", "total_below, whose loop never moves on")
     doc = run_json(root, capsys, "--per-test-timeout", "2", "--timeout", "240")
     assert doc["failure_kinds"] == {"logic": 1}
@@ -80,13 +88,17 @@ def test_a_hung_suite_is_killed_by_the_test_timeout(tmp_path, capsys) -> None:
     assert doc["exit"] == 3 and "timeout" in doc["failure_kinds"]
 
 
-def test_children_that_outlive_the_test_do_not_keep_the_run_alive(tmp_path, capsys, monkeypatch) -> None:
+def test_children_that_outlive_the_test_do_not_keep_the_run_alive(
+    tmp_path, capsys, monkeypatch
+) -> None:
     # Unconfined, so the test can leave its child's pid in tmp_path; the sandboxed case (a PID
     # namespace) is in tests/test_sandbox_attacks.py.
     monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")
     marker = tmp_path / "child.pid"
-    body = (f"def test_forks():\n    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-            f"    open({str(marker)!r}, 'w').write(str(p.pid))\n")
+    body = (
+        f"def test_forks():\n    p = subprocess.Popen([sys.executable, '-c', 'import time; "
+        f"time.sleep(300)'])\n    open({str(marker)!r}, 'w').write(str(p.pid))\n"
+    )
     root = project(tmp_path, body)
     started = time.monotonic()
     doc = run_json(root, capsys)
@@ -118,14 +130,20 @@ def test_a_test_that_deletes_files_only_deletes_them_in_the_workspace(tmp_path, 
     root = project(tmp_path, body)
     doc = run_json(root, capsys)
     assert doc["exit"] == 0
-    assert (root / "keep.txt").read_text() == "the user's file\n" and (root / "app.py").read_text() == CODE
+    assert (root / "keep.txt").read_text() == "the user's file\n" and (
+        root / "app.py"
+    ).read_text() == CODE
 
 
 def test_a_flaky_failure_is_reported_and_left_alone(tmp_path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")  # the test keeps its state in tmp_path, across runs
+    monkeypatch.setenv(
+        "REPAIRLOOP_SANDBOX", "none"
+    )  # the test keeps its state in tmp_path, across runs
     flag = tmp_path / "ran-once"
-    body = (f"def test_flaky():\n    first = not os.path.exists({str(flag)!r})\n"
-            f"    open({str(flag)!r}, 'w').close()\n    assert not first\n")
+    body = (
+        f"def test_flaky():\n    first = not os.path.exists({str(flag)!r})\n"
+        f"    open({str(flag)!r}, 'w').close()\n    assert not first\n"
+    )
     root = project(tmp_path, body)
     doc = run_json(root, capsys)
     assert doc["flaky_tests"] == ["tests/test_app.py::test_flaky"]

@@ -31,8 +31,17 @@ CONTEXT = RepairContext(
 
 
 def make(srv: ScriptedServer, events: List[Dict[str, Any]], **kwargs: Any) -> LLMProposer:
-    return LLMProposer(MODEL, api_base=srv.base_url, timeout=10.0, max_retries=1, max_completion_tokens=256,
-                       sleep=lambda s: None, rng=random.Random(1), on_event=lambda e: events.append({"event": e.kind.value, **event_to_json(e)}), **kwargs)
+    return LLMProposer(
+        MODEL,
+        api_base=srv.base_url,
+        timeout=10.0,
+        max_retries=1,
+        max_completion_tokens=256,
+        sleep=lambda s: None,
+        rng=random.Random(1),
+        on_event=lambda e: events.append({"event": e.kind.value, **event_to_json(e)}),
+        **kwargs,
+    )
 
 
 def system_prompt(body: Dict[str, Any]) -> str:
@@ -41,13 +50,16 @@ def system_prompt(body: Dict[str, Any]) -> str:
 
 # --- thinking and reasoning fields ------------------------------------------------------------
 
+
 def test_reasoning_field_is_kept_apart_counted_and_noted() -> None:
     reasoning = "The index is off by one. " * 40
     events: List[Dict[str, Any]] = []
     with ScriptedServer([("ok", FIX, "stop", None, {"reasoning_content": reasoning})]) as srv:
         proposal = make(srv, events).propose(ProposalRequest(context=CONTEXT))
     assert proposal.answer == FIX  # the reasoning never reaches the answer
-    assert proposal.notes["reasoning"] == reasoning and proposal.notes["reasoning_chars"] == len(reasoning)
+    assert proposal.notes["reasoning"] == reasoning and proposal.notes["reasoning_chars"] == len(
+        reasoning
+    )
     assert proposal.usage.completion_tokens == len(FIX) // 4  # the server's count stands
 
 
@@ -56,15 +68,21 @@ def test_reasoning_is_counted_when_the_server_reports_no_usage() -> None:
     usage: Dict[str, int] = {}  # a server that reports no usage: litellm gives zeros
     with ScriptedServer([("ok", FIX, "stop", usage, {"reasoning_content": reasoning})]) as srv:
         proposal = make(srv, []).propose(ProposalRequest(context=CONTEXT))
-    assert proposal.usage.completion_tokens == count_tokens(MODEL, FIX) + count_tokens(MODEL, reasoning)
+    assert proposal.usage.completion_tokens == count_tokens(MODEL, FIX) + count_tokens(
+        MODEL, reasoning
+    )
     assert proposal.usage.prompt_tokens > 0
 
 
-@pytest.mark.parametrize("fields", [None, {"reasoning_content": "Checked the slice."}],
-                         ids=["litellm-moves-it", "kept-inline"])
+@pytest.mark.parametrize(
+    "fields",
+    [None, {"reasoning_content": "Checked the slice."}],
+    ids=["litellm-moves-it", "kept-inline"],
+)
 def test_a_refusal_inside_thinking_is_not_a_refusal(fields: Any) -> None:
-    """Without a reasoning field litellm moves inline <think> into reasoning_content (1.110.2); with one it
-    leaves the content as it is: either way the thought is set aside and the answer is no refusal."""
+    """Without a reasoning field litellm moves inline <think> into reasoning_content (1.110.2); with
+    one it leaves the content as it is: either way the thought is set aside and the answer is no
+    refusal."""
     thought = "I can't help noticing the index; I cannot provide a guess without reading it."
     answer = f"<think>{thought}</think>\n" + FIX
     with ScriptedServer([("ok", answer, "stop", None, fields)]) as srv:
@@ -72,10 +90,14 @@ def test_a_refusal_inside_thinking_is_not_a_refusal(fields: Any) -> None:
     assert proposal.answer.strip() in (answer, FIX) and proposal.notes["reasoning_chars"] > 0
 
 
-@pytest.mark.parametrize("item", [
-    ("ok", "<think>\nThe bug is in last(); let me write the diff", "length"),
-    ("ok", "", "length", None, {"reasoning_content": "Long reasoning that ran out of tokens"}),
-], ids=["unclosed-think", "reasoning-field-only"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        ("ok", "<think>\nThe bug is in last(); let me write the diff", "length"),
+        ("ok", "", "length", None, {"reasoning_content": "Long reasoning that ran out of tokens"}),
+    ],
+    ids=["unclosed-think", "reasoning-field-only"],
+)
 def test_an_answer_that_is_only_thinking_is_a_model_error_naming_it(item: tuple) -> None:
     with ScriptedServer([item]) as srv:
         with pytest.raises(ModelError, match="holds only thinking") as info:
@@ -85,11 +107,19 @@ def test_an_answer_that_is_only_thinking_is_a_model_error_naming_it(item: tuple)
 
 # --- edit formats --------------------------------------------------------------------------------
 
+
 def test_each_format_has_its_own_system_prompt() -> None:
-    assert "unified diff" in SYSTEM_PROMPTS["diff"] and SYSTEM_PROMPTS["auto"] == SYSTEM_PROMPTS["diff"]
+    assert (
+        "unified diff" in SYSTEM_PROMPTS["diff"]
+        and SYSTEM_PROMPTS["auto"] == SYSTEM_PROMPTS["diff"]
+    )
     assert "SEARCH/REPLACE blocks only" in SYSTEM_PROMPTS["search_replace"]
     whole = SYSTEM_PROMPTS["whole"]
-    assert "complete new version of each function" in whole and "`...`" in whole and "unified diff" not in whole
+    assert (
+        "complete new version of each function" in whole
+        and "`...`" in whole
+        and "unified diff" not in whole
+    )
     assert all(len(p) < 1500 for p in SYSTEM_PROMPTS.values())
 
 
@@ -105,7 +135,9 @@ def test_a_fixed_format_is_asked_for_every_time(fmt: str) -> None:
 
 def test_auto_asks_for_diffs_then_whole_functions_after_a_structural_error() -> None:
     events: List[Dict[str, Any]] = []
-    feedback = Feedback(answer="--- a/x\n+++ b/x\n@@\n-nothing", error="hunk 1 of x does not match the file")
+    feedback = Feedback(
+        answer="--- a/x\n+++ b/x\n@@\n-nothing", error="hunk 1 of x does not match the file"
+    )
     with ScriptedServer([("ok", FIX)]) as srv:
         proposer = make(srv, events)
         first = proposer.propose(ProposalRequest(context=CONTEXT))
@@ -123,46 +155,68 @@ def test_a_second_model_starts_with_diffs_again() -> None:
     """The switch belongs to the model that made the structural error, not to the run."""
     with ScriptedServer([("ok", FIX)]) as srv:
         one = make(srv, [])
-        one.propose(ProposalRequest(context=CONTEXT, feedback=Feedback(answer="x", error="no patch found")))
+        one.propose(
+            ProposalRequest(context=CONTEXT, feedback=Feedback(answer="x", error="no patch found"))
+        )
         make(srv, []).propose(ProposalRequest(context=CONTEXT))
     assert system_prompt(srv.requests[-1]) == SYSTEM_PROMPTS["diff"]
 
 
-# --- parameters a model refuses ----------------------------------------------------------------------
+# --- parameters a model refuses
+# ----------------------------------------------------------------------
+
 
 def test_a_refused_temperature_is_dropped_and_the_request_sent_again() -> None:
     events: List[Dict[str, Any]] = []
-    refused = ("status", 400, "Unsupported parameter: 'temperature' is not supported with this model.", None,
-               {"param": "temperature", "code": "unsupported_parameter"})
+    refused = (
+        "status",
+        400,
+        "Unsupported parameter: 'temperature' is not supported with this model.",
+        None,
+        {"param": "temperature", "code": "unsupported_parameter"},
+    )
     with ScriptedServer([refused, ("ok", FIX)]) as srv:
         proposer = make(srv, events)
         proposal = proposer.propose(ProposalRequest(context=CONTEXT))
         proposer.propose(ProposalRequest(context=CONTEXT, iteration=2))
     assert proposal.answer == FIX and proposal.usage.calls == 2 and proposal.notes["attempts"] == 2
-    assert "temperature" in srv.requests[0] and all("temperature" not in b for b in srv.requests[1:])
+    assert "temperature" in srv.requests[0] and all(
+        "temperature" not in b for b in srv.requests[1:]
+    )
     assert [e["param"] for e in events if e["event"] == "model_param_dropped"] == ["temperature"]
 
 
 def test_a_refused_max_tokens_becomes_max_completion_tokens() -> None:
-    refused = ("status", 400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
-               "Use 'max_completion_tokens' instead.")
+    refused = (
+        "status",
+        400,
+        "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead.",
+    )
     with ScriptedServer([refused, ("ok", FIX)]) as srv:
         make(srv, []).propose(ProposalRequest(context=CONTEXT))
-    assert srv.requests[1].get("max_completion_tokens") == 256 and "max_tokens" not in srv.requests[1]
+    assert (
+        srv.requests[1].get("max_completion_tokens") == 256 and "max_tokens" not in srv.requests[1]
+    )
 
 
 def test_a_bad_request_about_something_else_is_still_a_model_error() -> None:
-    with ScriptedServer([("status", 400, "Unsupported value: 'messages[0].role' does not support 'system'")]) as srv:
+    with ScriptedServer(
+        [("status", 400, "Unsupported value: 'messages[0].role' does not support 'system'")]
+    ) as srv:
         with pytest.raises(ModelError):
             make(srv, []).propose(ProposalRequest(context=CONTEXT))
     assert len(srv.requests) == 1
 
 
-# --- configuration ------------------------------------------------------------------------------------
+# --- configuration
+# ------------------------------------------------------------------------------------
+
 
 def test_edit_format_per_model_over_the_default(tmp_path: Path) -> None:
     (tmp_path / "repairloop.toml").write_text(
-        'edit_format = "diff"\n[model_edit_formats]\n"ollama/qwen3:8b" = "whole"\n')
+        'edit_format = "diff"\n[model_edit_formats]\n"ollama/qwen3:8b" = "whole"\n'
+    )
     settings = load_settings(tmp_path, environ={})
     assert edit_format_for(settings, "ollama/qwen3:8b") == "whole"
     assert edit_format_for(settings, "openai/gpt-4o-mini") == "diff"
@@ -174,8 +228,12 @@ def test_edit_formats_from_the_environment(tmp_path: Path) -> None:
     assert settings.model_edit_formats == {"ollama/qwen3:8b": "whole", "openai/x": "search_replace"}
 
 
-@pytest.mark.parametrize("values", [{"edit_format": "udiff"}, {"model_edit_formats": {"m": "patch"}}])
-def test_an_unknown_edit_format_is_a_config_error_naming_the_formats(tmp_path: Path, values: Dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "values", [{"edit_format": "udiff"}, {"model_edit_formats": {"m": "patch"}}]
+)
+def test_an_unknown_edit_format_is_a_config_error_naming_the_formats(
+    tmp_path: Path, values: Dict[str, Any]
+) -> None:
     with pytest.raises(ConfigError, match="auto, diff, search_replace, whole"):
         load_settings(tmp_path, values, environ={})
 
@@ -184,21 +242,32 @@ def test_default_is_auto() -> None:
     assert Settings().edit_format == "auto" and Settings().model_edit_formats == {}
 
 
-@pytest.mark.parametrize("flag, named", [("udiff", "'udiff'"), ("openai/x=banana", "'openai/x' = 'banana'")])
-def test_a_bad_edit_format_flag_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 flag: str, named: str) -> None:
+@pytest.mark.parametrize(
+    "flag, named", [("udiff", "'udiff'"), ("openai/x=banana", "'openai/x' = 'banana'")]
+)
+def test_a_bad_edit_format_flag_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, named: str
+) -> None:
     from repairloop.cli import main
 
     code = main(["run", str(tmp_path), "--edit-format", flag, "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 2 and doc["error"]["kind"] == "config"
-    assert named in doc["error"]["message"] and "auto, diff, search_replace, whole" in doc["error"]["message"]
+    assert (
+        named in doc["error"]["message"]
+        and "auto, diff, search_replace, whole" in doc["error"]["message"]
+    )
 
 
-@pytest.mark.parametrize("content, answer", [
-    ("Intro <think>x</think> answer", "Intro  answer"), ("thought</think>answer", "answer"),
-    ("<think>a</think>b<think>never closed", "b"), ("plain", "plain"),
-])
+@pytest.mark.parametrize(
+    "content, answer",
+    [
+        ("Intro <think>x</think> answer", "Intro  answer"),
+        ("thought</think>answer", "answer"),
+        ("<think>a</think>b<think>never closed", "b"),
+        ("plain", "plain"),
+    ],
+)
 def test_visible_answer_without_inline_thinking(content: str, answer: str) -> None:
     """The proposer's view of inline thinking agrees with the parser's (patch/thinking.py)."""
     from repairloop.patch.thinking import split_thinking

@@ -1,8 +1,8 @@
 """Odd repositories: where the loop can work it works; where it cannot, exit 2 with a clear message.
 
-Where the repository's shape is the point (a detached HEAD, CRLF files, a project in a subdirectory),
-the tests' results are canned (``tests/canned_runner.py``, reading the tree it is given); test runs
-that must reach odd paths, another test command or a real hang run for real.
+Where the repository's shape is the point (a detached HEAD, CRLF files, a project in a
+subdirectory), the tests' results are canned (``tests/canned_runner.py``, reading the tree it is
+given); test runs that must reach odd paths, another test command or a real hang run for real.
 """
 
 from __future__ import annotations
@@ -24,11 +24,22 @@ from repairloop.cli import main
 
 
 def scripted(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
-    return ["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-            "--no-builtin", "--json", *extra]
+    return [
+        "run",
+        str(project),
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        srv.base_url,
+        "--no-builtin",
+        "--json",
+        *extra,
+    ]
 
 
-def fixed_with(project: Path, answer: str, capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None) -> dict:
+def fixed_with(
+    project: Path, answer: str, capsys: pytest.CaptureFixture[str], runner: Optional[Canned] = None
+) -> dict:
     with ScriptedServer([("ok", answer)]) as srv:
         code = main(scripted(project, srv), runner=runner)
     doc = json.loads(capsys.readouterr().out)
@@ -51,9 +62,13 @@ def test_spaces_and_non_ascii_names(tmp_path, capsys) -> None:
     shutil.copytree(PROJECTS / "off_by_one", project)
     (project / "calc" / "lists.py").rename(project / "calc" / "listes à jour.py")
     init_text = (project / "calc" / "__init__.py").read_text()
-    (project / "calc" / "__init__.py").write_text(init_text.replace(
-        "from calc.lists import", "from importlib import import_module\n_l = import_module('calc.listes à jour')\n"
-        "chunk, first_n, last_n = _l.chunk, _l.first_n, _l.last_n\n#"))
+    (project / "calc" / "__init__.py").write_text(
+        init_text.replace(
+            "from calc.lists import",
+            "from importlib import import_module\n_l = import_module('calc.listes à jour')\n"
+            "chunk, first_n, last_n = _l.chunk, _l.first_n, _l.last_n\n#",
+        )
+    )
     init_repo(project)
     answer = RIGHT.replace("calc/lists.py", "calc/listes à jour.py")
     doc = fixed_with(project, answer, capsys)
@@ -81,8 +96,12 @@ def test_project_in_a_subdirectory_of_a_larger_repository(tmp_path, capsys) -> N
     shutil.copytree(PROJECTS / "off_by_one", repo / "services" / "calc")
     (repo / "README.md").write_text("a larger repository\n")
     init_repo(repo)
-    doc = fixed_with(repo / "services" / "calc", RIGHT, capsys, canned("off_by_one"))  # reads the project's own files
-    assert "--- a/calc/lists.py" in doc["patch"]  # paths relative to the project, not the repository
+    doc = fixed_with(
+        repo / "services" / "calc", RIGHT, capsys, canned("off_by_one")
+    )  # reads the project's own files
+    assert (
+        "--- a/calc/lists.py" in doc["patch"]
+    )  # paths relative to the project, not the repository
 
 
 @pytest.mark.slow
@@ -153,11 +172,16 @@ def test_a_test_command_known_only_by_its_exit_code_is_repaired(tmp_path, capsys
     root = tmp_path / "plain_unittest"
     root.mkdir()
     (root / "app.py").write_text("def double(x):\n    return x + x + 1\n")
-    (root / "test_app.py").write_text("import unittest\nfrom app import double\n\n\n"
-                                      "class T(unittest.TestCase):\n    def test_double(self):\n"
-                                      "        self.assertEqual(double(2), 4)\n")
+    (root / "test_app.py").write_text(
+        "import unittest\nfrom app import double\n\n\n"
+        "class T(unittest.TestCase):\n    def test_double(self):\n"
+        "        self.assertEqual(double(2), 4)\n"
+    )
     init_repo(root)
-    fix = "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def double(x):\n-    return x + x + 1\n+    return x + x\n"
+    fix = (
+        "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def double(x):\n-    return x + x + 1\n+  "
+        "  return x + x\n"
+    )
     with ScriptedServer([("ok", fix)]) as srv:
         code = main(scripted(root, srv, "--test-cmd", "python -m unittest -q"))
     doc = json.loads(capsys.readouterr().out)
@@ -168,7 +192,9 @@ def test_a_test_command_known_only_by_its_exit_code_is_repaired(tmp_path, capsys
 @pytest.mark.slow
 def test_the_run_budget_running_out_in_the_baseline_is_a_budget_stop(make_project, capsys) -> None:
     project = make_project("off_by_one")
-    (project / "conftest.py").write_text("import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep(30)\n")
+    (project / "conftest.py").write_text(
+        "import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep(30)\n"
+    )
     git(project, "add", "conftest.py")
     git(project, "commit", "-q", "-m", "slow suite")
     code = main(["run", str(project), "--timeout", "3", "--json"])

@@ -108,7 +108,9 @@ def test_parse_answer_kinds_and_formats() -> None:
         ("text.py", "modify", "unified_diff"),
     ]
     created = parse_answer((ANSWERS / "sr_new_file" / "answer.md").read_text())
-    assert [(e.path, e.kind, e.format) for e in created] == [("src/stats.py", "create", "search_replace")]
+    assert [(e.path, e.kind, e.format) for e in created] == [
+        ("src/stats.py", "create", "search_replace")
+    ]
 
 
 def test_no_patch_error_has_a_hint() -> None:
@@ -129,7 +131,10 @@ def test_counts_too_small_are_recounted_not_truncated() -> None:
 
 def test_crlf_answer_text(tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    answer = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n```\n"
+    answer = (
+        "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return "
+        "a - b\n+    return a + b\n```\n"
+    )
     applied = apply_answer(answer.replace("\n", "\r\n"), tmp_path)
     assert applied.changes[0].path == "calc.py"
     assert applied.changes[0].new_text == "def add(a, b):\n    return a + b\n"
@@ -180,7 +185,9 @@ def test_patch_may_add_the_final_newline_explicitly(tmp_path: Path) -> None:
         "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
         "-    return a - b\n\\ No newline at end of file\n+    return a + b\n"
     )
-    assert apply_answer(answer, tmp_path).changes[0].new_text == "def add(a, b):\n    return a + b\n"
+    assert (
+        apply_answer(answer, tmp_path).changes[0].new_text == "def add(a, b):\n    return a + b\n"
+    )
 
 
 def test_non_utf8_file_is_refused(tmp_path: Path) -> None:
@@ -238,7 +245,10 @@ def test_fuzzy_in_a_long_file_finds_the_block(tmp_path: Path) -> None:
 
 def test_two_hunks_shift_the_second_hint(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("a = 1\nb = 2\nc = 3\n" + "x = 0\n" * 3 + "d = 4\nc = 3\n")
-    answer = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,4 @@\n a = 1\n+a1 = 1\n+a2 = 2\n b = 2\n@@ -8,1 +10,1 @@\n-c = 3\n+c = 30\n"
+    answer = (
+        "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,4 @@\n a = 1\n+a1 = 1\n+a2 = 2\n b = 2\n@@ -8,1 "
+        "+10,1 @@\n-c = 3\n+c = 30\n"
+    )
     new = apply_answer(answer, tmp_path).changes[0].new_text
     assert new == "a = 1\na1 = 1\na2 = 2\nb = 2\nc = 3\n" + "x = 0\n" * 3 + "d = 4\nc = 30\n"
 
@@ -307,8 +317,12 @@ TEST_PATHS = [
 
 
 @pytest.mark.parametrize("path", ["conftest.py", "pkg/conftest.py"])
-def test_conftest_is_a_test_file_and_protected_even_when_tests_may_change(path: str, tmp_path: Path) -> None:
-    assert TestFiles().is_test(path)  # pytest loads it before any test: a candidate may never write it
+def test_conftest_is_a_test_file_and_protected_even_when_tests_may_change(
+    path: str, tmp_path: Path
+) -> None:
+    assert TestFiles().is_test(
+        path
+    )  # pytest loads it before any test: a candidate may never write it
     for policy in (GuardPolicy(), GuardPolicy(allow_test_edits=True)):
         with pytest.raises(GuardError, match=f"edits {path}, a protected file"):
             check_guards(_one(path), tmp_path, policy)
@@ -324,7 +338,9 @@ def test_test_files_by_each_glob(path: str, glob: str, tmp_path: Path) -> None:
     check_guards(_one(path), tmp_path, GuardPolicy(allow_test_edits=True))
 
 
-@pytest.mark.parametrize("path", ["calc.py", "pkg/testing.py", "contest.py", "src/latest.py", "attest.py"])
+@pytest.mark.parametrize(
+    "path", ["calc.py", "pkg/testing.py", "contest.py", "src/latest.py", "attest.py"]
+)
 def test_non_test_files(path: str) -> None:
     assert not GuardPolicy().test_files.is_test(path)
 
@@ -336,7 +352,10 @@ def test_guard_refuses_binary(tmp_path: Path) -> None:
 
 def test_guard_size_limits(tmp_path: Path) -> None:
     two = AppliedPatch(
-        (FileChange("a.py", "x\n", "y\n", "exact", 1.0), FileChange("b.py", "x\n", "y\n", "exact", 1.0)),
+        (
+            FileChange("a.py", "x\n", "y\n", "exact", 1.0),
+            FileChange("b.py", "x\n", "y\n", "exact", 1.0),
+        ),
         "unified_diff",
     )
     with pytest.raises(GuardError, match="touches 2 files, more than the 1 allowed"):
@@ -374,7 +393,9 @@ def test_check_syntax_indentation_error() -> None:
 def test_check_syntax_passes_good_deleted_and_non_python() -> None:
     check_syntax(_one("m.py", new="def f():\n    return '\\d'\n"))
     check_syntax(_one("notes.txt", new="def f(:\n"))
-    check_syntax(AppliedPatch((FileChange("m.py", "x = 1\n", None, "delete", 1.0),), "unified_diff"))
+    check_syntax(
+        AppliedPatch((FileChange("m.py", "x = 1\n", None, "delete", 1.0),), "unified_diff")
+    )
 
 
 # --- change signature --------------------------------------------------------------
@@ -399,7 +420,9 @@ def test_signature_ignores_context_size_and_position(tmp_path: Path) -> None:
 
 
 def test_search_quoted_without_class_indentation_keeps_the_file_depth(tmp_path: Path) -> None:
-    (tmp_path / "calc.py").write_text("class Calc:\n    def add(self, a, b):\n        return a - b\n")
+    (tmp_path / "calc.py").write_text(
+        "class Calc:\n    def add(self, a, b):\n        return a - b\n"
+    )
     answer = (
         "calc.py\n<<<<<<< SEARCH\ndef add(self, a, b):\n    return a - b\n=======\n"
         "def add(self, a, b):\n    total = a + b\n    return total\n>>>>>>> REPLACE\n"
@@ -417,7 +440,9 @@ def test_search_with_extra_indentation_is_dedented(tmp_path: Path) -> None:
         "calc.py\n<<<<<<< SEARCH\n    def add(a, b):\n        return a - b\n=======\n"
         "    def add(a, b):\n        return a + b\n>>>>>>> REPLACE\n"
     )
-    assert apply_answer(answer, tmp_path).changes[0].new_text == "def add(a, b):\n    return a + b\n"
+    assert (
+        apply_answer(answer, tmp_path).changes[0].new_text == "def add(a, b):\n    return a + b\n"
+    )
 
 
 def test_fuzzy_search_with_equal_candidates_is_ambiguous(tmp_path: Path) -> None:
@@ -437,7 +462,10 @@ def test_empty_files_created_and_deleted_through_git(tmp_path: Path) -> None:
     (root / "gone.py").write_text("")
     init_repo(root)
     applied = AppliedPatch(
-        (FileChange("new.py", None, "", "new", 1.0), FileChange("gone.py", "", None, "delete", 1.0)),
+        (
+            FileChange("new.py", None, "", "new", 1.0),
+            FileChange("gone.py", "", None, "delete", 1.0),
+        ),
         "unified_diff",
     )
     patch = tmp_path / "c.patch"

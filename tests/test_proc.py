@@ -178,4 +178,3 @@ def test_capped_buffer_under_the_limit_is_verbatim() -> None:
     buffer.write(b"world")
     assert buffer.text() == "hello world"
     assert buffer.dropped == 0
-

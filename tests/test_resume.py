@@ -25,7 +25,7 @@ from test_misbehaving_tests import alive
 
 # Each pytest session appends its pid to a marker file; from session N on it sleeps,
 # so the test knows when iteration 3's validation is running and can kill the run there.
-SESSION_HOOK = '''\
+SESSION_HOOK = """\
 import os
 import time
 
@@ -40,7 +40,7 @@ def pytest_sessionstart(session):
         count = len(fh.read().split())
     if count >= int(os.environ.get("RL_SLEEP_FROM", "0") or 10**9):
         time.sleep(60)
-'''
+"""
 
 
 def project_with_hook(make_project, name: str) -> Path:
@@ -52,11 +52,18 @@ def project_with_hook(make_project, name: str) -> Path:
 
 
 def cli(*args: str, env: Dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "repairloop", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "repairloop", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
-def wait_for_sessions(marker: Path, count: int, proc: subprocess.Popen, limit: float = 240) -> List[int]:
+def wait_for_sessions(
+    marker: Path, count: int, proc: subprocess.Popen, limit: float = 240
+) -> List[int]:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         pids = marker.read_text().split() if marker.exists() else []
@@ -72,14 +79,25 @@ def decisions(doc: dict) -> List[Tuple[str, str]]:
 
 
 @pytest.mark.slow
-def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_project, tmp_path) -> None:
+def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(
+    make_project, tmp_path
+) -> None:
     env = {**os.environ, "NO_COLOR": "1"}
     script = [("ok", WRONG), ("ok", OTHER_WRONG), ("ok", RIGHT)]
 
     reference = project_with_hook(make_project, "reference")
     with ScriptedServer(script) as srv:
-        done = cli("run", str(reference), "--model", "openai/scripted", "--api-base", srv.base_url,
-                   "--no-builtin", "--json", env=env)
+        done = cli(
+            "run",
+            str(reference),
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            srv.base_url,
+            "--no-builtin",
+            "--json",
+            env=env,
+        )
         out, err = done.communicate(timeout=300)
         calls_after_iteration_2 = len(srv.requests) - 2
     expected = json.loads(out)
@@ -88,15 +106,30 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
 
     project = project_with_hook(make_project, "killed")
     marker = tmp_path / "sessions"
-    # baseline, flaky check (the suite in order, then the failing test alone), the localisation run (the
-    # suite with per-test coverage), iteration 1, iteration 2, then iteration 3's targeted run: the 7th session
-    # The hook counts sessions in a file outside the workspace: unconfined, as the sandbox forbids that.
-    # Every test run a fresh process (no warm test process, whose restarts would shift the count).
-    killed_env = {**env, "RL_SESSION_MARKER": str(marker), "RL_SLEEP_FROM": "7", "REPAIRLOOP_SANDBOX": "none",
-                  "REPAIRLOOP_WARM": "false"}
+    # baseline, flaky check (the suite in order, then the failing test alone), the localisation run
+    # (the suite with per-test coverage), iteration 1, iteration 2, then iteration 3's targeted run:
+    # the 7th session The hook counts sessions in a file outside the workspace: unconfined, as the
+    # sandbox forbids that. Every test run a fresh process (no warm test process, whose restarts
+    # would shift the count).
+    killed_env = {
+        **env,
+        "RL_SESSION_MARKER": str(marker),
+        "RL_SLEEP_FROM": "7",
+        "REPAIRLOOP_SANDBOX": "none",
+        "REPAIRLOOP_WARM": "false",
+    }
     with ScriptedServer(script) as srv:
-        proc = cli("run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                   "--no-builtin", "--json", env=killed_env)
+        proc = cli(
+            "run",
+            str(project),
+            "--model",
+            "openai/scripted",
+            "--api-base",
+            srv.base_url,
+            "--no-builtin",
+            "--json",
+            env=killed_env,
+        )
         pids = wait_for_sessions(marker, 7, proc)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
@@ -112,12 +145,21 @@ def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(make_proje
     assert doc["patch"] == expected["patch"]
     assert calls_on_resume <= calls_after_iteration_2 and calls_on_resume == 0
     assert "removed a workspace left by an earlier run" in err
-    # Seen on a real project: the resumed run said "asking openai/scripted" for answers it only replayed.
-    assert "iteration 1: replaying openai/scripted's recorded answer" in err and "iteration 1: asking" not in err
+    # Seen on a real project: the resumed run said "asking openai/scripted" for answers it only
+    # replayed.
+    assert (
+        "iteration 1: replaying openai/scripted's recorded answer" in err
+        and "iteration 1: asking" not in err
+    )
     assert not alive(pids[-1])  # the killed run's orphaned test process was stopped with it
     worktrees = git(project, "worktree", "list").strip().splitlines()
-    assert len(worktrees) == 1  # the killed run's worktree is gone, the user's checkout is the only one
-    events = [json.loads(line)["event"] for line in Path(doc["run_dir"], "journal.jsonl").read_text().splitlines()]
+    assert (
+        len(worktrees) == 1
+    )  # the killed run's worktree is gone, the user's checkout is the only one
+    events = [
+        json.loads(line)["event"]
+        for line in Path(doc["run_dir"], "journal.jsonl").read_text().splitlines()
+    ]
     assert events.count("start") == 1 and "resumed" in events and events[-1] == "stopped"
 
 
@@ -127,8 +169,21 @@ def test_resume_of_a_finished_run_is_a_clear_error(make_project, capsys) -> None
     project = make_project("off_by_one")
     runner = canned("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                     "--no-builtin"], runner=runner) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    str(project),
+                    "--model",
+                    "openai/scripted",
+                    "--api-base",
+                    srv.base_url,
+                    "--no-builtin",
+                ],
+                runner=runner,
+            )
+            == 0
+        )
     capsys.readouterr()
     assert main(["resume", "--project", str(project)], runner=runner) == 2
     assert "already finished" in capsys.readouterr().err
@@ -141,8 +196,22 @@ def test_resume_settles_an_apply_that_was_cut_short(make_project, capsys) -> Non
 
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        assert main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                     "--no-builtin", "--json"], runner=canned("off_by_one")) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    str(project),
+                    "--model",
+                    "openai/scripted",
+                    "--api-base",
+                    srv.base_url,
+                    "--no-builtin",
+                    "--json",
+                ],
+                runner=canned("off_by_one"),
+            )
+            == 0
+        )
     run_dir = Path(json.loads(capsys.readouterr().out)["run_dir"])
     Journal(run_dir).record(IntentEvent("apply", "cut-short", files=("calc/lists.py",)))
     assert main(["resume", "--project", str(project)]) == 0  # not yet applied: applied now
@@ -176,7 +245,9 @@ def test_an_interrupted_run_is_resumable_a_finished_one_is_not(tmp_path) -> None
 
     with pytest.raises(ProjectError, match="already finished") as err:
         list(settle_pending(tmp_path, load_recorded(tmp_path, "20260101-000001-bbbb", {})))
-    assert "git apply" in err.value.hint and "fix.patch" in err.value.hint  # how to use the finished run's patch
+    assert (
+        "git apply" in err.value.hint and "fix.patch" in err.value.hint
+    )  # how to use the finished run's patch
 
 
 def test_a_recorded_answer_holding_a_masked_value_is_asked_again() -> None:
@@ -193,8 +264,20 @@ def test_a_recorded_answer_holding_a_masked_value_is_asked_again() -> None:
             asked.append(request.iteration)
             return Proposal(answer="fresh answer", engine="llm", model="m")
 
-    recorded = {(1, 0): ProposalEvent(iteration=1, round=0, model="m", engine="llm", answer="x = '[REDACTED]'", usage=Usage(), notes={}),
-                (2, 0): ProposalEvent(iteration=2, round=0, model="m", engine="llm", answer="x = 1", usage=Usage(), notes={})}
+    recorded = {
+        (1, 0): ProposalEvent(
+            iteration=1,
+            round=0,
+            model="m",
+            engine="llm",
+            answer="x = '[REDACTED]'",
+            usage=Usage(),
+            notes={},
+        ),
+        (2, 0): ProposalEvent(
+            iteration=2, round=0, model="m", engine="llm", answer="x = 1", usage=Usage(), notes={}
+        ),
+    }
     replay = ReplayProposer("m", recorded, Live)
     context = RepairContext(failing_tests=("t",), message="", traceback="", slices=())
     assert replay.propose(ProposalRequest(context=context, iteration=1)).answer == "fresh answer"

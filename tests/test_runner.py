@@ -65,7 +65,9 @@ def test_passing_suite_is_green(tmp_path: Path) -> None:
         def test_add_zero():
             assert add(0, 5) == 5
     """
-    root = write_project(tmp_path, {"src/calc.py": CALC["src/calc.py"], "tests/test_ok.py": passing})
+    root = write_project(
+        tmp_path, {"src/calc.py": CALC["src/calc.py"], "tests/test_ok.py": passing}
+    )
     report = run_tests(root, PYTEST, pythonpath=SRC, timeout=120)
     assert report.exit_code == 0
     assert report.source == "plugin"
@@ -96,11 +98,16 @@ def test_failing_assertion_has_type_message_and_frames(tmp_path: Path) -> None:
 
 
 def test_captured_output_of_a_failing_test_is_kept(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"tests/test_out.py": """
+    root = write_project(
+        tmp_path,
+        {
+            "tests/test_out.py": """
         def test_prints():
             print("value was 41")
             assert False
-    """})
+    """
+        },
+    )
     report = run_tests(root, PYTEST, timeout=120)
     assert "value was 41" in result_for(report, "tests/test_out.py::test_prints").output
 
@@ -123,12 +130,15 @@ def test_command_not_found_is_127_and_never_green(tmp_path: Path, command: objec
 
 
 def test_collection_error_names_the_broken_file_and_line(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {
-        "src/broken.py": "x = 1\n\ndef oops(:\n    pass\n",
-        "tests/test_broken.py": "from broken import oops\n\ndef test_it():\n    oops()\n",
-        "tests/test_missing.py": "import repairloop_missing_pkg\n",
-        "tests/test_fine.py": "def test_fine():\n    assert True\n",
-    })
+    root = write_project(
+        tmp_path,
+        {
+            "src/broken.py": "x = 1\n\ndef oops(:\n    pass\n",
+            "tests/test_broken.py": "from broken import oops\n\ndef test_it():\n    oops()\n",
+            "tests/test_missing.py": "import repairloop_missing_pkg\n",
+            "tests/test_fine.py": "def test_fine():\n    assert True\n",
+        },
+    )
     report = run_tests(root, PYTEST, pythonpath=SRC, timeout=120)
     assert not report.green
     broken = result_for(report, "tests/test_broken.py")
@@ -143,10 +153,15 @@ def test_collection_error_names_the_broken_file_and_line(tmp_path: Path) -> None
 
 
 def test_missing_fixture_is_a_setup_error(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"tests/test_fx.py": """
+    root = write_project(
+        tmp_path,
+        {
+            "tests/test_fx.py": """
         def test_needs(no_such_fixture):
             pass
-    """})
+    """
+        },
+    )
     report = run_tests(root, PYTEST, timeout=120)
     result = result_for(report, "tests/test_fx.py::test_needs")
     assert result.outcome is TestOutcome.ERROR and result.phase == "setup"
@@ -156,7 +171,10 @@ def test_missing_fixture_is_a_setup_error(tmp_path: Path) -> None:
 
 
 def test_setup_and_teardown_exceptions_are_errors(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"tests/test_fx.py": """
+    root = write_project(
+        tmp_path,
+        {
+            "tests/test_fx.py": """
         import pytest
 
         @pytest.fixture
@@ -177,7 +195,9 @@ def test_setup_and_teardown_exceptions_are_errors(tmp_path: Path) -> None:
         @pytest.mark.xfail(reason="known")
         def test_xfail():
             assert False
-    """})
+    """
+        },
+    )
     report = run_tests(root, PYTEST, timeout=120)
     setup = result_for(report, "tests/test_fx.py::test_setup")
     assert (setup.outcome, setup.phase) == (TestOutcome.ERROR, "setup")
@@ -200,7 +220,10 @@ def test_targeted_rerun_runs_only_the_given_ids(tmp_path: Path) -> None:
 
 def test_hanging_test_is_killed_with_its_forked_child(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
-    root = write_project(tmp_path / "proj", {"tests/test_hang.py": f"""
+    root = write_project(
+        tmp_path / "proj",
+        {
+            "tests/test_hang.py": f"""
         import subprocess, sys, time
 
         def test_first():
@@ -210,7 +233,9 @@ def test_hanging_test_is_killed_with_its_forked_child(tmp_path: Path) -> None:
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
             open({str(pid_file)!r}, "w").write(str(child.pid))
             time.sleep(600)
-    """})
+    """
+        },
+    )
     report = run_tests(root, PYTEST, timeout=2)
     assert report.timed_out and report.exit_code is None
     assert not report.green
@@ -225,13 +250,18 @@ def test_hanging_test_is_killed_with_its_forked_child(tmp_path: Path) -> None:
 
 def test_grandchild_of_a_test_does_not_keep_the_run_alive(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    root = write_project(tmp_path / "proj", {"tests/test_fork.py": f"""
+    root = write_project(
+        tmp_path / "proj",
+        {
+            "tests/test_fork.py": f"""
         import subprocess, sys
 
         def test_forks():
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
             open({str(pid_file)!r}, "w").write(str(child.pid))
-    """})
+    """
+        },
+    )
     # -s: no capture, so the grandchild holds the very pipe the runner reads.
     report = run_tests(root, PYTEST + ("-s",), timeout=300)
     assert report.exit_code == 0 and report.green
@@ -240,7 +270,10 @@ def test_grandchild_of_a_test_does_not_keep_the_run_alive(tmp_path: Path) -> Non
 
 
 def test_huge_and_undecodable_output_is_capped_and_kept(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"tests/test_noisy.py": """
+    root = write_project(
+        tmp_path,
+        {
+            "tests/test_noisy.py": """
         import os
 
         def test_noisy():
@@ -248,7 +281,9 @@ def test_huge_and_undecodable_output_is_capped_and_kept(tmp_path: Path) -> None:
             for _ in range(5000):
                 os.write(1, b"y" * 1023 + b"\\n")
             os.write(1, b"DONE\\n")
-    """})
+    """
+        },
+    )
     report = run_tests(root, PYTEST + ("-s",), timeout=120, output_limit=20_000)
     assert report.green
     assert len(report.output) < 21_000
@@ -303,7 +338,9 @@ def test_junit_from_another_runner_uses_the_type_attribute(tmp_path: Path) -> No
     by_id = {r.test_id: r for r in parsed.results}
     failed = by_id["pkg.MathTest::divides"]
     assert (failed.outcome, failed.exc_type, failed.message) == (
-        TestOutcome.FAILED, "ArithmeticException", "/ by zero",
+        TestOutcome.FAILED,
+        "ArithmeticException",
+        "/ by zero",
     )
     assert by_id["pkg.MathTest::adds"].duration == 0.5
     assert by_id["pkg.MathTest::later"].outcome is TestOutcome.SKIPPED
@@ -338,14 +375,20 @@ def test_per_test_coverage_contexts_name_the_failing_test_on_the_buggy_line(
 
 
 def test_run_goes_on_when_coverage_is_not_importable(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {
-        **CALC, "shadow/coverage.py": "raise ImportError('no coverage in this environment')\n",
-    })
+    root = write_project(
+        tmp_path,
+        {
+            **CALC,
+            "shadow/coverage.py": "raise ImportError('no coverage in this environment')\n",
+        },
+    )
     report = run_tests(
         root, PYTEST, pythonpath=(Path("shadow"), *SRC), coverage_source=["src"], timeout=120
     )
     try:  # the plugin's own line tracer takes over (tests/test_line_tracer.py)
-        assert report.coverage_file is not None and report.coverage_file.endswith("repairloop-lines.jsonl")
+        assert report.coverage_file is not None and report.coverage_file.endswith(
+            "repairloop-lines.jsonl"
+        )
         assert report.source == "plugin" and report.collected == 3
         assert "per-test coverage was not recorded" not in report.output
     finally:
@@ -358,14 +401,21 @@ def test_workspace_source_roots_beat_an_installed_copy(tmp_path: Path) -> None:
     root = write_project(tmp_path / "ws", CALC)
     env = {**os.environ, "PYTHONPATH": str(installed)}
     report = run_tests(
-        root, PYTEST, env=env, pythonpath=SRC, timeout=120,
+        root,
+        PYTEST,
+        env=env,
+        pythonpath=SRC,
+        timeout=120,
         test_ids=["tests/test_calc.py::test_add"],
     )
     assert report.green, report.output[-2000:]
 
 
 def test_test_process_environment_is_quiet_and_nested_runs_stay_out(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"tests/test_env.py": """
+    root = write_project(
+        tmp_path,
+        {
+            "tests/test_env.py": """
         import os, sys
 
         def test_env():
@@ -373,21 +423,28 @@ def test_test_process_environment_is_quiet_and_nested_runs_stay_out(tmp_path: Pa
             assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
             # popped by the plugin so a pytest started by a test cannot write our results
             assert "REPAIRLOOP_RESULTS" not in os.environ
-    """})
+    """
+        },
+    )
     report = run_tests(root, PYTEST, timeout=120)
     assert report.green, report.output[-2000:]
     assert not list(root.rglob("__pycache__"))
 
 
 def test_plugin_loads_from_its_directory_without_repairloop(tmp_path: Path) -> None:
-    root = write_project(tmp_path, {"tests/test_origin.py": """
+    root = write_project(
+        tmp_path,
+        {
+            "tests/test_origin.py": """
         import os, sys
 
         def test_origin():
             plugin = sys.modules["repairloop_pytest_plugin"]
             assert os.path.dirname(plugin.__file__) == os.environ["EXPECTED_PLUGIN_DIR"]
             assert not [m for m in sys.modules if m.split(".")[0] == "repairloop"]
-    """})
+    """
+        },
+    )
     env = {**os.environ, "PYTHONNOUSERSITE": "1", "EXPECTED_PLUGIN_DIR": str(PLUGIN_DIR)}
     env.pop("PYTHONPATH", None)
     report = run_tests(root, PYTEST, env=env, timeout=120)
@@ -395,7 +452,9 @@ def test_plugin_loads_from_its_directory_without_repairloop(tmp_path: Path) -> N
     assert report.green, report.output[-2000:]
 
 
-@pytest.mark.parametrize("module", sorted(p.name for p in PLUGIN_DIR.glob("repairloop_pytest_plugin*.py")))
+@pytest.mark.parametrize(
+    "module", sorted(p.name for p in PLUGIN_DIR.glob("repairloop_pytest_plugin*.py"))
+)
 def test_plugin_imports_only_stdlib_and_pytest_at_module_level(module: str) -> None:
     tree = ast.parse((PLUGIN_DIR / module).read_text(encoding="utf-8"))
     stdlib = set(getattr(sys, "stdlib_module_names", ())) or pytest.skip("needs Python 3.10+")
@@ -413,7 +472,9 @@ def test_plugin_imports_only_stdlib_and_pytest_at_module_level(module: str) -> N
 
 
 def test_project_python_is_the_venv_interpreter_unresolved(tmp_path: Path) -> None:
-    assert project_python(tmp_path) == sys.executable  # the python on PATH (conftest puts ours first)
+    assert (
+        project_python(tmp_path) == sys.executable
+    )  # the python on PATH (conftest puts ours first)
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(sys.executable)
@@ -423,7 +484,9 @@ def test_project_python_is_the_venv_interpreter_unresolved(tmp_path: Path) -> No
 def test_default_test_command_needs_tests_or_pytest_config(tmp_path: Path) -> None:
     with pytest.raises(ProjectError) as raised:
         default_test_command(tmp_path)
-    assert "found no tests" in raised.value.message  # what was missing, not only what it means (no command)
+    assert (
+        "found no tests" in raised.value.message
+    )  # what was missing, not only what it means (no command)
     assert "--test-cmd" in raised.value.hint
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
     assert default_test_command(tmp_path) == (sys.executable, "-m", "pytest")

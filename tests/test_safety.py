@@ -27,7 +27,15 @@ from test_resume import SESSION_HOOK, wait_for_sessions
 
 pytestmark = pytest.mark.slow
 
-ENDINGS = ["fixed", "not_fixed", "unrecoverable", "sigint_model", "sigint_tests", "sigkill_validation", "exception"]
+ENDINGS = [
+    "fixed",
+    "not_fixed",
+    "unrecoverable",
+    "sigint_model",
+    "sigint_tests",
+    "sigkill_validation",
+    "exception",
+]
 
 
 def snapshot(repo: Path) -> Dict[str, object]:
@@ -51,7 +59,8 @@ def snapshot(repo: Path) -> Dict[str, object]:
 
 
 def dirty_elsewhere(project: Path) -> None:
-    """Staged, unstaged, untracked and ignored changes in files the fix does not touch, and a stash."""
+    """Staged, unstaged, untracked and ignored changes in files the fix does not touch, and a
+    stash."""
     numbers = project / "calc" / "numbers.py"
     numbers.write_text(numbers.read_text() + "\n\ndef stashed():\n    return 0\n")
     git(project, "stash", "push", "-q", "-m", "user's stash")
@@ -71,7 +80,9 @@ def dirty_same_file(project: Path) -> None:
     lists = project / "calc" / "lists.py"
     lists.write_text(lists.read_text().replace("first ``n`` items", "first n items (staged)"))
     git(project, "add", "calc/lists.py")
-    lists.write_text(lists.read_text().replace("at most ``size`` items", "at most size items (unstaged)"))
+    lists.write_text(
+        lists.read_text().replace("at most ``size`` items", "at most size items (unstaged)")
+    )
 
 
 def prepare(make_project, ending: str) -> Path:
@@ -81,19 +92,37 @@ def prepare(make_project, ending: str) -> Path:
     git(project, "commit", "-q", "-m", "session hook")
     if ending == "unrecoverable":  # an untracked test module with a syntax error: a blocking kind
         (project / "tests" / "test_draft.py").write_text("def test_draft(:\n    pass\n")
-    # Both kinds of dirt in one repository: each ending is one run, and the snapshot compares them all.
+    # Both kinds of dirt in one repository: each ending is one run, and the snapshot compares them
+    # all.
     dirty_elsewhere(project)  # first: its `git stash push` would take the other hunks too
     dirty_same_file(project)
     return project
 
 
 def start(project: Path, srv: ScriptedServer, env: Dict[str, str]) -> subprocess.Popen:
-    args = [sys.executable, "-m", "repairloop", "run", str(project), "--model", "openai/scripted",
-            "--api-base", srv.base_url, "--no-builtin", "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "repairloop",
+        "run",
+        str(project),
+        "--model",
+        "openai/scripted",
+        "--api-base",
+        srv.base_url,
+        "--no-builtin",
+        "--json",
+    ]
     # A shell without job control starts background jobs with SIGINT ignored, and Python
     # then installs no KeyboardInterrupt handler: give the run Ctrl-C as a terminal would.
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for_request(srv: ScriptedServer, proc: subprocess.Popen, limit: float = 120) -> None:
@@ -110,16 +139,28 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
 
         script = [("ok", WRONG if ending == "not_fixed" else RIGHT)]
         with ScriptedServer(script) as srv:
-            return main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url,
-                         "--no-builtin"])
+            return main(
+                [
+                    "run",
+                    str(project),
+                    "--model",
+                    "openai/scripted",
+                    "--api-base",
+                    srv.base_url,
+                    "--no-builtin",
+                ]
+            )
     env = {**os.environ, "NO_COLOR": "1"}
     marker = tmp_path / "sessions"
     script: List[tuple] = [("hang", 50)] if ending == "sigint_model" else [("ok", RIGHT)]
-    env["REPAIRLOOP_MODEL_TIMEOUT"] = "60"  # a missed Ctrl-C fails fast instead of waiting out retries
+    env["REPAIRLOOP_MODEL_TIMEOUT"] = (
+        "60"  # a missed Ctrl-C fails fast instead of waiting out retries
+    )
     env["REPAIRLOOP_MODEL_RETRIES"] = "0"
     env["REPAIRLOOP_MAX_ITERATIONS"] = "1"
     # The session hook reports test sessions through a file outside the workspace, which the sandbox
-    # forbids: these endings run unconfined (tests/test_sandbox_attacks.py covers the sandboxed case).
+    # forbids: these endings run unconfined (tests/test_sandbox_attacks.py covers the sandboxed
+    # case).
     if ending in ("sigint_tests", "sigkill_validation"):
         env["REPAIRLOOP_SANDBOX"] = "none"
     if ending == "sigint_tests":
@@ -136,11 +177,17 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
             pids = wait_for_sessions(marker, 1 if ending == "sigint_tests" else 4, proc)
             proc.send_signal(signal.SIGINT if ending == "sigint_tests" else signal.SIGKILL)
         out, _ = proc.communicate(timeout=300)
-    if ending.startswith("sigint"):  # interruption is a stop reason: the run's document says so, with its id
+    if ending.startswith(
+        "sigint"
+    ):  # interruption is a stop reason: the run's document says so, with its id
         doc = json.loads(out)
-        assert doc["stop_reason"] == "interrupted" and doc["outcome"] == "not_fixed" and doc["run_id"]
+        assert (
+            doc["stop_reason"] == "interrupted" and doc["outcome"] == "not_fixed" and doc["run_id"]
+        )
     if ending == "sigkill_validation":
-        (tmp_path / "orphan").write_text(str(pids[-1]))  # the killed run's test process, still running
+        (tmp_path / "orphan").write_text(
+            str(pids[-1])
+        )  # the killed run's test process, still running
     return proc.returncode
 
 
@@ -153,8 +200,14 @@ class Boom:
         raise RuntimeError("a bug inside the loop")
 
 
-EXPECTED_CODE = {"fixed": 0, "not_fixed": 1, "unrecoverable": 3, "sigint_model": 130,
-                 "sigint_tests": 130, "sigkill_validation": -signal.SIGKILL}
+EXPECTED_CODE = {
+    "fixed": 0,
+    "not_fixed": 1,
+    "unrecoverable": 3,
+    "sigint_model": 130,
+    "sigint_tests": 130,
+    "sigkill_validation": -signal.SIGKILL,
+}
 
 
 @pytest.mark.parametrize("ending", ENDINGS)
@@ -166,17 +219,25 @@ def test_user_state_is_identical_after_every_ending(make_project, tmp_path, endi
         from repairloop.settings import Settings
 
         with pytest.raises(RuntimeError, match="a bug inside the loop"):
-            repair(Settings(models=["boom"], fallback_to_builtin=False), project, proposers={"boom": Boom()})
+            repair(
+                Settings(models=["boom"], fallback_to_builtin=False),
+                project,
+                proposers={"boom": Boom()},
+            )
         assert not (project / ".repairloop" / "lock").exists()
     else:
         assert run_ending(project, ending, tmp_path) == EXPECTED_CODE[ending]
     assert snapshot(project) == before
     worktrees = git(project, "worktree", "list").strip().splitlines()
     if ending == "sigkill_validation":  # a killed run cannot clean up; `repairloop clean` does
-        # the workspace is its own repository: never a registered worktree, its directory left behind
+        # the workspace is its own repository: never a registered worktree, its directory left
+        # behind
         assert len(worktrees) == 1 and list((project / ".repairloop" / "worktrees").glob("*.json"))
-        done = subprocess.run([sys.executable, "-m", "repairloop", "clean", str(project)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "repairloop", "clean", str(project)],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0 and "1 stale workspace(s) removed" in done.stderr
         assert not alive(int((tmp_path / "orphan").read_text()))  # clean stopped it too
         worktrees = git(project, "worktree", "list").strip().splitlines()

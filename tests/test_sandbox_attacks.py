@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slow
 SECRET_KEY = "sk-proj-" + "Q7f3ZkP0aVx9LmN2bR5tY8wC1dE4gH6jK"  # a provider key: the model's own
 SECRET_OTHER = "s3cr3t-" + "a9F2kL7qW1zX5cV8bN3mR6tY0uI4oP2e"  # a database password, say
 
-HOSTILE = '''
+HOSTILE = """
 import base64 as _b64, glob as _glob, os as _os, socket as _socket, subprocess as _sp, sys as _sys
 
 _REPORT = []
@@ -86,18 +86,25 @@ _found = list(dict.fromkeys(v for k, v in _found if k.endswith(("_KEY", "PASSWOR
 _LEAK = " ".join(
     v[::-1] + " " + _b64.b64encode(v.encode()).decode() + " " + v.encode().hex() + " "
     + v[: len(v) // 2] + " + " + v[len(v) // 2:] for v in _found)
-'''
+"""  # noqa: E501
 
 
 def hostile_patch(project: Path, attack: str) -> str:
     """A diff that appends ``attack`` to calc/lists.py and makes last_n raise with the leak."""
     path = project / "calc" / "lists.py"
     old = path.read_text()
-    new = old.replace('        return []\n    return items[-n - 1:]',
-                      '        return []\n    raise RuntimeError("status " + " ".join(_REPORT) + " leak " + _LEAK)')
+    new = old.replace(
+        "        return []\n    return items[-n - 1:]",
+        '        return []\n    raise RuntimeError("status " + " ".join(_REPORT) + " leak " + '
+        "_LEAK)",
+    )
     new += attack
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 "a/calc/lists.py", "b/calc/lists.py")
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        "a/calc/lists.py",
+        "b/calc/lists.py",
+    )
     return "```diff\n" + "".join(lines) + "```\n"
 
 
@@ -145,36 +152,81 @@ def marked_processes(mark: str) -> List[int]:
 
 def encodings(secret: str) -> List[str]:
     half = len(secret) // 2
-    return [secret, base64.b64encode(secret.encode()).decode(), secret.encode().hex(), secret[::-1],
-            secret[:half], secret[half:]]
+    return [
+        secret,
+        base64.b64encode(secret.encode()).decode(),
+        secret.encode().hex(),
+        secret[::-1],
+        secret[:half],
+        secret[half:],
+    ]
 
 
 def attack_run(make_project, tmp_path: Path, mode: str) -> Tuple[Dict, str, Dict[str, object]]:
     """Run repairloop with a hostile first candidate and the right second one; return
-    (the --json document, stderr, what the attacks left: paths, connections, processes, requests)."""
+    (the --json document, stderr, what the attacks left: paths, connections, processes,
+    requests)."""
     project = make_project("off_by_one")
     dirty_elsewhere(project)
     home = tmp_path / "home"
     home.mkdir()
     mark = f"rl-attack-{uuid.uuid4().hex}"
-    targets = {"vartmp": Path("/var/tmp") / f"{mark}.txt", "outside": tmp_path / "outside.txt",
-               "pth": Path(site.getsitepackages()[0]) / f"{mark}.pth", "home": home / "pwned-home",
-               "user_file": project / "pwned.txt"}
+    targets = {
+        "vartmp": Path("/var/tmp") / f"{mark}.txt",
+        "outside": tmp_path / "outside.txt",
+        "pth": Path(site.getsitepackages()[0]) / f"{mark}.pth",
+        "home": home / "pwned-home",
+        "user_file": project / "pwned.txt",
+    }
     listener = Listener()
-    attack = HOSTILE.format(vartmp=str(targets["vartmp"]), outside=str(targets["outside"]),
-                            pth=str(targets["pth"]), project=str(project), port=listener.port, mark=mark)
+    attack = HOSTILE.format(
+        vartmp=str(targets["vartmp"]),
+        outside=str(targets["outside"]),
+        pth=str(targets["pth"]),
+        project=str(project),
+        port=listener.port,
+        mark=mark,
+    )
     before = snapshot(project)
-    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1", "OPENAI_API_KEY": SECRET_KEY,
-           "DATABASE_PASSWORD": SECRET_OTHER, "REPAIRLOOP_SANDBOX": mode, "REPAIRLOOP_CONFIRM_RUNS": "0"}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "NO_COLOR": "1",
+        "OPENAI_API_KEY": SECRET_KEY,
+        "DATABASE_PASSWORD": SECRET_OTHER,
+        "REPAIRLOOP_SANDBOX": mode,
+        "REPAIRLOOP_CONFIRM_RUNS": "0",
+    }
     try:
         with ScriptedServer([("ok", hostile_patch(project, attack)), ("ok", RIGHT)]) as srv:
-            done = subprocess.run([sys.executable, "-m", "repairloop", "run", str(project), "--model",
-                                   "openai/scripted", "--api-base", srv.base_url, "--no-builtin", "--json"],
-                                  capture_output=True, text=True, env=env, timeout=300)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "repairloop",
+                    "run",
+                    str(project),
+                    "--model",
+                    "openai/scripted",
+                    "--api-base",
+                    srv.base_url,
+                    "--no-builtin",
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
         left = {name: path.exists() for name, path in targets.items()}
-        left.update(connections=listener.connections, alive=marked_processes(mark),
-                    requests=json.dumps(srv.requests), headers=json.dumps(srv.headers),
-                    same_repo=snapshot(project) == before, branches=git(project, "branch", "--list", "pwned"))
+        left.update(
+            connections=listener.connections,
+            alive=marked_processes(mark),
+            requests=json.dumps(srv.requests),
+            headers=json.dumps(srv.headers),
+            same_repo=snapshot(project) == before,
+            branches=git(project, "branch", "--list", "pwned"),
+        )
     finally:
         listener.close()
         for pid in marked_processes(mark):
@@ -188,12 +240,26 @@ def attack_run(make_project, tmp_path: Path, mode: str) -> Tuple[Dict, str, Dict
 def test_hostile_candidate_reaches_nothing_in_the_sandbox(make_project, tmp_path: Path) -> None:
     doc, stderr, left = attack_run(make_project, tmp_path, "bwrap")
     assert doc["outcome"] == "fixed", stderr
-    assert doc["sandbox"]["confined"] and doc["sandbox"]["backend"] == "bwrap" and not doc["sandbox"]["network"]
+    assert (
+        doc["sandbox"]["confined"]
+        and doc["sandbox"]["backend"] == "bwrap"
+        and not doc["sandbox"]["network"]
+    )
     # the attack ran (its report reached the model through the failure) and every part of it failed
     requests = str(left["requests"])
     assert "status home:" in requests and "net:" in requests and "git_commit_up:" in requests
-    for name in ("home", "vartmp", "outside", "pth", "user_file", "git_branch", "git_stash", "git_found",
-                 "git_commit_up", "net"):
+    for name in (
+        "home",
+        "vartmp",
+        "outside",
+        "pth",
+        "user_file",
+        "git_branch",
+        "git_stash",
+        "git_found",
+        "git_commit_up",
+        "net",
+    ):
         assert f"{name}:ok" not in requests, name
     assert left["same_repo"] and not left["branches"]  # files, modes, refs, index, stash, objects
     assert not any(left[name] for name in ("vartmp", "outside", "pth", "home", "user_file"))
@@ -206,47 +272,95 @@ def test_hostile_candidate_reaches_nothing_in_the_sandbox(make_project, tmp_path
         assert form not in str(left["headers"])
 
 
-def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(make_project, tmp_path: Path) -> None:
+def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(
+    make_project, tmp_path: Path
+) -> None:
     doc, stderr, left = attack_run(make_project, tmp_path, "none")
     assert doc["outcome"] == "fixed", stderr
     box = doc["sandbox"]
     assert {k: box[k] for k in ("confined", "backend", "detail", "network", "program")} == {
-        "confined": False, "backend": "none", "detail": 'sandbox = "none" in the settings', "network": True,
-        "program": ""}
-    assert {"OPENAI_API_KEY", "DATABASE_PASSWORD"} <= set(box["env_withheld"]) and box["env_passed"] == []
+        "confined": False,
+        "backend": "none",
+        "detail": 'sandbox = "none" in the settings',
+        "network": True,
+        "program": "",
+    }
+    assert {"OPENAI_API_KEY", "DATABASE_PASSWORD"} <= set(box["env_withheld"]) and box[
+        "env_passed"
+    ] == []
     assert any(n.startswith("WARNING: candidate code ran UNCONFINED") for n in doc["notes"])
     assert "UNCONFINED" in stderr  # the console said it before the baseline, and in the final panel
-    report = subprocess.run([sys.executable, "-m", "repairloop", "report", "latest", "--project", doc["run_dir"] + "/../../.."],
-                            capture_output=True, text=True, timeout=60)
-    assert "WARNING: candidate code ran UNCONFINED" in report.stdout, report.stderr  # and `repairloop report`
+    report = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "repairloop",
+            "report",
+            "latest",
+            "--project",
+            doc["run_dir"] + "/../../..",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "WARNING: candidate code ran UNCONFINED" in report.stdout, (
+        report.stderr
+    )  # and `repairloop report`
     # the checks above have teeth: unconfined, the same code gets out
     assert left["vartmp"] and left["connections"] >= 1 and left["alive"]
-    # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ; redaction
-    # masks the value in every encoding it knows (base64 too), not in one it cannot know (reversed)
+    # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ;
+    # redaction masks the value in every encoding it knows (base64 too), not in one it cannot know
+    # (reversed)
     assert any(secret[::-1] in str(left["requests"]) for secret in (SECRET_KEY, SECRET_OTHER))
-    assert not any(base64.b64encode(secret.encode()).decode() in str(left["requests"])
-                   for secret in (SECRET_KEY, SECRET_OTHER))
+    assert not any(
+        base64.b64encode(secret.encode()).decode() in str(left["requests"])
+        for secret in (SECRET_KEY, SECRET_OTHER)
+    )
     assert not left["same_repo"]
 
 
-def test_the_offline_engines_scratch_copies_run_in_the_sandbox(make_project, tmp_path: Path) -> None:
-    """Every test session (the baseline, the engine's coverage run and its parallel candidates) tries to
-    write outside its copy and to reach a listener; none gets out, and the engine still finds the fix."""
+def test_the_offline_engines_scratch_copies_run_in_the_sandbox(
+    make_project, tmp_path: Path
+) -> None:
+    """Every test session (the baseline, the engine's coverage run and its parallel candidates)
+    tries to write outside its copy and to reach a listener; none gets out, and the engine still
+    finds the
+    fix."""
     project = make_project("off_by_one")
     listener = Listener()
     mark = Path("/var/tmp") / f"rl-engine-{uuid.uuid4().hex}"
     (project / "conftest.py").write_text(
         "import os, socket\n\n\ndef pytest_sessionstart(session):\n"
         f"    for action in (lambda: open({str(mark)!r}, 'a').write(os.getcwd() + '\\n'),\n"
-        f"                   lambda: socket.create_connection(('127.0.0.1', {listener.port}), timeout=2)):\n"
-        "        try:\n            action()\n        except OSError:\n            pass\n")
+        f"                   lambda: socket.create_connection(('127.0.0.1', {listener.port}), "
+        f"timeout=2)):\n"
+        "        try:\n            action()\n        except OSError:\n            pass\n"
+    )
     git(project, "add", "conftest.py")
     git(project, "commit", "-q", "-m", "a conftest that tries to get out")
     try:
-        done = subprocess.run([sys.executable, "-m", "repairloop", "run", str(project), "--model", "builtin",
-                               "--json"], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": "bwrap",
-                                   "REPAIRLOOP_CONFIRM_RUNS": "0"})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "repairloop",
+                "run",
+                str(project),
+                "--model",
+                "builtin",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={
+                **os.environ,
+                "NO_COLOR": "1",
+                "REPAIRLOOP_SANDBOX": "bwrap",
+                "REPAIRLOOP_CONFIRM_RUNS": "0",
+            },
+        )
         doc = json.loads(done.stdout)
         assert doc["outcome"] == "fixed" and doc["sandbox"]["confined"], done.stderr
         assert doc["iterations"][0]["engine"] == "builtin"
@@ -256,7 +370,7 @@ def test_the_offline_engines_scratch_copies_run_in_the_sandbox(make_project, tmp
         mark.unlink(missing_ok=True)
 
 
-PLANT = '''
+PLANT = """
 import os as _os
 
 for _name in ("planted.py", "notes.txt"):
@@ -266,31 +380,61 @@ for _name in ("planted.py", "notes.txt"):
     except OSError:
         pass
 try:
-    with open(_os.environ["RL_PLANT_MARK"], "w") as _fh:  # proof that the planting code ran (unconfined)
+    # proof that the planting code ran (unconfined)
+    with open(_os.environ["RL_PLANT_MARK"], "w") as _fh:
         _fh.write("ran")
 except (OSError, KeyError):
     pass
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "none"])
-def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(make_project, tmp_path: Path,
-                                                                       mode: str) -> None:
-    """A kept candidate whose import writes files next to it: the reported patch is the candidate's own edit,
-    so neither the patch, the pull request nor --apply carries them, confined or not."""
+def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(
+    make_project, tmp_path: Path, mode: str
+) -> None:
+    """A kept candidate whose import writes files next to it: the reported patch is the candidate's
+    own edit, so neither the patch, the pull request nor --apply carries them, confined or not."""
     project = make_project("off_by_one")
     right = hostile_patch(project, PLANT).replace(
-        '+    raise RuntimeError("status " + " ".join(_REPORT) + " leak " + _LEAK)', "+    return items[-n:]")
+        '+    raise RuntimeError("status " + " ".join(_REPORT) + " leak " + _LEAK)',
+        "+    return items[-n:]",
+    )
     with ScriptedServer([("ok", right)]) as srv:
-        done = subprocess.run([sys.executable, "-m", "repairloop", "run", str(project), "--model", "openai/scripted",
-                               "--api-base", srv.base_url, "--no-builtin", "--json", "--apply"],
-                              capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": mode,
-                                   "REPAIRLOOP_CONFIRM_RUNS": "0", "RL_PLANT_MARK": str(tmp_path / "planted-ran")})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "repairloop",
+                "run",
+                str(project),
+                "--model",
+                "openai/scripted",
+                "--api-base",
+                srv.base_url,
+                "--no-builtin",
+                "--json",
+                "--apply",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={
+                **os.environ,
+                "NO_COLOR": "1",
+                "REPAIRLOOP_SANDBOX": mode,
+                "REPAIRLOOP_CONFIRM_RUNS": "0",
+                "RL_PLANT_MARK": str(tmp_path / "planted-ran"),
+            },
+        )
     doc = json.loads(done.stdout)
     assert doc["outcome"] == "fixed" and doc["applied"], done.stderr
     planted = [name for name in ("planted.py", "notes.txt") if f"+++ b/{name}" in doc["patch"]]
-    assert planted == [] and not (project / "planted.py").exists() and not (project / "notes.txt").exists()
+    assert (
+        planted == []
+        and not (project / "planted.py").exists()
+        and not (project / "notes.txt").exists()
+    )
     assert doc["patch"].count("+++ b/") == 1
-    # The check has teeth: the planting code did run (unconfined it could say so outside the sandbox).
+    # The check has teeth: the planting code did run (unconfined it could say so outside the
+    # sandbox).
     assert (tmp_path / "planted-ran").exists() is (mode == "none")

@@ -29,10 +29,17 @@ def test_default_toml_equals_code_defaults() -> None:
 
 
 def test_layers_flags_beat_env_beat_file(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text("[tool.repairloop]\nmax_iterations = 3\npatience = 2\nmax_cost = 0.5\n")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.repairloop]\nmax_iterations = 3\npatience = 2\nmax_cost = 0.5\n"
+    )
     env = {"REPAIRLOOP_MAX_ITERATIONS": "4", "REPAIRLOOP_MODELS": "openai/a, openai/b"}
     s = load_settings(tmp_path, {"max_cost": 0.25, "timeout": None}, environ=env)
-    assert (s.max_iterations, s.patience, s.max_cost, s.models) == (4, 2, 0.25, ["openai/a", "openai/b"])
+    assert (s.max_iterations, s.patience, s.max_cost, s.models) == (
+        4,
+        2,
+        0.25,
+        ["openai/a", "openai/b"],
+    )
     assert s.timeout == Settings().timeout  # a flag not given does not override
 
 
@@ -65,7 +72,10 @@ def test_a_pyproject_table_in_repairloop_toml_says_where_the_keys_go(tmp_path: P
     (tmp_path / "repairloop.toml").write_text("[tool.repairloop]\nmax_iterations = 3\n")
     with pytest.raises(ConfigError) as err:
         load_settings(tmp_path, environ={})
-    assert "unknown key 'tool'" in err.value.message and "drop the [tool.repairloop] line" in err.value.hint
+    assert (
+        "unknown key 'tool'" in err.value.message
+        and "drop the [tool.repairloop] line" in err.value.hint
+    )
 
 
 def test_chain_is_builtin_alone_without_model_or_key() -> None:
@@ -73,7 +83,10 @@ def test_chain_is_builtin_alone_without_model_or_key() -> None:
 
 
 def test_chain_uses_provider_key_then_builtin() -> None:
-    assert model_chain(Settings(), environ={"OPENAI_API_KEY": "x"}) == ["openai/gpt-4o-mini", "builtin"]
+    assert model_chain(Settings(), environ={"OPENAI_API_KEY": "x"}) == [
+        "openai/gpt-4o-mini",
+        "builtin",
+    ]
 
 
 def test_chain_without_builtin_fallback() -> None:

@@ -10,7 +10,7 @@ from repairloop.patch.overfit import overfitting_flags
 from repairloop.patch.statements import statement_delta
 from repairloop.patch.tamper import check_tamper
 
-OLD = '''import sys
+OLD = """import sys
 
 
 def helper():
@@ -23,7 +23,7 @@ def buggy(x):
 
 def leave():
     sys.exit(0)
-'''
+"""
 
 
 def change(path: str, old, new) -> FileChange:
@@ -41,7 +41,9 @@ def test_only_the_edited_function_counts_as_removed_and_added() -> None:
 
 
 def test_a_moved_function_is_not_a_change() -> None:
-    moved = OLD.replace("def helper():\n    return 1\n\n\n", "") + "\n\ndef helper():\n    return 1\n"
+    moved = (
+        OLD.replace("def helper():\n    return 1\n\n\n", "") + "\n\ndef helper():\n    return 1\n"
+    )
     delta = statement_delta(OLD, moved)
     assert delta.removed == () and delta.added == ()
 
@@ -70,15 +72,25 @@ def test_a_new_pytest_import_is_checked_against_untouched_statements() -> None:
 def test_a_fix_of_a_file_that_did_not_parse_is_checked_whole() -> None:
     check_tamper(change("calc/m.py", "def f(:\n    return 1\n", "def f():\n    return 1\n"))
     with pytest.raises(GuardError, match="ends the test process early"):
-        check_tamper(change("calc/m.py", "def f(:\n    return 1\n", "import os\ndef f():\n    os._exit(0)\n"))
+        check_tamper(
+            change("calc/m.py", "def f(:\n    return 1\n", "import os\ndef f():\n    os._exit(0)\n")
+        )
 
 
 def test_overfitting_is_found_in_the_touched_function_only_once() -> None:
     old = "def last_n(items, n):\n    if n == 7:\n        return []\n    return items[-n - 1:]\n"
-    new = "def last_n(items, n):\n    if n == 7:\n        return []\n    if items == [1, 2, 3, 4]:\n        return [3, 4]\n    return items[-n - 1:]\n"
+    new = (
+        "def last_n(items, n):\n    if n == 7:\n        return []\n    if items == [1, 2, 3, "
+        "4]:\n        return [3, 4]\n    return items[-n - 1:]\n"
+    )
 
-    flags = overfitting_flags(AppliedPatch((change("calc/lists.py", old, new),), "unified_diff"), frozenset({"[1, 2, 3, 4]", "7"}))
-    assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in str(flags[0])  # `n == 7` was already there
+    flags = overfitting_flags(
+        AppliedPatch((change("calc/lists.py", old, new),), "unified_diff"),
+        frozenset({"[1, 2, 3, 4]", "7"}),
+    )
+    assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in str(
+        flags[0]
+    )  # `n == 7` was already there
 
 
 def test_a_function_inserted_between_two_others_is_the_only_addition() -> None:
@@ -88,7 +100,8 @@ def test_a_function_inserted_between_two_others_is_the_only_addition() -> None:
 
 
 def test_a_line_added_after_a_gap_still_belongs_to_its_function() -> None:
-    """An indented line after blank lines continues the function above: the part alone does not parse."""
+    """An indented line after blank lines continues the function above: the part alone does not
+    parse."""
     old = "def f():\n    return 1\n\n\nx = 2\n"
     new = "def f():\n    return 1\n\n    sys.exit(3)\n\nx = 2\n"
     delta = statement_delta(old, new)

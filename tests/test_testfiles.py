@@ -1,4 +1,5 @@
-"""One answer to "is this a test file": the glob rule, the collected files, and every consumer agreeing.
+"""One answer to "is this a test file": the glob rule, the collected files, and every consumer
+agreeing.
 
 ``types.TestFiles`` is the only implementation; these tables pin its answers
 (``matches_globs`` documents the rule), and the last tests ask the guards, the
@@ -46,8 +47,16 @@ DEFAULT_CASES = [
     ("conftest.py", True, "conftest.py"),
     ("pkg/sub/conftest.py", True, "**/conftest.py"),
     ("pkg/tests/test_x.py", True, "test_*.py by file name"),
-    ("pkg/tests/helpers.py", False, "tests/** is anchored at the root (django/test/ is product code)"),
-    ("test_utils/helpers.py", True, "fnmatch's * crosses /: test_*.py takes it (errs towards test)"),
+    (
+        "pkg/tests/helpers.py",
+        False,
+        "tests/** is anchored at the root (django/test/ is product code)",
+    ),
+    (
+        "test_utils/helpers.py",
+        True,
+        "fnmatch's * crosses /: test_*.py takes it (errs towards test)",
+    ),
     ("pkg/testing.py", False, "not test_*"),
     ("src/pkg/core.py", False, "plain code"),
     ("contest.py", False, "not conftest.py"),
@@ -85,7 +94,11 @@ GLOB_CASES = [
     ("a/**/b/**/c.py", "a/c.py", False),
     ("tests/**", "conftest.py", False),
     ("test_*.py", "test_a.py", True),
-    ("test_*.py", "pkg/deep/test_a.py", True),  # a glob without / matches the file name at any depth
+    (
+        "test_*.py",
+        "pkg/deep/test_a.py",
+        True,
+    ),  # a glob without / matches the file name at any depth
     ("check_*.py", "checks/check_x.py", True),
     ("checks/*.py", "sub/checks/a.py", False),
     ("conftest.py", "a/b/conftest.py", True),
@@ -113,15 +126,27 @@ def test_protected_globs_follow_the_same_rule() -> None:
     assert not matches_globs("src/github.py", DEFAULT_PROTECTED_GLOBS)
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("pkg/mod.py", True), ("tests/test_a.py", True), ("src/pkg/venv_tools.py", True),
-    (".venv/lib/python3.12/site-packages/x.py", False), ("venv/lib/x.py", False),
-    ("lib/python3/site-packages/requests/api.py", False), ("usr/lib/python3/dist-packages/y.py", False),
-    (".tox/py39/lib/z.py", False), ("/abs/pkg/mod.py", False), ("../other/mod.py", False),
-    ("<string>", False), ("<frozen importlib._bootstrap>", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("pkg/mod.py", True),
+        ("tests/test_a.py", True),
+        ("src/pkg/venv_tools.py", True),
+        (".venv/lib/python3.12/site-packages/x.py", False),
+        ("venv/lib/x.py", False),
+        ("lib/python3/site-packages/requests/api.py", False),
+        ("usr/lib/python3/dist-packages/y.py", False),
+        (".tox/py39/lib/z.py", False),
+        ("/abs/pkg/mod.py", False),
+        ("../other/mod.py", False),
+        ("<string>", False),
+        ("<frozen importlib._bootstrap>", False),
+        ("", False),
+    ],
+)
 def test_project_paths(path: str, expected: bool) -> None:
-    """Project code (DESIGN.md): inside the root, outside environments; one helper for classify and context."""
+    """Project code (DESIGN.md): inside the root, outside environments; one helper for classify and
+    context."""
     assert is_project_path(path) is expected
 
 
@@ -130,16 +155,20 @@ def result(test_id: str) -> TestResult:
 
 
 def test_collected_files_are_tests_whatever_the_globs_say() -> None:
-    report = TestReport(("pytest",), 0, results=(
-        result("checks/check_a.py::check_x"),
-        result("checks/check_a.py::check_y"),
-        result("tests/test_b.py::TestB::test_one[1-2]"),
-        result("./lib/verify.py::verify_all"),
-        result("/elsewhere/test_abs.py::test_x"),  # outside the project: adds nothing
-        result("../outside.py::test_x"),
-        result("pkg.module.TestCase::test_x"),  # a JUnit class name, not a file
-        result("<session>"),
-    ))
+    report = TestReport(
+        ("pytest",),
+        0,
+        results=(
+            result("checks/check_a.py::check_x"),
+            result("checks/check_a.py::check_y"),
+            result("tests/test_b.py::TestB::test_one[1-2]"),
+            result("./lib/verify.py::verify_all"),
+            result("/elsewhere/test_abs.py::test_x"),  # outside the project: adds nothing
+            result("../outside.py::test_x"),
+            result("pkg.module.TestCase::test_x"),  # a JUnit class name, not a file
+            result("<session>"),
+        ),
+    )
     files = TestFiles().with_collected(report)
     assert files.collected == {"checks/check_a.py", "tests/test_b.py", "lib/verify.py"}
     assert files.beyond_globs == ("checks/check_a.py", "lib/verify.py")
@@ -175,7 +204,9 @@ def write(root: Path, rel: str, text: str) -> None:
 
 
 def guards_say_test(root: Path, path: str) -> bool:
-    applied = AppliedPatch((FileChange(path, OLD, OLD.replace("n\n", "n + 1\n"), "exact", 1.0),), "unified_diff")
+    applied = AppliedPatch(
+        (FileChange(path, OLD, OLD.replace("n\n", "n + 1\n"), "exact", 1.0),), "unified_diff"
+    )
     try:
         check_guards(applied, root, GuardPolicy(test_files=CUSTOM))
     except GuardError as err:
@@ -186,9 +217,15 @@ def guards_say_test(root: Path, path: str) -> bool:
 
 def context_says_test(path: str) -> Tuple[bool, bool]:
     frame = Frame(path, 2, "f")
-    failures = [Failure(f"t::test_{i}", FailureKind.LOGIC, True, "boom", exc_type="ValueError", frames=(frame,))
-                for i in (1, 2)]
-    by_grouping = len(group_failures(failures, CUSTOM)) == 2  # a frame in a test is no shared root cause
+    failures = [
+        Failure(
+            f"t::test_{i}", FailureKind.LOGIC, True, "boom", exc_type="ValueError", frames=(frame,)
+        )
+        for i in (1, 2)
+    ]
+    by_grouping = (
+        len(group_failures(failures, CUSTOM)) == 2
+    )  # a frame in a test is no shared root cause
     by_slices = code_frames([frame], CUSTOM) == []
     return by_grouping, by_slices
 
@@ -206,7 +243,9 @@ def overfitting_says_test(path: str) -> bool:
 
 
 @pytest.mark.parametrize("path, expected", AGREEMENT)
-def test_guards_context_engine_and_overfitting_agree(tmp_path: Path, path: str, expected: bool) -> None:
+def test_guards_context_engine_and_overfitting_agree(
+    tmp_path: Path, path: str, expected: bool
+) -> None:
     write(tmp_path, path, OLD)
     assert CUSTOM.is_test(path) is expected
     assert guards_say_test(tmp_path, path) is expected, "guards"

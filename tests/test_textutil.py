@@ -15,7 +15,7 @@ def test_a_fence_outlasts_every_backtick_run_inside() -> None:
     inner = "text\n````\nmore ``` and `"
     fenced = fence(inner)
     assert fenced.startswith("`````\n") and fenced.endswith("\n`````")
-    assert fenced[len("`````\n"):-len("\n`````")] == inner  # the text is kept as given
+    assert fenced[len("`````\n") : -len("\n`````")] == inner  # the text is kept as given
 
 
 def test_usd_has_four_decimals_and_names_an_unknown_price() -> None:
@@ -40,20 +40,38 @@ def test_numstat_paths_read_real_git_output_with_a_rename(tmp_path: Path) -> Non
     (repo / "tab\tname.py").write_text("t = 1\n")
     git(repo, "add", "-A")
     patch = git(repo, "diff", "--cached", "-M")
-    applied = subprocess.run(["git", "apply", "--numstat", "-z", "-"], cwd=repo, input=patch, text=True,
-                             capture_output=True, check=True).stdout
+    applied = subprocess.run(
+        ["git", "apply", "--numstat", "-z", "-"],
+        cwd=repo,
+        input=patch,
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout
     # git apply names a renamed file by its new name only (git 2.x) ...
     assert numstat_paths(applied) == ["a.py", "gone.py", "new name.py", "tab\tname.py"]
     # ... git diff's -z form gives an empty path, then the old and the new name: both are read.
     diffed = git(repo, "diff", "--cached", "-M", "--numstat", "-z")
     assert "\0old name.py\0" in diffed
-    assert numstat_paths(diffed) == ["a.py", "gone.py", "new name.py", "old name.py", "tab\tname.py"]
+    assert numstat_paths(diffed) == [
+        "a.py",
+        "gone.py",
+        "new name.py",
+        "old name.py",
+        "tab\tname.py",
+    ]
     assert numstat_paths("") == []
 
 
 def test_common_ends_never_overlap() -> None:
     assert common_ends(["a", "b", "c"], ["a", "x", "c"]) == (1, 1)
-    assert common_ends(["a", "a"], ["a", "a", "a"]) == (2, 0)  # the suffix cannot reuse the prefix's lines
+    assert common_ends(["a", "a"], ["a", "a", "a"]) == (
+        2,
+        0,
+    )  # the suffix cannot reuse the prefix's lines
     assert common_ends("kitten", "sitting") == (0, 0)
-    assert common_ends("abcd", "abXd") == (2, 1)  # characters work too (the offline engine's edit size)
+    assert common_ends("abcd", "abXd") == (
+        2,
+        1,
+    )  # characters work too (the offline engine's edit size)
     assert common_ends([], ["a"]) == (0, 0)

@@ -1,4 +1,5 @@
-"""A run counts only when it could not have been forged: it ended normally, and its two witnesses agree.
+"""A run counts only when it could not have been forged: it ended normally, and its two witnesses
+agree.
 
 Real pytest subprocesses on small projects whose own code plays the forger
 (the runner does not know or care who wrote the code it runs).
@@ -14,13 +15,17 @@ from repairloop.runner import run_tests
 from repairloop.runner.crosscheck import disagreement
 from repairloop.types import TestOutcome, TestResult
 
-FAILING = {"calc.py": "def add(a, b):\n    return a - b\n",
-           "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"}
+FAILING = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+}
 
 
 def test_a_patched_results_plugin_is_caught_by_pytests_own_junit(tmp_path: Path) -> None:
-    forger = ("import sys\n"
-              "sys.modules['repairloop_pytest_plugin_recorder']._outcome = lambda report: 'passed'\n")
+    forger = (
+        "import sys\n"
+        "sys.modules['repairloop_pytest_plugin_recorder']._outcome = lambda report: 'passed'\n"
+    )
     project = write_project(tmp_path, {**FAILING, "calc.py": FAILING["calc.py"] + forger})
     report = run_tests(project, PYTEST)
     assert [r.outcome for r in report.results] == [TestOutcome.PASSED]  # the plugin was fooled
@@ -41,10 +46,17 @@ def test_an_honest_run_is_complete_and_trusted(tmp_path: Path) -> None:
 
 
 def test_witnesses_compare_failing_names_only() -> None:
-    plugin = (TestResult("tests/test_a.py::TestX::test_m[1]", TestOutcome.FAILED),
-              TestResult("tests/test_b.py", TestOutcome.ERROR))
-    junit = (TestResult("tests.test_a.TestX::test_m[1]", TestOutcome.FAILED),
-             TestResult("tests.test_b", TestOutcome.ERROR))
+    plugin = (
+        TestResult("tests/test_a.py::TestX::test_m[1]", TestOutcome.FAILED),
+        TestResult("tests/test_b.py", TestOutcome.ERROR),
+    )
+    junit = (
+        TestResult("tests.test_a.TestX::test_m[1]", TestOutcome.FAILED),
+        TestResult("tests.test_b", TestOutcome.ERROR),
+    )
     assert disagreement(plugin, junit, expected=True) == ""
     assert "test_m[1]" in disagreement((), junit, expected=True)
-    assert "missing" in disagreement(plugin, None, expected=True) and disagreement(plugin, None, expected=False) == ""
+    assert (
+        "missing" in disagreement(plugin, None, expected=True)
+        and disagreement(plugin, None, expected=False) == ""
+    )

@@ -20,9 +20,20 @@ from test_e2e_run import RIGHT, WRONG, run_cli, scripted_run
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_flaky_check")]
 
 # A module-level change (a new constant) that a reload cannot represent: it must run fresh.
-MODULE_LEVEL = "\n".join([
-    "--- a/calc/lists.py", "+++ b/calc/lists.py", "@@ -1,4 +1,6 @@", ' """List helpers."""', "+", "+STEP = 0",
-    " ", " ", " def first_n(items, n):", ""])
+MODULE_LEVEL = "\n".join(
+    [
+        "--- a/calc/lists.py",
+        "+++ b/calc/lists.py",
+        "@@ -1,4 +1,6 @@",
+        ' """List helpers."""',
+        "+",
+        "+STEP = 0",
+        " ",
+        " ",
+        " def first_n(items, n):",
+        "",
+    ]
+)
 
 
 def warm_events(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -44,7 +55,9 @@ def test_the_model_loop_rejects_a_wrong_candidate_in_the_warm_process(make_proje
     assert doc["evidence"]["proof"]["passed"]  # "fixed" from the fresh proof run
 
 
-def test_a_change_the_reload_cannot_represent_runs_fresh_and_is_journalled(make_project, capsys) -> None:
+def test_a_change_the_reload_cannot_represent_runs_fresh_and_is_journalled(
+    make_project, capsys
+) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", MODULE_LEVEL), ("ok", RIGHT)]) as srv:
         code, out, _ = run_cli(scripted_run(project, srv), capsys)
@@ -80,10 +93,14 @@ def test_the_offline_engine_validates_its_candidates_warm(make_project, capsys) 
     assert started and len(closed) == len(started), events
     assert sum(e["served"] for e in closed) > 0
     lines = (Path(doc["run_dir"]) / "journal.jsonl").read_text().splitlines()
-    notes = [e["engine_notes"] for e in map(json.loads, lines) if e["event"] == "iteration" and e.get("engine_notes")]
+    notes = [
+        e["engine_notes"]
+        for e in map(json.loads, lines)
+        if e["event"] == "iteration" and e.get("engine_notes")
+    ]
     assert notes and notes[0]["warm"]["warm_runs"] == sum(e["served"] for e in closed)
-    # The engine's answer passed the whole suite in its own copy: the loop starts no warm process of its
-    # own to re-run the failing tests alone, and keeps it on its fresh full run.
+    # The engine's answer passed the whole suite in its own copy: the loop starts no warm process of
+    # its own to re-run the failing tests alone, and keeps it on its fresh full run.
     assert not [e for e in events if e["where"] == "loop"], events
     assert doc["evidence"]["proof"]["passed"]
 

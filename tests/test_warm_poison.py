@@ -1,5 +1,5 @@
-"""A candidate that attacks the warm server, or leaves something behind for later runs: it may cost a
-fresh run, never a right fix, and never forge a verdict.
+"""A candidate that attacks the warm server, or leaves something behind for later runs: it may cost
+a fresh run, never a right fix, and never forge a verdict.
 
 The warm server forks a child per candidate. Without protection a child (candidate code) could
 ``ptrace`` the server or write its memory, leave a file at a fixed path in the sandbox's ``/tmp``,
@@ -46,8 +46,10 @@ TOUCH_THE_SERVER = """import ctypes, os
 
 
 def test_a_child_can_neither_ptrace_the_server_nor_open_its_memory(tmp_path: Path) -> None:
-    """In the sandbox (no capabilities, even as root): the server is not dumpable, so a child of the same user
-    may not attach to it nor open its memory. (Unconfined as root, CAP_SYS_PTRACE would allow both.)"""
+    """In the sandbox (no capabilities, even as root): the server is not dumpable, so a child of the
+    same user may not attach to it nor open its memory. (Unconfined as root, CAP_SYS_PTRACE would
+    allow
+    both.)"""
     root = write_project(tmp_path / "calc", CALC)
     suite = TestSuite.for_project(Settings(sandbox="bwrap"), root, dict(os.environ), lambda: 120.0)
     with suite.warm(root) as warm:
@@ -59,25 +61,40 @@ def test_a_child_can_neither_ptrace_the_server_nor_open_its_memory(tmp_path: Pat
         assert warm.running  # the server was left as it was
 
 
-def test_a_file_a_child_leaves_in_the_sandboxs_tmp_is_gone_for_the_next_child(tmp_path: Path) -> None:
+def test_a_file_a_child_leaves_in_the_sandboxs_tmp_is_gone_for_the_next_child(
+    tmp_path: Path,
+) -> None:
     root = write_project(tmp_path / "calc", CALC)
     suite = TestSuite.for_project(Settings(sandbox="bwrap"), root, dict(os.environ), lambda: 120.0)
     with suite.warm(root) as warm:
         assert warm.ready(), warm.refused
-        original = candidate(root, "calc/ops.py", "return a - b",
-                             "open('/tmp/poison', 'w').write('x')\n    return a + b")
+        original = candidate(
+            root,
+            "calc/ops.py",
+            "return a - b",
+            "open('/tmp/poison', 'w').write('x')\n    return a + b",
+        )
         assert warm.run(IDS[:1], ["calc/ops.py"], 60) is not None
         (root / "calc/ops.py").write_text(original)
-        candidate(root, "calc/ops.py", "return a - b",
-                  "import os\n    return a + b if not os.path.exists('/tmp/poison') else 'poisoned'")
+        candidate(
+            root,
+            "calc/ops.py",
+            "return a - b",
+            "import os\n    return a + b if not os.path.exists('/tmp/poison') else 'poisoned'",
+        )
         report = warm.run(IDS[:1], ["calc/ops.py"], 60)
-        assert report is not None and report.results[0].outcome.value == "passed", report.results[0].message
+        assert report is not None and report.results[0].outcome.value == "passed", report.results[
+            0
+        ].message
 
 
 def forged_pyc(source: Path, code: str) -> bytes:
-    """An unchecked hash-based .pyc (PEP 552) of ``code`` for ``source``: loaded without looking at the source."""
+    """An unchecked hash-based .pyc (PEP 552) of ``code`` for ``source``: loaded without looking at
+    the source."""
     compiled = compile(code, str(source), "exec")
-    return importlib.util.MAGIC_NUMBER + struct.pack("<I", 0b01) + b"\0" * 8 + marshal.dumps(compiled)
+    return (
+        importlib.util.MAGIC_NUMBER + struct.pack("<I", 0b01) + b"\0" * 8 + marshal.dumps(compiled)
+    )
 
 
 def plant_pyc(root: Path, rel: str, code: str) -> Path:
@@ -89,30 +106,42 @@ def plant_pyc(root: Path, rel: str, code: str) -> Path:
 
 
 def test_bytecode_left_in_the_tree_never_runs_instead_of_the_source(tmp_path: Path) -> None:
-    """A .pyc an earlier run wrote next to ``ops.py`` (its tests could write there) whose add() is right:
-    loaded, it would forge a passing verdict for the unchanged, buggy source."""
+    """A .pyc an earlier run wrote next to ``ops.py`` (its tests could write there) whose add() is
+    right: loaded, it would forge a passing verdict for the unchanged, buggy source."""
     root = write_project(tmp_path / "calc", CALC)
-    plant_pyc(root, "calc/ops.py", (root / "calc/ops.py").read_text().replace("return a - b", "return a + b"))
+    plant_pyc(
+        root,
+        "calc/ops.py",
+        (root / "calc/ops.py").read_text().replace("return a - b", "return a + b"),
+    )
     fresh = run_tests(root, PYTEST, test_ids=IDS[:1], timeout=60)
     assert fresh.results[0].outcome.value == "failed"
     with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
         assert warm.ready(), warm.refused
-        original = candidate(root, "calc/ops.py", "return sum(xs) + 1", "return sum(xs) + 1  # touched")
+        original = candidate(
+            root, "calc/ops.py", "return sum(xs) + 1", "return sum(xs) + 1  # touched"
+        )
         report = warm.run(IDS[:1], ["calc/ops.py"], 60)
         assert report is not None and report.results[0].outcome.value == "failed"
         (root / "calc/ops.py").write_text(original)
 
 
 def test_a_run_that_writes_bytecode_into_the_tree_changes_its_fingerprint(tmp_path: Path) -> None:
-    """Within one run, a .pyc the candidate's code writes (for a test module collected after it, say) could
-    run in place of that test: no test run writes bytecode, so any that appears makes the run not count."""
+    """Within one run, a .pyc the candidate's code writes (for a test module collected after it,
+    say) could run in place of that test: no test run writes bytecode, so any that appears makes the
+    run not
+    count."""
     from repairloop.workspace.fingerprint import changed_files, fingerprint
 
     root = write_project(tmp_path / "calc", CALC)
-    candidate(root, "calc/ops.py", "return a - b",
-              "import os\n    os.makedirs('tests/__pycache__', exist_ok=True)\n"
-              "    open('tests/__pycache__/test_more.cpython-311-pytest-9.pyc', 'wb').write(b'forged')\n"
-              "    return a + b")
+    candidate(
+        root,
+        "calc/ops.py",
+        "return a - b",
+        "import os\n    os.makedirs('tests/__pycache__', exist_ok=True)\n"
+        "    open('tests/__pycache__/test_more.cpython-311-pytest-9.pyc', 'wb').write(b'forged')\n"
+        "    return a + b",
+    )
     before = fingerprint(root, lambda rel: rel.startswith("tests/"))
     run_tests(root, PYTEST, test_ids=IDS[:1], timeout=60)
     after = fingerprint(root, lambda rel: rel.startswith("tests/"))
@@ -122,10 +151,10 @@ def test_a_run_that_writes_bytecode_into_the_tree_changes_its_fingerprint(tmp_pa
     assert changed_files(after, fingerprint(root, lambda rel: rel.startswith("tests/"))) == []
 
 
-# The first answer poisons the warm server and the tree for the candidates after it (its own tests fail):
-# bytecode for calc/numbers.py that raises at import, left in an ignored __pycache__ that the revert
-# keeps, and FIFOs where the warm server's next request would write its results. Function body only,
-# so it runs in a warm child. The second answer is the right fix.
+# The first answer poisons the warm server and the tree for the candidates after it (its own tests
+# fail): bytecode for calc/numbers.py that raises at import, left in an ignored __pycache__ that the
+# revert keeps, and FIFOs where the warm server's next request would write its results. Function
+# body only, so it runs in a warm child. The second answer is the right fix.
 POISON = """\
 --- a/calc/lists.py
 +++ b/calc/lists.py
@@ -152,10 +181,13 @@ POISON = """\
 
 
 @pytest.mark.slow
-def test_a_poisoned_warm_server_costs_a_fresh_run_never_the_right_fix(make_project, capsys,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_poisoned_warm_server_costs_a_fresh_run_never_the_right_fix(
+    make_project, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = make_project("off_by_one")
-    (project / ".gitignore").write_text("__pycache__/\n")  # as most projects: the bytecode survives a revert
+    (project / ".gitignore").write_text(
+        "__pycache__/\n"
+    )  # as most projects: the bytecode survives a revert
     git(project, "add", "-A")
     git(project, "commit", "-qm", "ignore bytecode")
     broken = forged_pyc(project / "calc" / "numbers.py", "raise ImportError('poisoned bytecode')")
@@ -163,8 +195,20 @@ def test_a_poisoned_warm_server_costs_a_fresh_run_never_the_right_fix(make_proje
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with ScriptedServer([("ok", poison), ("ok", RIGHT)]) as srv:
-        code = main(["run", str(project), "--model", "openai/scripted", "--api-base", srv.base_url, "--no-builtin",
-                     "--max-iterations", "3", "--json"])
+        code = main(
+            [
+                "run",
+                str(project),
+                "--model",
+                "openai/scripted",
+                "--api-base",
+                srv.base_url,
+                "--no-builtin",
+                "--max-iterations",
+                "3",
+                "--json",
+            ]
+        )
         doc: Dict = json.loads(capsys.readouterr().out)
     decisions = [(it["decision"], it.get("reason", "")) for it in doc["iterations"]]
     assert code == 0 and doc["outcome"] == "fixed", (doc["stop_detail"], decisions)

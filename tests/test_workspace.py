@@ -51,13 +51,16 @@ def snapshot(repo: Path) -> Dict[str, object]:
         "index": git(repo, "ls-files", "-s"),
         "stash": git(repo, "stash", "list"),
         "worktrees": git(repo, "worktree", "list", "--porcelain"),
-        "objects": sorted(p.relative_to(repo).as_posix() for p in (repo / ".git" / "objects").rglob("*")),
+        "objects": sorted(
+            p.relative_to(repo).as_posix() for p in (repo / ".git" / "objects").rglob("*")
+        ),
         "files": files,
     }
 
 
 def dirty_repo(tmp_path: Path) -> Path:
-    """A committed project with a stash entry, then staged, unstaged, untracked and ignored changes."""
+    """A committed project with a stash entry, then staged, unstaged, untracked and ignored
+    changes."""
     repo = tmp_path / "proj"
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "mod.py").write_text(MOD)
@@ -124,11 +127,18 @@ def test_user_tree_is_untouched_and_the_workspace_is_its_own_repository(tmp_path
         assert worktree_count(repo) == 1  # never a `git worktree` of the user's repository
         during = snapshot(repo)
         for key in ("head", "symbolic", "refs", "index", "stash", "objects"):
-            assert during[key] == before[key], key  # not even an object: no `git stash create` there
+            assert during[key] == before[key], (
+                key
+            )  # not even an object: no `git stash create` there
         assert not (ws.root / ".git").exists()  # the workspace's repository is outside its tree
         # git run inside the tree finds no repository at all (nothing to walk up to)
-        found = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=ws.root, capture_output=True,
-                               text=True, env={**os.environ, **GIT_ENV})
+        found = subprocess.run(
+            ["git", "rev-parse", "--git-common-dir"],
+            cwd=ws.root,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **GIT_ENV},
+        )
         assert found.returncode != 0 and str(repo) not in found.stdout
         root = ws.root
     assert not root.exists() and not root.parent.exists()
@@ -196,8 +206,13 @@ def test_apply_writes_creates_and_deletes_without_staging(tmp_path: Path) -> Non
     repo = dirty_repo(tmp_path)
     index = git(repo, "ls-files", "-s")
     with open_workspace(repo, run_id="r1", registry_dir=registry(repo)) as ws:
-        ws.write_files({"pkg/mod.py": ws.read_text("pkg/mod.py").replace("line 15\n", "line 15 fixed\n"),
-                        "untracked dir ü/naïve file.py": None, "pkg/added.py": "a = 1\n"})
+        ws.write_files(
+            {
+                "pkg/mod.py": ws.read_text("pkg/mod.py").replace("line 15\n", "line 15 fixed\n"),
+                "untracked dir ü/naïve file.py": None,
+                "pkg/added.py": "a = 1\n",
+            }
+        )
         expected = {rel: (ws.root / rel).read_bytes() for rel in ("pkg/mod.py", "pkg/added.py")}
         diff, start = ws.diff(), ws.start
     written = apply_to_user_tree(repo, diff, start)
@@ -274,7 +289,10 @@ def test_project_in_a_subdirectory_of_a_larger_repo(tmp_path: Path) -> None:
     before = snapshot(mono)
     with open_workspace(project, run_id="r1", registry_dir=registry(project)) as ws:
         assert ws.root.parts[-2:] == ("services", "api")
-        assert ws.read_text("src/api/core.py") == "c = 2\n" and ws.read_text("notes.txt") == "untracked\n"
+        assert (
+            ws.read_text("src/api/core.py") == "c = 2\n"
+            and ws.read_text("notes.txt") == "untracked\n"
+        )
         assert set(ws.start.files) == {"src/api/core.py", "notes.txt"}
         assert ws.source_roots() == [ws.root / "src", ws.root]
         ws.write_files({"src/api/core.py": "c = 3\n"})
@@ -297,7 +315,8 @@ def test_intent_to_add_entries_fall_back_to_a_temporary_index(tmp_path: Path) ->
 
 
 def test_a_pre_commit_hook_environment_does_not_reach_the_users_index(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = dirty_repo(tmp_path)
     before = snapshot(repo)
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))  # as git sets it for hooks
@@ -321,7 +340,10 @@ def test_submodule_contents_are_copied(tmp_path: Path) -> None:
         token = ws.checkpoint()
         ws.write_files({"app.py": "a = 2\n"})
         ws.revert_to(token)
-        assert ws.read_text("vendor/lib/helper.py") == "h = 1\n" and ws.read_text("app.py") == "a = 1\n"
+        assert (
+            ws.read_text("vendor/lib/helper.py") == "h = 1\n"
+            and ws.read_text("app.py") == "a = 1\n"
+        )
         root = ws.root
     assert not root.exists() and worktree_count(app) == 1
 
@@ -337,11 +359,15 @@ def test_ensure_excluded_uses_info_exclude_once(tmp_path: Path) -> None:
 
 def test_clean_stale_workspaces_removes_a_killed_runs_worktree(tmp_path: Path) -> None:
     repo = dirty_repo(tmp_path)
-    script = ("import sys, time; from pathlib import Path; from repairloop.workspace import open_workspace\n"
-              "p = Path(sys.argv[1])\n"
-              "with open_workspace(p, run_id='dead', registry_dir=p / '.repairloop/worktrees') as ws:\n"
-              "    print(ws.root, flush=True); time.sleep(600)\n")
-    child = subprocess.Popen([sys.executable, "-c", script, str(repo)], stdout=subprocess.PIPE, text=True)
+    script = (
+        "import sys, time; from pathlib import Path; from repairloop.workspace import "
+        "open_workspace\np = Path(sys.argv[1])\n"
+        "with open_workspace(p, run_id='dead', registry_dir=p / '.repairloop/worktrees') as ws:\n"
+        "    print(ws.root, flush=True); time.sleep(600)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(repo)], stdout=subprocess.PIPE, text=True
+    )
     root = Path(child.stdout.readline().strip())  # type: ignore[union-attr]
     child.send_signal(signal.SIGKILL)
     child.wait()
@@ -368,24 +394,46 @@ def test_no_git_processes_are_left_behind(tmp_path: Path) -> None:
     assert children.read_text().split() == before
 
 
-def test_source_roots_beat_an_editable_install(tmp_path: Path, make_project: Callable[..., Path]) -> None:
+def test_source_roots_beat_an_editable_install(
+    tmp_path: Path, make_project: Callable[..., Path]
+) -> None:
     project = make_project("src_layout")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    Path(site, "__editable__.textkit-0.1.0.pth").write_text(str(project / "src") + "\n")  # what pip -e writes
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(site, "__editable__.textkit-0.1.0.pth").write_text(
+        str(project / "src") + "\n"
+    )  # what pip -e writes
     with open_workspace(project, run_id="r1", registry_dir=registry(project)) as ws:
         assert ws.source_roots() == [ws.root / "src", ws.root]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, ws.source_roots()))}
-        found = subprocess.run([str(python), "-c", "import textkit; print(textkit.__file__)"],
-                               check=True, capture_output=True, text=True, env=env, cwd=ws.root).stdout
+        found = subprocess.run(
+            [str(python), "-c", "import textkit; print(textkit.__file__)"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ws.root,
+        ).stdout
         assert Path(found.strip()).is_relative_to(ws.root)
         env.pop("PYTHONPATH")
-        original = subprocess.run([str(python), "-c", "import textkit; print(textkit.__file__)"],
-                                  check=True, capture_output=True, text=True, env=env, cwd="/").stdout
-        assert Path(original.strip()).is_relative_to(project)  # the .pth alone would test the user's tree
+        original = subprocess.run(
+            [str(python), "-c", "import textkit; print(textkit.__file__)"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd="/",
+        ).stdout
+        assert Path(original.strip()).is_relative_to(
+            project
+        )  # the .pth alone would test the user's tree
 
 
 # check_repository -----------------------------------------------------------------
@@ -430,8 +478,9 @@ def test_check_repository_refuses_a_merge_in_progress(tmp_path: Path) -> None:
     git(repo, "checkout", "-q", "main")
     (repo / "a.py").write_text("a = 2\n")
     git(repo, "commit", "-q", "-am", "main")
-    merge = subprocess.run(["git", "merge", "other"], cwd=repo, capture_output=True,
-                           env={**os.environ, **GIT_ENV})
+    merge = subprocess.run(
+        ["git", "merge", "other"], cwd=repo, capture_output=True, env={**os.environ, **GIT_ENV}
+    )
     assert merge.returncode != 0 and (repo / ".git" / "MERGE_HEAD").exists()
     _refused(repo, "merge", "in progress")
 
@@ -445,9 +494,12 @@ def test_check_repository_refuses_a_read_only_directory(tmp_path: Path) -> None:
         finally:
             project.chmod(0o755)
         return
-    # root ignores permission bits; an immutable directory stops root too (ext4, CAP_LINUX_IMMUTABLE)
+    # root ignores permission bits; an immutable directory stops root too (ext4,
+    # CAP_LINUX_IMMUTABLE)
     if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(project)]).returncode != 0:
-        pytest.skip("running as root where chattr +i is not available: no way to make a dir read-only")
+        pytest.skip(
+            "running as root where chattr +i is not available: no way to make a dir read-only"
+        )
     try:
         _refused(project, "cannot write", ".repairloop")
     finally:
@@ -459,7 +511,11 @@ def test_untracked_symlinks_are_copied_as_links(tmp_path: Path) -> None:
     (repo / "alias.py").symlink_to("pkg/other.py")
     with open_workspace(repo, run_id="r1", registry_dir=registry(repo)) as ws:
         assert os.readlink(ws.root / "alias.py") == "pkg/other.py"
-        assert ws.start.files["alias.py"] == hash_file(repo / "alias.py") != hash_file(repo / "pkg/other.py")
+        assert (
+            ws.start.files["alias.py"]
+            == hash_file(repo / "alias.py")
+            != hash_file(repo / "pkg/other.py")
+        )
 
 
 def test_write_files_refuses_paths_outside_the_workspace(tmp_path: Path) -> None:
@@ -471,12 +527,20 @@ def test_write_files_refuses_paths_outside_the_workspace(tmp_path: Path) -> None
     assert not (tmp_path / "escape.py").exists()
 
 
-@pytest.mark.parametrize("patch, words", [
-    ("", "cannot be read"),
-    ("--- a/../outside.txt\n+++ b/../outside.txt\n@@ -0,0 +1 @@\n+x\n", "outside the project"),
-    ("--- a/pkg/other.py\n+++ b/pkg/other.py\n@@ -1 +1 @@\n-x = 999\n+x = 4\n", "does not apply"),
-])
-def test_apply_refuses_bad_patches_and_writes_nothing(tmp_path: Path, patch: str, words: str) -> None:
+@pytest.mark.parametrize(
+    "patch, words",
+    [
+        ("", "cannot be read"),
+        ("--- a/../outside.txt\n+++ b/../outside.txt\n@@ -0,0 +1 @@\n+x\n", "outside the project"),
+        (
+            "--- a/pkg/other.py\n+++ b/pkg/other.py\n@@ -1 +1 @@\n-x = 999\n+x = 4\n",
+            "does not apply",
+        ),
+    ],
+)
+def test_apply_refuses_bad_patches_and_writes_nothing(
+    tmp_path: Path, patch: str, words: str
+) -> None:
     repo = dirty_repo(tmp_path)
     with open_workspace(repo, run_id="r1", registry_dir=registry(repo)) as ws:
         start = ws.start
@@ -493,8 +557,9 @@ def test_check_repository_refuses_unresolved_conflicts(tmp_path: Path) -> None:
     git(repo, "stash", "push", "-q")
     (repo / "a.py").write_text("a = 2\n")
     git(repo, "commit", "-q", "-am", "two")
-    pop = subprocess.run(["git", "stash", "pop"], cwd=repo, capture_output=True,
-                         env={**os.environ, **GIT_ENV})
+    pop = subprocess.run(
+        ["git", "stash", "pop"], cwd=repo, capture_output=True, env={**os.environ, **GIT_ENV}
+    )
     assert pop.returncode != 0 and git(repo, "ls-files", "-u")
     _refused(repo, "unresolved", "conflicts")
 
@@ -502,7 +567,9 @@ def test_check_repository_refuses_unresolved_conflicts(tmp_path: Path) -> None:
 def test_check_repository_explains_dubious_ownership(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to give the repository to another user")
-    trusted = subprocess.run(["git", "config", "--get-all", "safe.directory"], capture_output=True, text=True)
+    trusted = subprocess.run(
+        ["git", "config", "--get-all", "safe.directory"], capture_output=True, text=True
+    )
     if "*" in trusted.stdout.split():
         pytest.skip("git is configured to trust every directory (safe.directory=*)")
     repo = init_repo(_tree(tmp_path / "theirs", {"a.py": "a\n"}))
@@ -511,7 +578,9 @@ def test_check_repository_explains_dubious_ownership(tmp_path: Path) -> None:
 
 
 def test_an_untracked_project_inside_a_larger_repo_is_copied(tmp_path: Path) -> None:
-    home = init_repo(_tree(tmp_path / "home", {".gitignore": "*\n!.gitignore\n"}))  # a dotfiles repo
+    home = init_repo(
+        _tree(tmp_path / "home", {".gitignore": "*\n!.gitignore\n"})
+    )  # a dotfiles repo
     project = _tree(home / "code" / "proj", {"m.py": "m = 1\n"})
     with open_workspace(project, run_id="r1", registry_dir=registry(project)) as ws:
         assert ws.start.head is None and ws.read_text("m.py") == "m = 1\n"
@@ -525,19 +594,26 @@ def test_an_untracked_nested_repository_is_copied_as_files(tmp_path: Path) -> No
     nested = _tree(repo / "vendored", {"v.py": "v = 1\n"})
     git(nested, "init", "-q")
     with open_workspace(repo, run_id="r1", registry_dir=registry(repo)) as ws:
-        assert ws.read_text("vendored/v.py") == "v = 1\n" and not (ws.root / "vendored/.git").exists()
+        assert (
+            ws.read_text("vendored/v.py") == "v = 1\n" and not (ws.root / "vendored/.git").exists()
+        )
         assert "vendored/v.py" in ws.start.files
         ws.write_files({"vendored/v.py": "v = 2\n"})
         assert "+v = 2\n" in ws.diff()
 
 
-PEOPLE = "class People:\n    def is_adult(self, person):\n" + "".join(f"        x{i} = {i}\n" for i in range(8)) \
+PEOPLE = (
+    "class People:\n    def is_adult(self, person):\n"
+    + "".join(f"        x{i} = {i}\n" for i in range(8))
     + "        return person.age > 18\n"
+)
 
 
 def test_a_patch_names_the_method_it_changes_not_its_class(tmp_path: Path) -> None:
-    """Seen on a real project: `stats` grouped every repair inside a class under `class X:`, git's default
-    hunk heading (the last unindented line). The workspace gives Python files git's python diff driver."""
+    """Seen on a real project: `stats` grouped every repair inside a class under `class X:`, git's
+    default hunk heading (the last unindented line). The workspace gives Python files git's python
+    diff
+    driver."""
     from repairloop.reports.stats import repaired_code
 
     repo = tmp_path / "proj"

@@ -3,10 +3,10 @@
 DESIGN.md's "Failure kinds" table is the spec. Each failing ``TestResult``
 goes through ``rules.RULES`` (first match wins): environment, timeout,
 test_config, syntax, imports (dependency, or a project module: logic /
-test_config; an extension not built is environment), conftest, logic. A run that was killed, or is not green without any
-failing result (command not found, broken conftest, no tests collected),
-adds one ``<session>`` failure classified by ``session.py`` from the exit
-code and the output. flaky is never set here: the loop decides it by re-runs.
+test_config; an extension not built is environment), conftest, logic. A run that was killed, or is
+not green without any failing result (command not found, broken conftest, no tests collected), adds
+one ``<session>`` failure classified by ``session.py`` from the exit code and the output. flaky is
+never set here: the loop decides it by re-runs.
 
 Submodules: ``evidence`` (normalising a result, the run's facts), ``rules``,
 ``imports`` (import failures), ``services`` (an unreachable service and its
@@ -27,7 +27,11 @@ from repairloop.classify.whole_run import SESSION_ID, session_failure, signal_of
 from repairloop.types import Failure, FailureKind, InterpreterQuery, TestReport
 
 __all__ = [
-    "BLOCKING_PRIORITY", "SESSION_ID", "blocking_kind", "classify_report", "distribution_for",
+    "BLOCKING_PRIORITY",
+    "SESSION_ID",
+    "blocking_kind",
+    "classify_report",
+    "distribution_for",
     "overall_kind",
 ]
 
@@ -42,7 +46,9 @@ BLOCKING_PRIORITY: Tuple[FailureKind, ...] = (
 )
 
 
-def classify_report(report: TestReport, project: Path, *, interpreter: Optional[InterpreterQuery] = None) -> Tuple[Failure, ...]:
+def classify_report(
+    report: TestReport, project: Path, *, interpreter: Optional[InterpreterQuery] = None
+) -> Tuple[Failure, ...]:
     """Classify every failing result of ``report`` (DESIGN.md "Failure kinds").
 
     Returns one ``Failure`` per failing ``TestResult`` (collection errors
@@ -61,15 +67,20 @@ def classify_report(report: TestReport, project: Path, *, interpreter: Optional[
         return project_modules(project)
 
     facts = run_facts(report)
-    failures = tuple(classify_result(r, project, interpreter, modules, facts) for r in report.failing)
+    failures = tuple(
+        classify_result(r, project, interpreter, modules, facts) for r in report.failing
+    )
     killed = report.timed_out or signal_of(report) is not None
     if report.green or (failures and not killed):
         return failures
     return failures + (session_failure(report, project, interpreter, modules),)
 
 
-def blocking_kind(failures: Sequence[Failure], retry_kinds: Sequence[str] = ("logic",)) -> Optional[FailureKind]:
-    """The first kind of ``BLOCKING_PRIORITY`` present in ``failures`` and not in ``retry_kinds``, or None.
+def blocking_kind(
+    failures: Sequence[Failure], retry_kinds: Sequence[str] = ("logic",)
+) -> Optional[FailureKind]:
+    """The first kind of ``BLOCKING_PRIORITY`` present in ``failures`` and not in ``retry_kinds``,
+    or None.
 
     ``retry_kinds`` holds kind values (settings' ``retry_kinds``). logic and
     flaky failures never block.

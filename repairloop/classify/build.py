@@ -16,7 +16,9 @@ import re
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Tuple
 
-_SKIP = frozenset({"node_modules", "__pycache__", "build", "dist", "site-packages", ".git", ".tox", ".nox"})
+_SKIP = frozenset(
+    {"node_modules", "__pycache__", "build", "dist", "site-packages", ".git", ".tox", ".nox"}
+)
 _SOURCE_SUFFIXES = (".pyx", ".c", ".cpp", ".cc", ".rs")
 _PYINIT = re.compile(rb"PyInit_(\w+)|PYBIND11_MODULE\(\s*(\w+)|NB_MODULE\(\s*(\w+)")
 _DECLARED = (
@@ -26,22 +28,39 @@ _DECLARED = (
     re.compile(r"module-name\s*=\s*['\"]([\w.]+)['\"]"),  # [tool.maturin]
     re.compile(r"extension_module\(\s*['\"](\w+)['\"]"),  # meson-python
 )
-# Commands that build extensions in place, in the order they are preferred when a file names several.
+# Commands that build extensions in place, in the order they are preferred when a file names
+# several.
 _BUILD_COMMANDS = re.compile(
     r"(python[\d.]*\s+setup\.py\s+build_ext\s+(?:--inplace|-i)\b|python[\d.]*\s+setup\.py\s+develop\b|"
     r"(?:python[\d.]*\s+-m\s+)?pip3?\s+install\s+(?:--no-build-isolation\s+)?(?:-e|--editable)\s+[.\w\[\]\",-]+|"
     r"maturin\s+develop\b[^\n;&|]*|uv\s+pip\s+install\s+-e\s+\S+)"
 )
-_WHERE_TO_LOOK = ("Makefile", "makefile", "justfile", "CONTRIBUTING.md", "CONTRIBUTING.rst", "README.md", "README.rst",
-                  "tox.ini", "noxfile.py", "setup.cfg", "pyproject.toml")
+_WHERE_TO_LOOK = (
+    "Makefile",
+    "makefile",
+    "justfile",
+    "CONTRIBUTING.md",
+    "CONTRIBUTING.rst",
+    "README.md",
+    "README.rst",
+    "tox.ini",
+    "noxfile.py",
+    "setup.cfg",
+    "pyproject.toml",
+)
 _WALK_LIMIT = 3000  # files looked at
 
 
 def _files(project: Path) -> Iterator[Path]:
     seen = 0
     for dirpath, dirnames, filenames in os.walk(project):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP and not d.startswith(".")
-                       and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))]
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d not in _SKIP
+            and not d.startswith(".")
+            and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))
+        ]
         for name in filenames:
             seen += 1
             if seen > _WALK_LIMIT:
@@ -61,7 +80,8 @@ def _dotted(project: Path, path: Path, name: str) -> str:
 
 @functools.lru_cache(maxsize=8)
 def extension_modules(project: Path) -> Dict[str, str]:
-    """Dotted module name -> project-relative file that declares or implements it (a source or build file).
+    """Dotted module name -> project-relative file that declares or implements it (a source or build
+    file).
 
     From ``.pyx`` files, C/C++ files that define ``PyInit_<name>`` (or a
     pybind11/nanobind module), and the names ``setup.py``, ``pyproject.toml``
@@ -84,7 +104,8 @@ def extension_modules(project: Path) -> Dict[str, str]:
 
 
 def extension_for(module: str, project: Path) -> Optional[Tuple[str, str]]:
-    """``(module name, declaring file)`` when ``module`` (dotted) is one of the project's extensions."""
+    """``(module name, declaring file)`` when ``module`` (dotted) is one of the project's
+    extensions."""
     known = extension_modules(project)
     if module in known:
         return module, known[module]

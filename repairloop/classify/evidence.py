@@ -31,13 +31,17 @@ _EXC_LINE = re.compile(
     r"^(?:E\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failed|Timeout))"
     r"(?::\s?(.*))?$"
 )
-_TRAILER = re.compile(r"^\S.*?:\d+: ((?:[A-Za-z_]\w*\.)*[A-Z]\w*)$")  # "tests/t.py:9: AssertionError"
+_TRAILER = re.compile(
+    r"^\S.*?:\d+: ((?:[A-Za-z_]\w*\.)*[A-Z]\w*)$"
+)  # "tests/t.py:9: AssertionError"
 _PYTEST_FRAME = re.compile(r"^(\S.*?\.py):(\d+): in (\S+)$")
 PYTHON_FRAME = re.compile(r'File "(.+?)", line (\d+)(?:, in (\S+))?')
 _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist"}) | NOT_PROJECT_DIRS
 # Messages that already say what they are: no "Type: " prefix.
 _BARE_MESSAGE_TYPES = frozenset({"AssertionError", "FixtureLookupError", "Failed"})
-_FRAME_HEADER = re.compile(r"^\S+:\d+: in \S+$")  # pytest's --tb=short frame line: path:line: in name
+_FRAME_HEADER = re.compile(
+    r"^\S+:\d+: in \S+$"
+)  # pytest's --tb=short frame line: path:line: in name
 
 
 def project_modules(project: Path) -> FrozenSet[str]:
@@ -49,8 +53,10 @@ def project_modules(project: Path) -> FrozenSet[str]:
     names = set()
     for dirpath, dirnames, filenames in os.walk(project):
         dirnames[:] = [
-            d for d in dirnames
-            if d not in _SKIP_DIRS and not d.startswith(".")
+            d
+            for d in dirnames
+            if d not in _SKIP_DIRS
+            and not d.startswith(".")
             and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))
         ]
         for name in filenames:
@@ -77,7 +83,8 @@ def parse_frames(text: str) -> Tuple[Frame, ...]:
 
 
 def _exception_in_text(text: str) -> Tuple[Optional[str], str]:
-    """(type, message) of the last exception line in ``text``, else of a ``path:line: Type`` trailer."""
+    """(type, message) of the last exception line in ``text``, else of a ``path:line: Type``
+    trailer."""
     found_type, found_message, trailer_type = None, "", None
     for line in text.splitlines():
         if line.startswith(" "):
@@ -126,7 +133,8 @@ def run_facts(report: TestReport) -> RunFacts:
 
 @dataclass(frozen=True)
 class FailureEvidence:
-    """One failing result as the rules see it. ``text`` is pytest's failure text plus the message."""
+    """One failing result as the rules see it. ``text`` is pytest's failure text plus the
+    message."""
 
     result: TestResult
     exc_type: Optional[str]
@@ -140,16 +148,22 @@ class FailureEvidence:
 
     @property
     def causes(self) -> Tuple[str, ...]:
-        """``module.Type: message`` of the exceptions this one was raised from (the runner's plugin)."""
+        """``module.Type: message`` of the exceptions this one was raised from (the runner's
+        plugin)."""
         return self.result.causes
 
-    def failure(self, kind: FailureKind, message: str = "", hint: str = "",
-                location: Optional[str] = None) -> Failure:
+    def failure(
+        self, kind: FailureKind, message: str = "", hint: str = "", location: Optional[str] = None
+    ) -> Failure:
         """A Failure of ``kind`` for this result; retryable exactly when the kind is logic."""
         return Failure(
-            test_id=self.result.test_id, kind=kind, retryable=kind is FailureKind.LOGIC,
-            message=(message or self.message)[:2000], hint=hint,
-            location=location or default_location(self.frames), exc_type=self.exc_type,
+            test_id=self.result.test_id,
+            kind=kind,
+            retryable=kind is FailureKind.LOGIC,
+            message=(message or self.message)[:2000],
+            hint=hint,
+            location=location or default_location(self.frames),
+            exc_type=self.exc_type,
             frames=self.frames,
         )
 
@@ -161,8 +175,13 @@ def _strip_project(text: str, project: Path) -> str:
     return text
 
 
-def make_evidence(result: TestResult, project: Path, interpreter: Optional[InterpreterQuery],
-                  modules: Callable[[], FrozenSet[str]], facts: RunFacts = RunFacts()) -> FailureEvidence:
+def make_evidence(
+    result: TestResult,
+    project: Path,
+    interpreter: Optional[InterpreterQuery],
+    modules: Callable[[], FrozenSet[str]],
+    facts: RunFacts = RunFacts(),
+) -> FailureEvidence:
     """Normalise ``result``: exception type and message, project-relative frames."""
     text = "\n".join(part for part in (result.longrepr, result.message) if part)
     exc_type, message = result.exc_type, result.message.strip()
@@ -172,23 +191,38 @@ def make_evidence(result: TestResult, project: Path, interpreter: Optional[Inter
     if not message and not exc_type:
         message = _last_said(text)
     if exc_type and not message:
-        message = exc_type  # an exception without a value (`raise ValueError()`): its type is what it said
+        # an exception without a value (`raise ValueError()`): its type is what it said
+        message = exc_type
     elif exc_type and exc_type not in _BARE_MESSAGE_TYPES and not message.startswith(exc_type):
         message = f"{exc_type}: {message}"
     frames = result.frames or parse_frames(result.longrepr)
     roots = root_forms(project)
     frames = tuple(replace(f, path=relative_to(f.path, roots) or f.path) for f in frames)
-    return FailureEvidence(result, exc_type, _strip_project(message, project), text, frames, project,
-                    interpreter, modules, facts)
+    return FailureEvidence(
+        result,
+        exc_type,
+        _strip_project(message, project),
+        text,
+        frames,
+        project,
+        interpreter,
+        modules,
+        facts,
+    )
 
 
 def _last_said(text: str) -> str:
     """What a failure text says last: its last ``E`` line, else its last line that is no traceback
-    furniture (``self = <...>``, a ``def`` line, ``Traceback (most recent call last):``, a frame header)."""
+    furniture (``self = <...>``, a ``def`` line, ``Traceback (most recent call last):``, a frame
+    header)."""
     lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
     said = [line[1:].strip() for line in lines if line.startswith("E ")]
-    plain = [line.strip() for line in lines if not line.startswith((" ", "self = ", "def ", "async def ", "Traceback ",
-                                                                     "E ", ">")) and not _FRAME_HEADER.match(line)]
+    plain = [
+        line.strip()
+        for line in lines
+        if not line.startswith((" ", "self = ", "def ", "async def ", "Traceback ", "E ", ">"))
+        and not _FRAME_HEADER.match(line)
+    ]
     return (said or plain or [""])[-1]
 
 

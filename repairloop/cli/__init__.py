@@ -30,13 +30,15 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Repair failing tests: classify every failure, then loop candidate patches through your test suite.",
+    help="Repair failing tests: classify every failure, then loop candidate patches through your "
+    "test suite.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
 def _print_version(value: bool) -> None:
-    """``--version``: the installed distribution's version (the source tree's when not installed)."""
+    """``--version``: the installed distribution's version (the source tree's when not
+    installed)."""
     if not value:
         return
     from importlib.metadata import PackageNotFoundError, version
@@ -53,8 +55,13 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _options(
-    show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                      help="Print repairloop's version and exit."),
+    show_version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print repairloop's version and exit.",
+    ),
 ) -> None:
     # Options before the command (only --version); eager, so nothing else is parsed or imported.
     return None
@@ -62,12 +69,21 @@ def _options(
 
 # Registration order is the order `repairloop --help` lists the commands in.
 _COMMANDS = (
-    repair.run, repair.resume, repair.clean, repair.classify,
-    history.report, history.runs, history.stats, integrations.hook, integrations.ci,
+    repair.run,
+    repair.resume,
+    repair.clean,
+    repair.classify,
+    history.report,
+    history.runs,
+    history.stats,
+    integrations.hook,
+    integrations.ci,
 )
 for _command in _COMMANDS:
     app.command()(_command)
-app.add_typer(bench_app, name="bench")  # a group: `bench CASES_DIR` (its default command, run) and `bench merge`
+app.add_typer(
+    bench_app, name="bench"
+)  # a group: `bench CASES_DIR` (its default command, run) and `bench merge`
 
 
 def _terminated(signum: int, frame: Any) -> None:
@@ -101,7 +117,8 @@ def main(argv: Optional[List[str]] = None, *, runner: Optional["RunnerFactory"] 
 
 
 def _main_json(args: List[str], runner: Optional["RunnerFactory"]) -> int:
-    """Like standalone mode, but a usage error click finds (bad option or value) also prints the JSON error."""
+    """Like standalone mode, but a usage error click finds (bad option or value) also prints the
+    JSON error."""
     # click's base exception, whether typer uses click or (typer >= 0.29) its own copy of it.
     click_exception = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
     try:
@@ -110,7 +127,11 @@ def _main_json(args: List[str], runner: Optional["RunnerFactory"]) -> int:
         err.show()
         exit_code: int = err.exit_code
         ctx = getattr(err, "ctx", None)
-        words = ["repairloop", *(ctx.command_path.split(" ")[1:] if ctx is not None else []), "--help"]
+        words = [
+            "repairloop",
+            *(ctx.command_path.split(" ")[1:] if ctx is not None else []),
+            "--help",
+        ]
         hint = f"see '{' '.join(words)}'"
         json_error("usage", err.format_message(), hint, exit_code)
         return exit_code

@@ -38,15 +38,16 @@ OUTCOME_EXIT = {
 
 
 def exit_code_of(result: RunResult) -> ExitCode:
-    """The exit code of a finished run: 130 when it stopped because it was interrupted, else by outcome."""
+    """The exit code of a finished run: 130 when it stopped because it was interrupted, else by
+    outcome."""
     if result.stop_reason is StopReason.INTERRUPTED:
         return ExitCode.INTERRUPTED
     return OUTCOME_EXIT[result.outcome]
 
 
 def given_runner(ctx: typer.Context) -> Optional["RunnerFactory"]:
-    """The TestRunner factory ``main(runner=...)`` was given (a library user's, a test's canned runner);
-    None: the loop's own (``TestSuite``, the project's tests in the sandbox)."""
+    """The TestRunner factory ``main(runner=...)`` was given (a library user's, a test's canned
+    runner); None: the loop's own (``TestSuite``, the project's tests in the sandbox)."""
     return ctx.obj if callable(ctx.obj) else None
 
 
@@ -80,20 +81,32 @@ def guarded(action: Callable[[], int], as_json: bool = False) -> None:
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)  # RunInterrupted: the run that was under way
         resume = f"repairloop resume {run_id}" if run_id else "repairloop resume"
-        err_console().print(f"repairloop: interrupted; your files are as they were. `{resume}` goes on with the run.")
+        err_console().print(
+            f"repairloop: interrupted; your files are as they were. `{resume}` goes on with the "
+            f"run."
+        )
         code = int(ExitCode.INTERRUPTED)
         if as_json:
-            json_error("interrupted", "interrupted", f"{resume} continues the run", code, run_id=run_id)
+            json_error(
+                "interrupted", "interrupted", f"{resume} continues the run", code, run_id=run_id
+            )
     except Exception as err:  # a bug of ours: say so plainly, never a bare traceback
         console = err_console()
         console.print(f"repairloop: internal error: {type(err).__name__}: {err}")
-        console.print("Your files are as they were. The run's journal is under .repairloop/runs/; "
-                      "please report this with it (REPAIRLOOP_DEBUG=1 shows the traceback).")
+        console.print(
+            "Your files are as they were. The run's journal is under .repairloop/runs/; "
+            "please report this with it (REPAIRLOOP_DEBUG=1 shows the traceback)."
+        )
         if os.environ.get("REPAIRLOOP_DEBUG"):
             console.print_exception()
         code = int(ExitCode.NOT_FIXED)
         if as_json:
-            json_error("internal", f"{type(err).__name__}: {err}", "please report this with the run's journal", code)
+            json_error(
+                "internal",
+                f"{type(err).__name__}: {err}",
+                "please report this with the run's journal",
+                code,
+            )
     raise typer.Exit(code)
 
 
@@ -105,26 +118,32 @@ def _error_kind(class_name: str) -> str:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C while a run was under way outside its loop (creating or removing its workspace): ``run_id``
-    is that run's, for the message and the ``--json`` error (``repairloop resume RUN_ID``)."""
+    """Ctrl-C while a run was under way outside its loop (creating or removing its workspace):
+    ``run_id`` is that run's, for the message and the ``--json`` error (``repairloop resume
+    RUN_ID``)."""
 
     def __init__(self, run_id: str) -> None:
         super().__init__(run_id)
         self.run_id = run_id
 
 
-def json_error(kind: str, message: str, hint: str, code: int, *, run_id: Optional[str] = None) -> None:
+def json_error(
+    kind: str, message: str, hint: str, code: int, *, run_id: Optional[str] = None
+) -> None:
     """Write ``{"error": {"kind", "message", "hint", "exit_code"}}`` (indented JSON) to stdout.
 
     ``kind`` is snake_case (``config``, ``usage``, ``interrupted``, ``internal``...);
-    ``code`` is the exit code the process is about to return; ``run_id`` is added when a run had started.
+    ``code`` is the exit code the process is about to return; ``run_id`` is added when a run had
+    started.
     """
     error: Dict[str, Any] = {"kind": kind, "message": message, "hint": hint, "exit_code": code}
     document = {"error": {**error, "run_id": run_id} if run_id else error}
     sys.stdout.write(json.dumps(document, indent=2) + "\n")
 
 
-def check_usage(*, model: Optional[List[str]] = None, yes: bool = False, apply: bool = False) -> None:
+def check_usage(
+    *, model: Optional[List[str]] = None, yes: bool = False, apply: bool = False
+) -> None:
     """Flag combinations that would otherwise be silently ignored.
 
     Raises ConfigError (exit 2) for ``--yes`` without ``--apply`` and for an empty
@@ -133,12 +152,16 @@ def check_usage(*, model: Optional[List[str]] = None, yes: bool = False, apply: 
     from repairloop.errors import ConfigError
 
     if yes and not apply:
-        raise ConfigError("--yes was given without --apply; --yes only answers the question --apply asks",
-                          hint="add --apply to write the patch to your files without asking, or drop --yes")
+        raise ConfigError(
+            "--yes was given without --apply; --yes only answers the question --apply asks",
+            hint="add --apply to write the patch to your files without asking, or drop --yes",
+        )
     if model and any(not m.strip() for m in model):
-        raise ConfigError("--model was given an empty name",
-                          hint="pass a model name (--model openai/gpt-4o-mini, --model builtin), "
-                               "or leave --model out for the default chain")
+        raise ConfigError(
+            "--model was given an empty name",
+            hint="pass a model name (--model openai/gpt-4o-mini, --model builtin), "
+            "or leave --model out for the default chain",
+        )
 
 
 def project_settings(path: Path, flags: Dict[str, Any]) -> Any:
@@ -165,7 +188,8 @@ def print_notices(notices: Any) -> None:
 
 
 def warn_unknown_env() -> None:
-    """One stderr line per REPAIRLOOP_* variable that is no setting (a typo would otherwise do nothing)."""
+    """One stderr line per REPAIRLOOP_* variable that is no setting (a typo would otherwise do
+    nothing)."""
     from repairloop.settings import unknown_env_warnings
 
     for warning in unknown_env_warnings(os.environ):

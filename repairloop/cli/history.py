@@ -19,12 +19,19 @@ from repairloop.types import ExitCode
 
 
 def report(
-    run_id: Optional[str] = typer.Argument(None, metavar="[RUN_ID|latest]", help="Run id, unique prefix or run directory (default: latest)."),
+    run_id: Optional[str] = typer.Argument(
+        None,
+        metavar="[RUN_ID|latest]",
+        help="Run id, unique prefix or run directory (default: latest).",
+    ),
     path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
     fmt: str = typer.Option("text", "--format", "-f", help=f"One of: {formats_help()}."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Write the report to this file instead of stdout."
+    ),
 ) -> None:
-    """Explain a run from its journal: per iteration the failure shown, model, tokens, cost, diff, tests, decision."""
+    """Explain a run from its journal: per iteration the failure shown, model, tokens, cost, diff,
+    tests, decision."""
 
     def body() -> int:
         from repairloop.reports import find_run, load_run, render
@@ -57,10 +64,13 @@ def runs(
 
 def stats(
     path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
-    since: Optional[str] = typer.Option(None, "--since", help="Only runs started on or after this date (YYYY-MM-DD)."),
+    since: Optional[str] = typer.Option(
+        None, "--since", help="Only runs started on or after this date (YYYY-MM-DD)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Fix rate, iterations and cost per fix, stop reasons, failure kinds; flags faults that keep coming back."""
+    """Fix rate, iterations and cost per fix, stop reasons, failure kinds; flags faults that keep
+    coming back."""
 
     def body() -> int:
         from repairloop.reports import compute_stats, load_runs, parse_since, render_stats
@@ -68,14 +78,18 @@ def stats(
         if not path.is_dir():
             raise not_a_directory(path)
         figures = compute_stats(load_runs(path, parse_since(since) if since else None))
-        _emit(json.dumps(figures.to_json(), indent=2) + "\n" if as_json else render_stats(figures), None)
+        _emit(
+            json.dumps(figures.to_json(), indent=2) + "\n" if as_json else render_stats(figures),
+            None,
+        )
         return int(ExitCode.OK)
 
     guarded(body, as_json)
 
 
 def _emit(text: str, output: Optional[Path]) -> None:
-    """Write a command's document to stdout, or to ``output`` (ProjectError if it cannot be written)."""
+    """Write a command's document to stdout, or to ``output`` (ProjectError if it cannot be
+    written)."""
     if output is None:
         sys.stdout.write(text)
         return
@@ -84,4 +98,6 @@ def _emit(text: str, output: Optional[Path]) -> None:
     except OSError as err:
         from repairloop.errors import ProjectError
 
-        raise ProjectError(f"cannot write {output}: {err.strerror}", hint="pick a writable path for --output") from None
+        raise ProjectError(
+            f"cannot write {output}: {err.strerror}", hint="pick a writable path for --output"
+        ) from None

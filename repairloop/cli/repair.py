@@ -34,27 +34,61 @@ if TYPE_CHECKING:
 def run(
     ctx: typer.Context,
     path: Path = PathArg,
-    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
-    junit_xml: Optional[str] = typer.Option(None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."),
-    model: Optional[List[str]] = typer.Option(None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."),
-    api_base: Optional[str] = typer.Option(None, "--api-base", help="OpenAI-compatible server URL (Ollama, vLLM, LM Studio)."),
+    test_cmd: Optional[str] = typer.Option(
+        None, "--test-cmd", help="Test command (default: python -m pytest)."
+    ),
+    junit_xml: Optional[str] = typer.Option(
+        None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."
+    ),
+    model: Optional[List[str]] = typer.Option(
+        None, "--model", "-m", help="Model (litellm name or 'builtin'); repeat for a chain."
+    ),
+    api_base: Optional[str] = typer.Option(
+        None, "--api-base", help="OpenAI-compatible server URL (Ollama, vLLM, LM Studio)."
+    ),
     edit_format: Optional[List[str]] = typer.Option(
-        None, "--edit-format", help="Answer format: auto, diff, search_replace, whole; or MODEL=FORMAT (repeatable)."),
-    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Iteration budget."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Token budget (prompt + completion)."),
+        None,
+        "--edit-format",
+        help="Answer format: auto, diff, search_replace, whole; or MODEL=FORMAT (repeatable).",
+    ),
+    max_iterations: Optional[int] = typer.Option(
+        None, "--max-iterations", help="Iteration budget."
+    ),
+    max_tokens: Optional[int] = typer.Option(
+        None, "--max-tokens", help="Token budget (prompt + completion)."
+    ),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Cost budget in USD."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-clock budget of the whole run, seconds."),
-    test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
-    per_test_timeout: Optional[float] = typer.Option(None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."),
-    final_runs: Optional[int] = typer.Option(None, "--final-runs", help="Full-suite runs a fix must pass (flaky check)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Offline engine: candidates validated in parallel."),
-    no_builtin: bool = typer.Option(False, "--no-builtin", help="Do not fall back to the offline engine."),
-    allow_test_edits: bool = typer.Option(False, "--allow-test-edits", help="Let candidates edit test files."),
-    apply: bool = typer.Option(False, "--apply", help="Write the final patch to your files (asks first on a terminal)."),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", help="Wall-clock budget of the whole run, seconds."
+    ),
+    test_timeout: Optional[float] = typer.Option(
+        None, "--test-timeout", help="Seconds for one run of the test command."
+    ),
+    per_test_timeout: Optional[float] = typer.Option(
+        None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."
+    ),
+    final_runs: Optional[int] = typer.Option(
+        None, "--final-runs", help="Full-suite runs a fix must pass (flaky check)."
+    ),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="Offline engine: candidates validated in parallel."
+    ),
+    no_builtin: bool = typer.Option(
+        False, "--no-builtin", help="Do not fall back to the offline engine."
+    ),
+    allow_test_edits: bool = typer.Option(
+        False, "--allow-test-edits", help="Let candidates edit test files."
+    ),
+    apply: bool = typer.Option(
+        False, "--apply", help="Write the final patch to your files (asks first on a terminal)."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="With --apply: do not ask."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout; progress goes to stderr."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON document on stdout; progress goes to stderr."
+    ),
 ) -> None:
-    """Repair the failing tests of PATH in an isolated workspace; your files change only with --apply."""
+    """Repair the failing tests of PATH in an isolated workspace; your files change only with
+    --apply."""
     flags = {
         "test_cmd": test_cmd,
         "junit_xml": junit_xml,
@@ -72,18 +106,38 @@ def run(
         "allow_test_edits": True if allow_test_edits else None,
         **_edit_format_flags(edit_format or []),
     }
-    guarded(lambda: _run(path, flags, apply=apply, yes=yes, as_json=as_json, model=model, runner=given_runner(ctx)), as_json)
+    guarded(
+        lambda: _run(
+            path,
+            flags,
+            apply=apply,
+            yes=yes,
+            as_json=as_json,
+            model=model,
+            runner=given_runner(ctx),
+        ),
+        as_json,
+    )
 
 
 def _edit_format_flags(values: List[str]) -> Dict[str, Any]:
-    """``--edit-format whole`` sets edit_format; ``--edit-format MODEL=whole`` sets that model's format."""
+    """``--edit-format whole`` sets edit_format; ``--edit-format MODEL=whole`` sets that model's
+    format."""
     plain = [v for v in values if "=" not in v]
     per_model = dict(v.rsplit("=", 1) for v in values if "=" in v)
     return {"edit_format": plain[-1] if plain else None, "model_edit_formats": per_model or None}
 
 
-def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: bool, model: Optional[List[str]],
-         runner: Optional["RunnerFactory"] = None) -> int:
+def _run(
+    path: Path,
+    flags: Dict[str, Any],
+    *,
+    apply: bool,
+    yes: bool,
+    as_json: bool,
+    model: Optional[List[str]],
+    runner: Optional["RunnerFactory"] = None,
+) -> int:
     from repairloop.loop.driver import iterate, new_run_id, run_dir_for
 
     check_usage(model=model, yes=yes, apply=apply)
@@ -94,7 +148,9 @@ def _run(path: Path, flags: Dict[str, Any], *, apply: bool, yes: bool, as_json: 
     try:
         events = iterate(settings, path, apply=apply, confirm=confirm, run_id=run_id, runner=runner)
         return _show(console, events, as_json, confirm)
-    except KeyboardInterrupt as exc:  # outside the loop (its own Ctrl-C ends in a result): say which run
+    except (
+        KeyboardInterrupt
+    ) as exc:  # outside the loop (its own Ctrl-C ends in a result): say which run
         if not run_dir_for(path.resolve(), run_id).is_dir():
             raise  # it had not started: nothing to resume
         raise RunInterrupted(run_id) from exc
@@ -120,8 +176,11 @@ def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = No
         return int(ExitCode.OK)
     render_result(console, result, show_patch=asked is None or not asked.shown)
     if result.stop_reason is StopReason.INTERRUPTED:
-        console.print(f"repairloop: interrupted; your files are as they were. `repairloop resume {result.run_id}` "
-                      "goes on with this run.")
+        console.print(
+            f"repairloop: interrupted; your files are as they were. `repairloop resume "
+            f"{result.run_id}` "
+            "goes on with this run."
+        )
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     return int(exit_code_of(result))
@@ -129,13 +188,18 @@ def _show(console: Any, events: Any, as_json: bool, asked: Optional["_Ask"] = No
 
 def resume(
     ctx: typer.Context,
-    run_id: Optional[str] = typer.Argument(None, help="Run id or unique prefix (default: the latest run)."),
+    run_id: Optional[str] = typer.Argument(
+        None, help="Run id or unique prefix (default: the latest run)."
+    ),
     path: Path = typer.Option(Path("."), "--project", "-C", help="Project directory."),
-    apply: bool = typer.Option(False, "--apply", help="Write the final patch to your files (asks first on a terminal)."),
+    apply: bool = typer.Option(
+        False, "--apply", help="Write the final patch to your files (asks first on a terminal)."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="With --apply: do not ask."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Continue a killed or interrupted run from its journal, without paying again for recorded answers."""
+    """Continue a killed or interrupted run from its journal, without paying again for recorded
+    answers."""
 
     def body() -> int:
         from repairloop.loop.driver import resume as resume_run
@@ -170,7 +234,8 @@ def clean(path: Path = PathArg) -> None:
 
 
 class _Ask:
-    """The --apply question on a terminal: shows the diff, then asks; ``shown`` once it has shown it."""
+    """The --apply question on a terminal: shows the diff, then asks; ``shown`` once it has shown
+    it."""
 
     def __init__(self, console: Any) -> None:
         self.console = console
@@ -187,22 +252,37 @@ class _Ask:
 def classify(
     ctx: typer.Context,
     path: Path = PathArg,
-    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Test command (default: python -m pytest)."),
-    junit_xml: Optional[str] = typer.Option(None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."),
-    test_timeout: Optional[float] = typer.Option(None, "--test-timeout", help="Seconds for one run of the test command."),
-    per_test_timeout: Optional[float] = typer.Option(None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."),
+    test_cmd: Optional[str] = typer.Option(
+        None, "--test-cmd", help="Test command (default: python -m pytest)."
+    ),
+    junit_xml: Optional[str] = typer.Option(
+        None, "--junit-xml", help="JUnit XML file written by a non-pytest test command."
+    ),
+    test_timeout: Optional[float] = typer.Option(
+        None, "--test-timeout", help="Seconds for one run of the test command."
+    ),
+    per_test_timeout: Optional[float] = typer.Option(
+        None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
     """Run the tests once and sort every failure into a kind, with a hint for each.
 
-    Exit codes: 0 nothing fails, 1 only logic failures (repairable), 2 usage error, 3 a blocking kind.
+    Exit codes: 0 nothing fails, 1 only logic failures (repairable), 2 usage error, 3 a blocking
+    kind.
     """
-    flags = {"test_cmd": test_cmd, "junit_xml": junit_xml, "test_timeout": test_timeout,
-             "per_test_timeout": per_test_timeout}
+    flags = {
+        "test_cmd": test_cmd,
+        "junit_xml": junit_xml,
+        "test_timeout": test_timeout,
+        "per_test_timeout": per_test_timeout,
+    }
     guarded(lambda: _classify(path, flags, as_json, given_runner(ctx)), as_json)
 
 
-def _classify(path: Path, flags: Dict[str, Any], as_json: bool, runner: Optional["RunnerFactory"] = None) -> int:
+def _classify(
+    path: Path, flags: Dict[str, Any], as_json: bool, runner: Optional["RunnerFactory"] = None
+) -> int:
     from repairloop.loop.driver import classify_project
     from repairloop.reports.console import render_classification, summary_counts
 

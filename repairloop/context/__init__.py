@@ -23,7 +23,15 @@ from repairloop.context.source import (
     dedupe,
 )
 from repairloop.context.suspects import relevant, suspect_pieces
-from repairloop.types import Failure, LastAttempt, Localisation, RepairContext, TestFiles, TestResult, is_project_path
+from repairloop.types import (
+    Failure,
+    LastAttempt,
+    Localisation,
+    RepairContext,
+    TestFiles,
+    TestResult,
+    is_project_path,
+)
 
 __all__ = ["build_context", "group_failures", "plain_text"]
 
@@ -32,15 +40,16 @@ MAX_MESSAGE_CHARS = 2000  # trim step 2
 MAX_DIFF_LINES = 60  # trim step 5
 
 
-def group_failures(failures: Sequence[Failure], test_files: TestFiles,
-                   localisation: Optional[Localisation] = None) -> List[Tuple[Failure, ...]]:
+def group_failures(
+    failures: Sequence[Failure], test_files: TestFiles, localisation: Optional[Localisation] = None
+) -> List[Tuple[Failure, ...]]:
     """Failures grouped by root cause, largest group first, then by first test id.
 
-    With per-test line data (``localisation``) the root cause is the most suspicious function a failing
-    test ran: tests that share it are one task, whatever their exceptions. Otherwise it is (exception
-    type, innermost frame in project non-test code (not a test by ``test_files``) as (path, function)),
-    the function falling back to the line when the frame has no name; a failure with no such frame (an
-    assertion in the test) is a group of its own.
+    With per-test line data (``localisation``) the root cause is the most suspicious function a
+    failing test ran: tests that share it are one task, whatever their exceptions. Otherwise it is
+    (exception type, innermost frame in project non-test code (not a test by ``test_files``) as
+    (path, function)), the function falling back to the line when the frame has no name; a failure
+    with no such frame (an assertion in the test) is a group of its own.
     """
     groups: Dict[Tuple[str, ...], List[Failure]] = {}
     for failure in failures:
@@ -83,7 +92,8 @@ def _message(group: Sequence[Failure], results: Mapping[str, TestResult]) -> str
 
 
 def plain_text(ctx: RepairContext) -> str:
-    """Every part of ``ctx`` concatenated: what the token budget measures when no renderer is given."""
+    """Every part of ``ctx`` concatenated: what the token budget measures when no renderer is
+    given."""
     parts = ["\n".join(ctx.failing_tests), "\n".join(ctx.other_failing), ctx.message, ctx.traceback]
     parts += [f"{s.path}:{s.start_line}-{s.end_line} {s.name}\n{s.text}" for s in ctx.slices]
     if ctx.last_attempt is not None:
@@ -91,23 +101,29 @@ def plain_text(ctx: RepairContext) -> str:
     return "\n\n".join(parts + list(ctx.notes))
 
 
-def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, TestResult], *,
-                  test_files: TestFiles, other_failing: Sequence[str] = (),
-                  last_attempt: Optional[LastAttempt] = None, token_budget: int = 6000,
-                  count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
-                  render: Optional[Callable[[RepairContext], str]] = None,
-                  localisation: Optional[Localisation] = None) -> RepairContext:
+def build_context(
+    root: Path,
+    group: Sequence[Failure],
+    results: Mapping[str, TestResult],
+    *,
+    test_files: TestFiles,
+    other_failing: Sequence[str] = (),
+    last_attempt: Optional[LastAttempt] = None,
+    token_budget: int = 6000,
+    count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
+    render: Optional[Callable[[RepairContext], str]] = None,
+    localisation: Optional[Localisation] = None,
+) -> RepairContext:
     """The ``RepairContext`` for one group of failures (same root cause), within ``token_budget``.
 
-    Slices, most telling first: with a ``localisation``, the functions it ranks most suspicious among
-    those the group's tests ran, whole, with a method's class header and the imports they use
-    (``suspects``); then the enclosing function of every traceback frame in project non-test code (paths
-    relative to ``root``, not tests by ``test_files``, outside site-packages and venvs), innermost first,
-    then each failing test (``read_only=True``), then project functions the test calls. ``results``
-    maps test ids to their latest results (for captured output). Tokens are
-    ``count_tokens(render(ctx))`` (or of ``plain_text``). When over
-    ``token_budget`` these trims apply in order, each only while still over,
-    and are named in ``trimmed``:
+    Slices, most telling first: with a ``localisation``, the functions it ranks most suspicious
+    among those the group's tests ran, whole, with a method's class header and the imports they use
+    (``suspects``); then the enclosing function of every traceback frame in project non-test code
+    (paths relative to ``root``, not tests by ``test_files``, outside site-packages and venvs),
+    innermost first, then each failing test (``read_only=True``), then project functions the test
+    calls. ``results`` maps test ids to their latest results (for captured output). Tokens are
+    ``count_tokens(render(ctx))`` (or of ``plain_text``). When over ``token_budget`` these trims
+    apply in order, each only while still over, and are named in ``trimmed``:
 
     1. ``other_failing`` beyond 10 names;
     2. the message (captured output included) to 2,000 characters;
@@ -119,14 +135,22 @@ def build_context(root: Path, group: Sequence[Failure], results: Mapping[str, Te
     The result may still exceed the budget after step 5; ``tokens`` says by how much.
     """
     files = Files(Path(root))
-    suspects = suspect_pieces(files, relevant(localisation, [f.test_id for f in group])) if localisation else []
+    suspects = (
+        suspect_pieces(files, relevant(localisation, [f.test_id for f in group]))
+        if localisation
+        else []
+    )
     pieces = _after(suspects, collect(files, group, test_files))
     first = group[0] if group else None
     notes = tuple(dict.fromkeys(f.hint for f in group if f.hint))
     ctx = RepairContext(
-        failing_tests=tuple(f.test_id for f in group), message=_message(group, results),
-        traceback=_traceback(first, files) if first else "", slices=tuple(p.code for p in pieces),
-        last_attempt=last_attempt, other_failing=tuple(other_failing), notes=notes,
+        failing_tests=tuple(f.test_id for f in group),
+        message=_message(group, results),
+        traceback=_traceback(first, files) if first else "",
+        slices=tuple(p.code for p in pieces),
+        last_attempt=last_attempt,
+        other_failing=tuple(other_failing),
+        notes=notes,
         ranking=_ranking(localisation) if suspects else "",
     )
     show: Callable[[RepairContext], str] = render or plain_text
@@ -147,15 +171,20 @@ def _ranking(localisation: Optional[Localisation]) -> str:
 
 
 def _after(first: List[Piece], rest: List[Piece]) -> List[Piece]:
-    """``first`` (the suspects) ahead of ``rest``, whose distances move behind theirs; one piece per lines."""
+    """``first`` (the suspects) ahead of ``rest``, whose distances move behind theirs; one piece per
+    lines."""
     if not first:
         return rest
     shift = max(p.distance for p in first) + 1
-    return sorted(dedupe(first + [replace(p, distance=p.distance + shift) for p in rest]), key=lambda p: p.distance)
+    return sorted(
+        dedupe(first + [replace(p, distance=p.distance + shift) for p in rest]),
+        key=lambda p: p.distance,
+    )
 
 
-def _trim(ctx: RepairContext, pieces: List[Piece], budget: int, measure: Callable[[RepairContext], int]
-          ) -> Tuple[RepairContext, List[Piece]]:
+def _trim(
+    ctx: RepairContext, pieces: List[Piece], budget: int, measure: Callable[[RepairContext], int]
+) -> Tuple[RepairContext, List[Piece]]:
     trimmed: List[str] = []
     if measure(ctx) > budget and len(ctx.other_failing) > MAX_OTHER_FAILING:
         trimmed.append(f"other_failing: {len(ctx.other_failing)} -> {MAX_OTHER_FAILING} names")
@@ -168,20 +197,30 @@ def _trim(ctx: RepairContext, pieces: List[Piece], budget: int, measure: Callabl
         if measure(ctx) <= budget:
             break
         pieces = [p for p in pieces if p is not piece]
-        trimmed.append(f"slice dropped: {piece.code.path}:{piece.code.start_line}-{piece.code.end_line} "
-                       f"{piece.code.name}")
+        trimmed.append(
+            f"slice dropped: {piece.code.path}:{piece.code.start_line}-{piece.code.end_line} "
+            f"{piece.code.name}"
+        )
         ctx = replace(ctx, slices=tuple(p.code for p in pieces))
     for index, piece in enumerate(pieces):
         if measure(ctx) <= budget:
             break
         if piece.code.end_line - piece.code.start_line + 1 > 2 * WINDOW + 1:
             pieces[index] = _window(piece)
-            trimmed.append(f"slice shrunk: {piece.code.path} {piece.code.name} to lines "
-                           f"{pieces[index].code.start_line}-{pieces[index].code.end_line}")
+            trimmed.append(
+                f"slice shrunk: {piece.code.path} {piece.code.name} to lines "
+                f"{pieces[index].code.start_line}-{pieces[index].code.end_line}"
+            )
             ctx = replace(ctx, slices=tuple(p.code for p in pieces))
     attempt = ctx.last_attempt
-    if measure(ctx) > budget and attempt is not None and len(attempt.diff.splitlines()) > MAX_DIFF_LINES:
-        trimmed.append(f"last attempt diff: {len(attempt.diff.splitlines())} -> {MAX_DIFF_LINES} lines")
+    if (
+        measure(ctx) > budget
+        and attempt is not None
+        and len(attempt.diff.splitlines()) > MAX_DIFF_LINES
+    ):
+        trimmed.append(
+            f"last attempt diff: {len(attempt.diff.splitlines())} -> {MAX_DIFF_LINES} lines"
+        )
         diff = "\n".join(attempt.diff.splitlines()[:MAX_DIFF_LINES]) + "\n[... diff cut ...]\n"
         ctx = replace(ctx, last_attempt=replace(attempt, diff=diff))
     return replace(ctx, trimmed=tuple(trimmed)), pieces
@@ -192,5 +231,5 @@ def _window(piece: Piece) -> Piece:
     lines = code.text.splitlines()
     start = max(code.start_line, piece.anchor - WINDOW)
     end = min(code.end_line, piece.anchor + WINDOW)
-    text = "\n".join(lines[start - code.start_line:end - code.start_line + 1])
+    text = "\n".join(lines[start - code.start_line : end - code.start_line + 1])
     return replace(piece, code=replace(code, start_line=start, end_line=end, text=text))

@@ -39,13 +39,18 @@ class _Source:
     """One file's lines and definitions; the outline is cached by text (``_outline``)."""
 
     def __init__(self, root: Path, path: str) -> None:
-        # Never through a link out of the tree (a committed one could name ~/.ssh/id_rsa) nor a device.
+        # Never through a link out of the tree (a committed one could name ~/.ssh/id_rsa) nor a
+        # device.
         text = read_inside(root, path) or ""
         self.lines = text.splitlines()
         defs, imports, spans = _outline(text)
         self.defs: List[_Def] = list(defs)
-        self.imports: Dict[str, str] = dict(imports)  # local name -> dotted "module" or "module.name"
-        self.import_lines: Dict[str, Tuple[int, int]] = dict(spans)  # local name -> its module-level import's lines
+        self.imports: Dict[str, str] = dict(
+            imports
+        )  # local name -> dotted "module" or "module.name"
+        self.import_lines: Dict[str, Tuple[int, int]] = dict(
+            spans
+        )  # local name -> its module-level import's lines
 
     def enclosing(self, line: int) -> Tuple[int, int, str]:
         """(start, end, name) of what to show for ``line``: its function, else a window."""
@@ -56,7 +61,11 @@ class _Source:
         if best.is_class and best.end - best.start + 1 > SMALL_CLASS_LINES:
             return self.window(line, WINDOW, best.name)
         parent = best.parent
-        if parent is not None and parent.is_class and parent.end - parent.start + 1 <= SMALL_CLASS_LINES:
+        if (
+            parent is not None
+            and parent.is_class
+            and parent.end - parent.start + 1 <= SMALL_CLASS_LINES
+        ):
             best = parent
         return best.start, best.end, best.name
 
@@ -67,17 +76,20 @@ class _Source:
         return max(1, line - size), min(len(self.lines), line + size), name
 
     def text(self, start: int, end: int) -> str:
-        return "\n".join(self.lines[start - 1:end])
+        return "\n".join(self.lines[start - 1 : end])
 
 
-Outline = Tuple[Tuple[_Def, ...], Tuple[Tuple[str, str], ...], Tuple[Tuple[str, Tuple[int, int]], ...]]
+Outline = Tuple[
+    Tuple[_Def, ...], Tuple[Tuple[str, str], ...], Tuple[Tuple[str, Tuple[int, int]], ...]
+]
 
 
 @lru_cache(maxsize=8)
 def _outline(text: str) -> Outline:
-    """(definitions, imports, the lines of each module-level import by the name it binds) of a module's
-    text; cached because every iteration of a run reads the same test file and, until a candidate is
-    kept, the same source files. A file that does not parse has none (it gets line windows only)."""
+    """(definitions, imports, the lines of each module-level import by the name it binds) of a
+    module's text; cached because every iteration of a run reads the same test file and, until a
+    candidate is kept, the same source files. A file that does not parse has none (it gets line
+    windows only)."""
     defs: List[_Def] = []
     imports: Dict[str, str] = {}
     try:
@@ -85,17 +97,25 @@ def _outline(text: str) -> Outline:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return (), (), ()
     _walk(body, None, defs, imports)
-    spans = {a.asname or a.name.split(".")[0]: (node.lineno, node.end_lineno or node.lineno)
-             for node in body if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    spans = {
+        a.asname or a.name.split(".")[0]: (node.lineno, node.end_lineno or node.lineno)
+        for node in body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for a in node.names
+    }
     return tuple(defs), tuple(imports.items()), tuple(spans.items())
 
 
-def _walk(body: Sequence[ast.stmt], parent: Optional[_Def], defs: List[_Def], imports: Dict[str, str]) -> None:
+def _walk(
+    body: Sequence[ast.stmt], parent: Optional[_Def], defs: List[_Def], imports: Dict[str, str]
+) -> None:
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             name = f"{parent.name}.{node.name}" if parent else node.name
-            item = _Def(start, node.end_lineno or node.lineno, name, isinstance(node, ast.ClassDef), parent)
+            item = _Def(
+                start, node.end_lineno or node.lineno, name, isinstance(node, ast.ClassDef), parent
+            )
             defs.append(item)
             _walk(node.body, item, defs, imports)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -135,7 +155,8 @@ class Files:
         return None
 
     def resolve(self, dotted: str, depth: int = 0) -> Optional[Tuple[str, _Def]]:
-        """The file and definition that ``dotted`` (``pkg.mod.func``) names, following re-exports."""
+        """The file and definition that ``dotted`` (``pkg.mod.func``) names, following
+        re-exports."""
         parts = dotted.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             path = self.module_path(".".join(parts[:cut]))
@@ -150,7 +171,9 @@ class Files:
             return None
         return None
 
-    def piece(self, path: str, line: int, distance: int, protected: bool, read_only: bool = False) -> Piece:
+    def piece(
+        self, path: str, line: int, distance: int, protected: bool, read_only: bool = False
+    ) -> Piece:
         start, end, name = self.get(path).enclosing(line)
         code = CodeSlice(path, start, end, name, self.get(path).text(start, end), read_only)
         return Piece(code, line, distance, protected)
@@ -164,25 +187,34 @@ def _split_test_id(test_id: str) -> Tuple[str, List[str]]:
 
 
 def _test_piece(files: Files, test_id: str, test_files: TestFiles) -> Optional[Tuple[Piece, _Def]]:
-    """The failing test's own definition (read-only), or for a doctest of a module the definition whose
-    docstring holds it (``pkg/m.py::pkg.m.Class.method``: read-only only when that module is a test file)."""
+    """The failing test's own definition (read-only), or for a doctest of a module the definition
+    whose docstring holds it (``pkg/m.py::pkg.m.Class.method``: read-only only when that module is a
+    test
+    file)."""
     path, names = _split_test_id(test_id)
     if not names or not (files.root / path).is_file():
         return None
     source = files.get(path)
     found, read_only = source.find(".".join(names)), True
-    if found is None and len(names) == 1 and path.endswith(".py"):  # a doctest id: the module's dotted name first
+    if (
+        found is None and len(names) == 1 and path.endswith(".py")
+    ):  # a doctest id: the module's dotted name first
         parts = names[0].split(".")
-        found = next((d for d in (source.find(".".join(parts[k:])) for k in range(1, len(parts))) if d), None)
+        found = next(
+            (d for d in (source.find(".".join(parts[k:])) for k in range(1, len(parts))) if d), None
+        )
         read_only = test_files.is_test(path)
     if found is None:
         return None
-    code = CodeSlice(path, found.start, found.end, found.name, source.text(found.start, found.end), read_only)
+    code = CodeSlice(
+        path, found.start, found.end, found.name, source.text(found.start, found.end), read_only
+    )
     return Piece(code, found.start, 0, True), found
 
 
 def _callees(files: Files, path: str, test: _Def, test_files: TestFiles) -> List[Tuple[str, _Def]]:
-    """Project functions and classes the test's body calls by an imported name (``f()``, ``mod.f()``)."""
+    """Project functions and classes the test's body calls by an imported name (``f()``,
+    ``mod.f()``)."""
     source = files.get(path)
     try:
         tree = ast.parse(_dedent(source.text(test.start, test.end)))
@@ -202,7 +234,11 @@ def _callees(files: Files, path: str, test: _Def, test_files: TestFiles) -> List
 def _call_name(func: ast.expr, imports: Mapping[str, str]) -> Optional[str]:
     if isinstance(func, ast.Name) and func.id in imports:
         return imports[func.id]
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in imports:
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in imports
+    ):
         return f"{imports[func.value.id]}.{func.attr}"
     return None
 
@@ -214,11 +250,14 @@ def _dedent(text: str) -> str:
 
 
 def collect(files: Files, group: Sequence[Failure], test_files: TestFiles) -> List[Piece]:
-    """Slices of the group's traceback frames (innermost first), its tests, and the tests' callees."""
+    """Slices of the group's traceback frames (innermost first), its tests, and the tests'
+    callees."""
     pieces: List[Piece] = []
     deepest = 0
     for failure in group:
-        code = [f for f in code_frames(failure.frames, test_files) if (files.root / f.path).is_file()]
+        code = [
+            f for f in code_frames(failure.frames, test_files) if (files.root / f.path).is_file()
+        ]
         for distance, frame in enumerate(reversed(code)):
             pieces.append(files.piece(frame.path, frame.line, distance, protected=distance == 0))
             deepest = max(deepest, distance + 1)
@@ -227,29 +266,49 @@ def collect(files: Files, group: Sequence[Failure], test_files: TestFiles) -> Li
         if test is None:
             continue
         pieces.append(test[0])
-        for index, (path, found) in enumerate(_callees(files, test[0].code.path, test[1], test_files)):
+        for index, (path, found) in enumerate(
+            _callees(files, test[0].code.path, test[1], test_files)
+        ):
             # With no frame in project code (an assertion on a returned value) the first
             # called function is the best guess for the fault: keep it like a frame.
-            piece = files.piece(path, found.start, deepest + index, protected=deepest == 0 and index == 0)
+            piece = files.piece(
+                path, found.start, deepest + index, protected=deepest == 0 and index == 0
+            )
             pieces.append(piece)
-    return dedupe(pieces + _uncovered_frames(files, group, pieces, test_files, deepest + MAX_CALLEES))
+    return dedupe(
+        pieces + _uncovered_frames(files, group, pieces, test_files, deepest + MAX_CALLEES)
+    )
 
 
-def _uncovered_frames(files: Files, group: Sequence[Failure], pieces: Sequence[Piece], test_files: TestFiles,
-                      distance: int) -> List[Piece]:
+def _uncovered_frames(
+    files: Files,
+    group: Sequence[Failure],
+    pieces: Sequence[Piece],
+    test_files: TestFiles,
+    distance: int,
+) -> List[Piece]:
     """Pieces for the frames of ``group`` that no piece shows yet: a helper in a test module (an
-    ``assert_equal`` of the test suite), a doctest's example line, a text file's example (read-only when
-    they are test files). The traceback the prompt shows names these lines; its code must be there too.
-    The innermost one is kept like a frame of the code under test when the failure has none."""
+    ``assert_equal`` of the test suite), a doctest's example line, a text file's example (read-only
+    when they are test files). The traceback the prompt shows names these lines; its code must be
+    there too. The innermost one is kept like a frame of the code under test when the failure has
+    none."""
     shown = [(p.code.path, p.code.start_line, p.code.end_line) for p in pieces]
     added: List[Piece] = []
     for failure in group:
-        frames = [f for f in failure.frames if is_project_path(f.path) and (files.root / f.path).is_file()]
+        frames = [
+            f for f in failure.frames if is_project_path(f.path) and (files.root / f.path).is_file()
+        ]
         guard = not code_frames(failure.frames, test_files)
         for frame in reversed(frames):
             if any(path == frame.path and start <= frame.line <= end for path, start, end in shown):
                 continue
-            piece = files.piece(frame.path, frame.line, distance, protected=guard, read_only=test_files.is_test(frame.path))
+            piece = files.piece(
+                frame.path,
+                frame.line,
+                distance,
+                protected=guard,
+                read_only=test_files.is_test(frame.path),
+            )
             shown.append((frame.path, piece.code.start_line, piece.code.end_line))
             added.append(piece)
             guard, distance = False, distance + 1
@@ -257,7 +316,8 @@ def _uncovered_frames(files: Files, group: Sequence[Failure], pieces: Sequence[P
 
 
 def dedupe(pieces: Sequence[Piece]) -> List[Piece]:
-    """One piece per (path, lines): the closest distance and any protection win; nested ones dropped."""
+    """One piece per (path, lines): the closest distance and any protection win; nested ones
+    dropped."""
     best: Dict[Tuple[str, int, int], Piece] = {}
     for piece in pieces:
         key = (piece.code.path, piece.code.start_line, piece.code.end_line)
@@ -273,14 +333,19 @@ def dedupe(pieces: Sequence[Piece]) -> List[Piece]:
         if outer is None:
             result.append(piece)
         else:
-            kept[kept.index(outer)] = replace(outer, distance=min(outer.distance, piece.distance),
-                                              protected=outer.protected or piece.protected)
+            kept[kept.index(outer)] = replace(
+                outer,
+                distance=min(outer.distance, piece.distance),
+                protected=outer.protected or piece.protected,
+            )
     return [next(q for q in kept if q.code == p.code) for p in result]
 
 
 def _inside(inner: Piece, outer: Piece) -> bool:
     a, b = inner.code, outer.code
-    return (a.path == b.path and b.start_line <= a.start_line and a.end_line <= b.end_line
-            and (a.start_line, a.end_line) != (b.start_line, b.end_line))
-
-
+    return (
+        a.path == b.path
+        and b.start_line <= a.start_line
+        and a.end_line <= b.end_line
+        and (a.start_line, a.end_line) != (b.start_line, b.end_line)
+    )

@@ -21,18 +21,20 @@ LONG_FUNCTION = 2 * WINDOW + 1  # longer ones are shown around their most suspic
 
 
 def relevant(localisation: Localisation, group: Sequence[str]) -> List[SuspectFunction]:
-    """The suspects the group's failing tests ran (all of them when the line data names no test). Module-level
-    code and class bodies are left out while a function is suspect: every test runs them at import, so they
-    are no evidence."""
+    """The suspects the group's failing tests ran (all of them when the line data names no test).
+    Module-level code and class bodies are left out while a function is suspect: every test runs
+    them at import, so they are no evidence."""
     wanted = set(group)
-    ran = [f for f in localisation.functions if f.tests & wanted] or [f for f in localisation.functions if not f.tests]
+    ran = [f for f in localisation.functions if f.tests & wanted] or [
+        f for f in localisation.functions if not f.tests
+    ]
     functions = [f for f in ran if f.kind == "function"]
     return (functions or ran)[:MAX_SUSPECTS]
 
 
 def suspect_pieces(files: Files, suspects: Sequence[SuspectFunction]) -> List[Piece]:
-    """Pieces for ``suspects`` in rank order (``distance`` is the rank; the first one is protected), each
-    with its class header and the imports it uses."""
+    """Pieces for ``suspects`` in rank order (``distance`` is the rank; the first one is protected),
+    each with its class header and the imports it uses."""
     pieces: List[Piece] = []
     for rank, fn in enumerate(suspects):
         if not (files.root / fn.path).is_file():
@@ -58,13 +60,20 @@ def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int) -> Piece:
 
 
 def _context(files: Files, fn: SuspectFunction, rank: int) -> List[Piece]:
-    """The class header of a method, and the module-level imports the function uses, as small pieces."""
+    """The class header of a method, and the module-level imports the function uses, as small
+    pieces."""
     source = files.get(fn.path)
     pieces: List[Piece] = []
     owner = source.find(fn.name.rsplit(".", 1)[0]) if "." in fn.name else None
     if owner is not None and owner.is_class:
         header = _header_end(source.text(owner.start, owner.end), owner.start)
-        code = CodeSlice(fn.path, owner.start, header, f"class {owner.name} (header)", source.text(owner.start, header))
+        code = CodeSlice(
+            fn.path,
+            owner.start,
+            header,
+            f"class {owner.name} (header)",
+            source.text(owner.start, header),
+        )
         pieces.append(Piece(code, owner.start, rank, protected=rank == 0))
     used = _names(source.text(fn.start, fn.end))
     for start, end in sorted({span for name, span in source.import_lines.items() if name in used}):

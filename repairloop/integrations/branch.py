@@ -24,11 +24,27 @@ from repairloop.textutil import numstat_paths
 
 TRAILER = "Repairloop-Fingerprint"  # marks repairloop's own commits
 BRANCH_PREFIX = "repairloop/"
-_REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX")
+_REPO_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
 # No hooks, no file-system monitor command, no signing (workspace.gitcmd's reasons).
-_CONFIG = ("-c", "core.quotepath=false", "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null",
-           "-c", "core.fsmonitor=false")
+_CONFIG = (
+    "-c",
+    "core.quotepath=false",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+)
 GIT_TIMEOUT = 120.0  # seconds for one git command (a push over a slow network included)
 
 
@@ -36,12 +52,16 @@ class GitCommandError(ProjectError):
     """A git command failed; ``stderr`` is git's own explanation."""
 
     def __init__(self, args: Sequence[str], status: object, stderr: str) -> None:
-        super().__init__(f"git {' '.join(args[:2])} failed (exit {status}): {stderr.strip()}",
-                         hint="run the same git command in the repository to see why")
+        super().__init__(
+            f"git {' '.join(args[:2])} failed (exit {status}): {stderr.strip()}",
+            hint="run the same git command in the repository to see why",
+        )
         self.stderr = stderr
 
 
-def run_git(cwd: Path, *args: str, env: Optional[Mapping[str, str]] = None, input_text: Optional[str] = None) -> str:
+def run_git(
+    cwd: Path, *args: str, env: Optional[Mapping[str, str]] = None, input_text: Optional[str] = None
+) -> str:
     """Run ``git args`` in ``cwd``; stdout without the final newline.
 
     Raises GitCommandError on a non-zero exit or a timeout, ProjectError when git is missing.
@@ -50,8 +70,15 @@ def run_git(cwd: Path, *args: str, env: Optional[Mapping[str, str]] = None, inpu
     child.update(env or {})
     child["GIT_TERMINAL_PROMPT"] = "0"  # a push without credentials fails instead of waiting
     try:
-        done = subprocess.run(["git", *_CONFIG, *args], cwd=cwd, env=child, input=input_text,
-                              capture_output=True, text=True, timeout=GIT_TIMEOUT)
+        done = subprocess.run(
+            ["git", *_CONFIG, *args],
+            cwd=cwd,
+            env=child,
+            input=input_text,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+        )
     except FileNotFoundError as exc:
         raise ProjectError("git was not found", hint="install git and put it on PATH") from exc
     except subprocess.TimeoutExpired as exc:
@@ -91,8 +118,10 @@ def locate(project: Path) -> Repo:
     try:
         lines = run_git(project, "rev-parse", "--show-toplevel", "--show-prefix").split("\n")
     except GitCommandError as exc:
-        raise ProjectError(f"{project} is not inside a git checkout: {exc.stderr.strip()}",
-                           hint="the CI job works on a clone of the repository") from exc
+        raise ProjectError(
+            f"{project} is not inside a git checkout: {exc.stderr.strip()}",
+            hint="the CI job works on a clone of the repository",
+        ) from exc
     prefix = lines[1] if len(lines) > 1 else ""  # git prints an empty prefix at the top level
     return Repo(Path(lines[0]), prefix.strip().rstrip("/"))
 
@@ -114,7 +143,11 @@ def current_branch(repo: Repo) -> Optional[str]:
 
 def changed_paths(repo: Repo, patch: str) -> List[str]:
     """Repository-relative paths a project-relative patch touches (``git apply --numstat``)."""
-    args = ["apply", "--numstat", "-z"] + ([f"--directory={repo.prefix}"] if repo.prefix else []) + ["-"]
+    args = (
+        ["apply", "--numstat", "-z"]
+        + ([f"--directory={repo.prefix}"] if repo.prefix else [])
+        + ["-"]
+    )
     return numstat_paths(run_git(repo.top, *args, input_text=_with_newline(patch)))
 
 
@@ -122,7 +155,9 @@ def _with_newline(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def make_commit(repo: Repo, parent: str, patch: str, *, author: Tuple[str, str], date: str, message: str) -> str:
+def make_commit(
+    repo: Repo, parent: str, patch: str, *, author: Tuple[str, str], date: str, message: str
+) -> str:
     """A commit of ``parent`` plus ``patch``, made without touching the checkout or its index.
 
     ``author`` is (name, email), also used as committer; ``date`` is git's raw
@@ -133,12 +168,28 @@ def make_commit(repo: Repo, parent: str, patch: str, *, author: Tuple[str, str],
         env: Dict[str, str] = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         run_git(repo.top, "read-tree", parent, env=env)
         directory = [f"--directory={repo.prefix}"] if repo.prefix else []
-        run_git(repo.top, "apply", "--cached", "--whitespace=nowarn", *directory, "-", env=env,
-                input_text=_with_newline(patch))
+        run_git(
+            repo.top,
+            "apply",
+            "--cached",
+            "--whitespace=nowarn",
+            *directory,
+            "-",
+            env=env,
+            input_text=_with_newline(patch),
+        )
         tree = run_git(repo.top, "write-tree", env=env)
-    who = {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1], "GIT_AUTHOR_DATE": date,
-           "GIT_COMMITTER_NAME": author[0], "GIT_COMMITTER_EMAIL": author[1], "GIT_COMMITTER_DATE": date}
-    return run_git(repo.top, "commit-tree", tree, "-p", parent, "-F", "-", env=who, input_text=message)
+    who = {
+        "GIT_AUTHOR_NAME": author[0],
+        "GIT_AUTHOR_EMAIL": author[1],
+        "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_NAME": author[0],
+        "GIT_COMMITTER_EMAIL": author[1],
+        "GIT_COMMITTER_DATE": date,
+    }
+    return run_git(
+        repo.top, "commit-tree", tree, "-p", parent, "-F", "-", env=who, input_text=message
+    )
 
 
 def remote_sha(repo: Repo, remote: str, branch: str) -> Optional[str]:
@@ -152,8 +203,17 @@ def remote_sha(repo: Repo, remote: str, branch: str) -> Optional[str]:
 
 
 def remote_message(repo: Repo, remote: str, branch: str, sha: str) -> str:
-    """The message of the remote branch's tip ``sha``, fetched without writing any ref or FETCH_HEAD."""
-    run_git(repo.top, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, f"refs/heads/{branch}")
+    """The message of the remote branch's tip ``sha``, fetched without writing any ref or
+    FETCH_HEAD."""
+    run_git(
+        repo.top,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        remote,
+        f"refs/heads/{branch}",
+    )
     return run_git(repo.top, "show", "-s", "--format=%B", sha)
 
 
@@ -165,12 +225,20 @@ def push(repo: Repo, remote: str, commit: str, branch: str, expect: Optional[str
     Raises GitCommandError when the push is rejected or fails.
     """
     ref = f"refs/heads/{branch}"
-    run_git(repo.top, "push", "--quiet", "--no-verify", f"--force-with-lease={ref}:{expect or ''}",
-            remote, f"{commit}:{ref}")
+    run_git(
+        repo.top,
+        "push",
+        "--quiet",
+        "--no-verify",
+        f"--force-with-lease={ref}:{expect or ''}",
+        remote,
+        f"{commit}:{ref}",
+    )
 
 
 def add_worktree(repo: Repo, path: Path, commit: str) -> None:
-    """Check ``commit`` out into a new detached worktree at ``path`` (the checkout is not touched)."""
+    """Check ``commit`` out into a new detached worktree at ``path`` (the checkout is not
+    touched)."""
     run_git(repo.top, "worktree", "add", "--detach", "--quiet", str(path), commit)
 
 

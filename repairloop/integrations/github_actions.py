@@ -33,8 +33,14 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(level: str, message: str, *, file: Optional[str] = None, line: Optional[int] = None,
-               title: Optional[str] = None) -> str:
+def annotation(
+    level: str,
+    message: str,
+    *,
+    file: Optional[str] = None,
+    line: Optional[int] = None,
+    title: Optional[str] = None,
+) -> str:
     """One annotation command line, e.g. ``::error file=a.py,line=3,title=t::msg``.
 
     ``level`` is ``error``, ``warning`` or ``notice``; ``file`` is relative to
@@ -46,10 +52,10 @@ def annotation(level: str, message: str, *, file: Optional[str] = None, line: Op
 
 
 def stop_commands(stream: IO[str]) -> str:
-    """Make the runner ignore workflow commands (``::error::``, ``::set-output::``...) in what follows on
-    ``stream`` until ``resume_commands`` with the returned token: the project's test output, test ids and
-    settings keys pass through the console, and a line of theirs must never become a command
-    (GitHub's ``stop-commands``, with an unguessable token)."""
+    """Make the runner ignore workflow commands (``::error::``, ``::set-output::``...) in what
+    follows on ``stream`` until ``resume_commands`` with the returned token: the project's test
+    output, test ids and settings keys pass through the console, and a line of theirs must never
+    become a command (GitHub's ``stop-commands``, with an unguessable token)."""
     token = secrets.token_hex(16)
     stream.write(f"::stop-commands::{token}\n")
     stream.flush()

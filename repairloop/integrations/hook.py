@@ -31,7 +31,8 @@ HOOK_DEFAULTS: Dict[str, Any] = {"timeout": 120.0, "max_cost": 0.10, "max_iterat
 
 
 def hook_settings(project: Path, flags: Mapping[str, Any], environ: Mapping[str, str]) -> Layers:
-    """Settings for a hook run: defaults < HOOK_DEFAULTS < user file < project file < environment < flags.
+    """Settings for a hook run: defaults < HOOK_DEFAULTS < user file < project file < environment <
+    flags.
 
     A hook default applies only to keys no layer set. Raises ConfigError.
     """
@@ -40,7 +41,9 @@ def hook_settings(project: Path, flags: Mapping[str, Any], environ: Mapping[str,
     defaults = {k: v for k, v in HOOK_DEFAULTS.items() if k not in layers.given}
     settings = layers.settings.model_copy(update=defaults)
     # A hook default is no choice of the user's (its cost limit does not refuse an unpriced model).
-    settings = Settings.model_construct(_fields_set=layers.settings.model_fields_set, **settings.model_dump())
+    settings = Settings.model_construct(
+        _fields_set=layers.settings.model_fields_set, **settings.model_dump()
+    )
     return Layers(settings, layers.given, layers.notices)
 
 
@@ -53,15 +56,24 @@ class HookReport:
     result: Optional[RunResult] = None
 
 
-def run_hook(settings: Settings, project: Path, *, apply: bool = False, environ: Optional[Mapping[str, str]] = None,
-             on_event: Callable[[LoopEvent], None] = lambda e: None, runner: Optional[RunnerFactory] = None) -> HookReport:
-    """Run the loop for a hook and say what the user should do next (see the module docstring); ``runner``
-    runs the tests (None: ``TestSuite``, as ``loop.iterate``).
+def run_hook(
+    settings: Settings,
+    project: Path,
+    *,
+    apply: bool = False,
+    environ: Optional[Mapping[str, str]] = None,
+    on_event: Callable[[LoopEvent], None] = lambda e: None,
+    runner: Optional[RunnerFactory] = None,
+) -> HookReport:
+    """Run the loop for a hook and say what the user should do next (see the module docstring);
+    ``runner`` runs the tests (None: ``TestSuite``, as ``loop.iterate``).
 
     Raises ProjectError, ConfigError, LockedError, WorkspaceError like ``loop.iterate``.
     """
     result: Optional[RunResult] = None
-    for event in iterate(settings, project, environ=environ, apply=apply, confirm=None, runner=runner):
+    for event in iterate(
+        settings, project, environ=environ, apply=apply, confirm=None, runner=runner
+    ):
         on_event(event)
         if isinstance(event, RunStopped):
             result = event.result
@@ -72,7 +84,9 @@ def run_hook(settings: Settings, project: Path, *, apply: bool = False, environ:
 def _exit_code(result: RunResult) -> int:
     if result.outcome is Outcome.NOTHING_TO_FIX:
         return int(ExitCode.OK)
-    return int(ExitCode.UNRECOVERABLE if result.outcome is Outcome.UNRECOVERABLE else ExitCode.NOT_FIXED)
+    return int(
+        ExitCode.UNRECOVERABLE if result.outcome is Outcome.UNRECOVERABLE else ExitCode.NOT_FIXED
+    )
 
 
 def _shown(path: Path) -> str:
@@ -94,23 +108,43 @@ def _advice(result: RunResult, project: Path) -> List[str]:
         return ["repairloop: the tests pass"]
     if result.outcome is Outcome.UNRECOVERABLE:
         lines = [f"repairloop: {result.stop_detail}"]
-        lines += [f"  {f.location or f.test_id}: {f.kind.value}: {_one_line(f.hint or f.message)}"
-                  for f in result.failures[:10]]
-        return lines + ["no code change from the loop can fix this: fix it by hand, then push again"]
+        lines += [
+            f"  {f.location or f.test_id}: {f.kind.value}: {_one_line(f.hint or f.message)}"
+            for f in result.failures[:10]
+        ]
+        return lines + [
+            "no code change from the loop can fix this: fix it by hand, then push again"
+        ]
     patch_file = _shown(Path(result.run_dir) / "fix.patch")
     if not result.patch:
-        return [f"repairloop: {failing} failing test(s); no fix found "
-                f"({result.stop_reason.value}: {_one_line(result.stop_detail)})",
-                "run `repairloop run` for a longer search, or fix it by hand"]
+        return [
+            f"repairloop: {failing} failing test(s); no fix found "
+            f"({result.stop_reason.value}: {_one_line(result.stop_detail)})",
+            "run `repairloop run` for a longer search, or fix it by hand",
+        ]
     what = "a fix" if result.outcome is Outcome.FIXED else "a partial fix"
     if result.applied:
-        return [f"repairloop: {failing} failing test(s); applied {what} to your working tree (not staged):",
-                "", result.patch.rstrip("\n"), "",
-                f"also saved as {patch_file}",
-                "review it (git diff), then stage and commit it (git add -p; git commit) and push again"]
-    why = ("it passes the tests: plausible, not proven correct" if result.outcome is Outcome.FIXED else
-           f"{len(result.still_failing)} test(s) still fail with it: review it, the rest needs another fix")
-    return [f"repairloop: {failing} failing test(s); found {what} ({why}):",
-            "", result.patch.rstrip("\n"), "",
-            f"saved as {patch_file}",
-            f"apply it with: git apply {patch_file}   (or add --apply to the hook's args)"]
+        return [
+            f"repairloop: {failing} failing test(s); applied {what} to your working tree (not "
+            f"staged):",
+            "",
+            result.patch.rstrip("\n"),
+            "",
+            f"also saved as {patch_file}",
+            "review it (git diff), then stage and commit it (git add -p; git commit) "
+            "and push again",
+        ]
+    why = (
+        "it passes the tests: plausible, not proven correct"
+        if result.outcome is Outcome.FIXED
+        else f"{len(result.still_failing)} test(s) still fail with it: review it, the rest needs "
+        f"another fix"
+    )
+    return [
+        f"repairloop: {failing} failing test(s); found {what} ({why}):",
+        "",
+        result.patch.rstrip("\n"),
+        "",
+        f"saved as {patch_file}",
+        f"apply it with: git apply {patch_file}   (or add --apply to the hook's args)",
+    ]

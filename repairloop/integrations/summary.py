@@ -41,17 +41,21 @@ def fingerprint(failures: Iterable[Failure]) -> str:
 
 
 def cell(text: object, limit: int = 160) -> str:
-    """Plain text for a Markdown table cell or line: one line, cut to ``limit`` characters, with HTML and
-    Markdown's markup characters escaped (test ids and messages are the project's text, and the summary
-    also becomes a pull request's body: they must never render as headings, links or images)."""
+    """Plain text for a Markdown table cell or line: one line, cut to ``limit`` characters, with
+    HTML and Markdown's markup characters escaped (test ids and messages are the project's text, and
+    the summary also becomes a pull request's body: they must never render as headings, links or
+    images)."""
     flat = " ".join(str(text).split())
     flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"([\\`*\[\]!|])", r"\\\1", flat)  # code spans, emphasis, links and images, table cells
+    return re.sub(
+        r"([\\`*\[\]!|])", r"\\\1", flat
+    )  # code spans, emphasis, links and images, table cells
 
 
 def code(text: object, limit: int = 160) -> str:
-    """``text`` as an inline code span (one line, cut to ``limit``), fenced with more backticks than it holds."""
+    """``text`` as an inline code span (one line, cut to ``limit``), fenced with more backticks than
+    it holds."""
     flat = " ".join(str(text).split()).replace("|", "\\|")
     flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
@@ -73,12 +77,16 @@ def _failures_table(failures: Sequence[Failure]) -> str:
 
 
 def _iterations_table(iterations: Sequence[Iteration]) -> str:
-    rows = ["| # | engine | model | decision | tests failing | tokens | cost | why |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        "| # | engine | model | decision | tests failing | tokens | cost | why |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for it in iterations:
         failing = "" if it.tests_failed is None else str(it.tests_failed)
-        rows.append(f"| {it.number} | {it.engine} | {cell(it.model, 40)} | {it.decision.value} | {failing} "
-                    f"| {it.usage.tokens:,} | {usd(it.usage.cost_usd, UNPRICED)} | {cell(it.reason)} |")
+        rows.append(
+            f"| {it.number} | {it.engine} | {cell(it.model, 40)} | {it.decision.value} | {failing} "
+            f"| {it.usage.tokens:,} | {usd(it.usage.cost_usd, UNPRICED)} | {cell(it.reason)} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -95,37 +103,59 @@ def sandbox_line(result: RunResult) -> str:
 def _totals_line(result: RunResult) -> str:
     totals = result.totals
     tokens = totals["prompt_tokens"] + totals["completion_tokens"]
-    return (f"{totals['iterations']} iteration(s), {tokens:,} tokens "
-            f"({totals['prompt_tokens']:,} prompt + {totals['completion_tokens']:,} completion), "
-            f"{usd(totals['cost_usd'], UNPRICED)}, {result.seconds:.1f} s")
+    return (
+        f"{totals['iterations']} iteration(s), {tokens:,} tokens "
+        f"({totals['prompt_tokens']:,} prompt + {totals['completion_tokens']:,} completion), "
+        f"{usd(totals['cost_usd'], UNPRICED)}, {result.seconds:.1f} s"
+    )
 
 
-def markdown_summary(result: RunResult, *, fingerprint_text: str = "", patch_path: Optional[str] = None,
-                     actions: Sequence[str] = ()) -> str:
+def markdown_summary(
+    result: RunResult,
+    *,
+    fingerprint_text: str = "",
+    patch_path: Optional[str] = None,
+    actions: Sequence[str] = (),
+) -> str:
     """The whole summary: headline, what failed, what was tried, the patch, totals, actions taken.
 
     ``actions`` are lines such as "pushed branch …" or "opened pull request …".
     """
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(result.failure_kinds.items())) or "none"
-    parts = [f"## {headline(result)}\n",
-             f"- outcome: **{result.outcome.value}** "
-             f"(stopped: {result.stop_reason.value}: {cell(result.stop_detail, 300)})",
-             f"- failing at the start: {len(result.failures)} (kinds: {kinds})"
-             + (f"; fingerprint `{fingerprint_text}`" if fingerprint_text else ""),
-             f"- spent: {_totals_line(result)}",
-             f"- {sandbox_line(result)}\n"]
+    parts = [
+        f"## {headline(result)}\n",
+        f"- outcome: **{result.outcome.value}** "
+        f"(stopped: {result.stop_reason.value}: {cell(result.stop_detail, 300)})",
+        f"- failing at the start: {len(result.failures)} (kinds: {kinds})"
+        + (f"; fingerprint `{fingerprint_text}`" if fingerprint_text else ""),
+        f"- spent: {_totals_line(result)}",
+        f"- {sandbox_line(result)}\n",
+    ]
     if result.failures:
         parts.append("### What failed\n\n" + _failures_table(result.failures))
     if result.iterations:
         parts.append("### What was tried\n\n" + _iterations_table(result.iterations))
     if result.patch:
         fixed = ", ".join(f"{code(t)}" for t in result.fixed_tests) or "none"
-        shown = result.patch if len(result.patch) <= PATCH_LIMIT else result.patch[:PATCH_LIMIT] + "\n… (cut)\n"
-        parts.append("### Patch\n\nFixes: " + fixed + ". Evidence: " + result.evidence.summary() + ".\n\n"
-                     + fence(shown.removesuffix("\n"), "diff") + "\n"
-                     + (f"\nSaved as `{patch_path}`.\n" if patch_path else ""))
+        shown = (
+            result.patch
+            if len(result.patch) <= PATCH_LIMIT
+            else result.patch[:PATCH_LIMIT] + "\n… (cut)\n"
+        )
+        parts.append(
+            "### Patch\n\nFixes: "
+            + fixed
+            + ". Evidence: "
+            + result.evidence.summary()
+            + ".\n\n"
+            + fence(shown.removesuffix("\n"), "diff")
+            + "\n"
+            + (f"\nSaved as `{patch_path}`.\n" if patch_path else "")
+        )
     if result.still_failing:
-        parts.append("Still failing: " + ", ".join(f"{code(t)}" for t in result.still_failing) + "\n")
+        parts.append(
+            "Still failing: " + ", ".join(f"{code(t)}" for t in result.still_failing) + "\n"
+        )
     if actions:
         parts.append("### Actions\n\n" + "\n".join(f"- {a}" for a in actions) + "\n")
     return "\n".join(parts)

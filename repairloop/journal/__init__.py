@@ -1,4 +1,5 @@
-"""Run directories, the append-only JSONL journal of typed events, side-effect intents and the project lock.
+"""Run directories, the append-only JSONL journal of typed events, side-effect intents and the
+project lock.
 
 - ``events.py``, ``iteration_events.py`` (and ``types.model_events``): one
   frozen record per event kind, shared by the writers (the loop layer,
@@ -49,8 +50,22 @@ from repairloop.journal.iteration_events import (
     WarmEvent,
 )
 from repairloop.journal.lock import ProjectLock, pid_alive
-from repairloop.journal.runs import JOURNAL, list_runs, new_run_id, resolve_run, run_dir_for, state_dir
-from repairloop.journal.store import Entry, Journal, pending_intents, read_events, read_journal, to_jsonable
+from repairloop.journal.runs import (
+    JOURNAL,
+    list_runs,
+    new_run_id,
+    resolve_run,
+    run_dir_for,
+    state_dir,
+)
+from repairloop.journal.store import (
+    Entry,
+    Journal,
+    pending_intents,
+    read_events,
+    read_journal,
+    to_jsonable,
+)
 from repairloop.types.model_events import (
     AnswerTruncatedEvent,
     EditFormatSwitchedEvent,

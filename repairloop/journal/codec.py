@@ -49,7 +49,8 @@ def encode(value: Any) -> Any:
 
 
 def event_from_json(data: Dict[str, Any]) -> ReadEvent:
-    """The record of one journal line (``data`` holds ``event``, ``ts`` and the fields); never raises."""
+    """The record of one journal line (``data`` holds ``event``, ``ts`` and the fields); never
+    raises."""
     name = str(data.get("event", ""))
     cls = _BY_KIND.get(name)
     if cls is None:
@@ -62,7 +63,8 @@ def event_from_json(data: Dict[str, Any]) -> ReadEvent:
 
 
 def decode(hint: Any, raw: Any) -> Any:
-    """``raw`` (JSON values) as the annotated type ``hint``. Raises TypeError/ValueError when it does not fit."""
+    """``raw`` (JSON values) as the annotated type ``hint``. Raises TypeError/ValueError when it
+    does not fit."""
     if hint is Any:
         return raw
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -95,7 +97,12 @@ def _decode_class(cls: Type[Any], raw: Any) -> Any:
         return _decode_fields(cls, raw)
     if cls is bool and isinstance(raw, bool):
         return raw
-    if cls is int and isinstance(raw, (int, float)) and not isinstance(raw, bool) and float(raw).is_integer():
+    if (
+        cls is int
+        and isinstance(raw, (int, float))
+        and not isinstance(raw, bool)
+        and float(raw).is_integer()
+    ):
         return int(raw)
     if cls is float and isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return float(raw)
@@ -132,7 +139,8 @@ _EMPTY: Dict[Any, Any] = {str: "", int: 0, float: 0.0, bool: False}
 
 
 def empty_value(hint: Any, name: str = "") -> Any:
-    """What a field missing from an older journal reads as. Raises TypeError when its type has no empty value."""
+    """What a field missing from an older journal reads as. Raises TypeError when its type has no
+    empty value."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any or (origin is typing.Union and type(None) in args):
         return None
@@ -143,4 +151,3 @@ def empty_value(hint: Any, name: str = "") -> Any:
     if hint in _EMPTY:
         return _EMPTY[hint]
     raise TypeError(f"the field {name!r} is missing")
-

@@ -1,4 +1,5 @@
-"""The journal's events: one frozen record per ``JournalKind``, shared by the code that writes and the code that reads.
+"""The journal's events: one frozen record per ``JournalKind``, shared by the code that writes and
+the code that reads.
 
 Writers build a record and call ``Journal.record(event)``; readers get the same
 records back from ``read_events`` (``codec.py`` turns them into JSON lines and
@@ -9,9 +10,9 @@ live in ``types.model_events`` (a worker cannot import the journal).
 Every field is a journal key of the same name unless its ``metadata["json"]``
 names another: renaming a field renames its key, so a rename keeps the old key
 there (``tests/test_journal_events.py`` reads a journal of an earlier version
-and fails otherwise). Writers pass fields by keyword. Reading is tolerant: a field missing from an older journal gets
-its type's empty value (``""``, 0, ``()``, None), unknown fields are ignored,
-and a kind this version does not know becomes an ``UnknownEvent``.
+and fails otherwise). Writers pass fields by keyword. Reading is tolerant: a field missing from an
+older journal gets its type's empty value (``""``, 0, ``()``, None), unknown fields are ignored, and
+a kind this version does not know becomes an ``UnknownEvent``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from repairloop.journal.iteration_events import (
     TestsSummary,
     WarmEvent,
 )
-from repairloop.types import Evidence, Failure, JournalKind, Outcome, Proof, SandboxStatus, StopReason
+from repairloop.types import (
+    Evidence,
+    Failure,
+    JournalKind,
+    Outcome,
+    Proof,
+    SandboxStatus,
+    StopReason,
+)
 from repairloop.types.model_events import MODEL_EVENTS, ModelEvent
 
 # -- the run's frame (loop.py) ------------------------------------------------------------
@@ -92,7 +101,8 @@ class CrashedEvent:
 
 @dataclass(frozen=True)
 class SandboxEvent:
-    """Where candidate code runs in this run (``workspace.sandbox``); the fields of a ``SandboxStatus``."""
+    """Where candidate code runs in this run (``workspace.sandbox``); the fields of a
+    ``SandboxStatus``."""
 
     kind: ClassVar[JournalKind] = JournalKind.SANDBOX
     confined: bool
@@ -106,13 +116,29 @@ class SandboxEvent:
 
     @classmethod
     def of(cls, status: SandboxStatus) -> "SandboxEvent":
-        return cls(confined=status.confined, backend=status.backend, detail=status.detail, network=status.network,
-                   program=status.program, origin=status.origin, withheld=status.withheld, passed=status.passed)
+        return cls(
+            confined=status.confined,
+            backend=status.backend,
+            detail=status.detail,
+            network=status.network,
+            program=status.program,
+            origin=status.origin,
+            withheld=status.withheld,
+            passed=status.passed,
+        )
 
     @property
     def status(self) -> SandboxStatus:
-        return SandboxStatus(self.confined, self.backend, self.detail, self.network, self.program, self.origin,
-                             tuple(self.withheld), tuple(self.passed))
+        return SandboxStatus(
+            self.confined,
+            self.backend,
+            self.detail,
+            self.network,
+            self.program,
+            self.origin,
+            tuple(self.withheld),
+            tuple(self.passed),
+        )
 
 
 @dataclass(frozen=True)
@@ -136,8 +162,9 @@ class ClassifiedEvent:
 
 @dataclass(frozen=True)
 class TestFilesEvent:
-    """Files the runner collected tests from that the test globs do not match (tests all the same), and
-    modules collected only for their doctests (source code whose doctest examples are test content)."""
+    """Files the runner collected tests from that the test globs do not match (tests all the same),
+    and modules collected only for their doctests (source code whose doctest examples are test
+    content)."""
 
     __test__ = False
 
@@ -204,7 +231,8 @@ class StoppedEvent:
 
 @dataclass(frozen=True)
 class IntentEvent:
-    """An effect outside the workspace is about to happen (DESIGN.md, "Workspace, sandbox and side effects").
+    """An effect outside the workspace is about to happen (DESIGN.md, "Workspace, sandbox and side
+    effects").
 
     ``action`` is ``apply`` (files), ``push`` (remote, branch, commit, expect:
     the branch tip it must still have) or ``open_pr`` (head, base); ``key``
@@ -239,7 +267,8 @@ class DoneEvent:
 
 @dataclass(frozen=True)
 class NoteEvent:
-    """An intent's step whose outcome is unknown (a forge request that timed out), before it is checked."""
+    """An intent's step whose outcome is unknown (a forge request that timed out), before it is
+    checked."""
 
     kind: ClassVar[JournalKind] = JournalKind.NOTE
     action: str
@@ -267,7 +296,8 @@ class ProofEvent:
 
 @dataclass(frozen=True)
 class UnknownEvent:
-    """A journal line this version cannot read: a newer kind, or fields of the wrong type. Reports say so."""
+    """A journal line this version cannot read: a newer kind, or fields of the wrong type. Reports
+    say so."""
 
     name: str  # the line's "event"
     data: Dict[str, Any]
@@ -275,19 +305,58 @@ class UnknownEvent:
 
 
 _LoopSide = Union[
-    StartEvent, ResumedEvent, WorkspaceEvent, InterruptedEvent, ErrorEvent, CrashedEvent, SandboxEvent, BaselineEvent,
+    StartEvent,
+    ResumedEvent,
+    WorkspaceEvent,
+    InterruptedEvent,
+    ErrorEvent,
+    CrashedEvent,
+    SandboxEvent,
+    BaselineEvent,
     ClassifiedEvent,
-    TestFilesEvent, FlakyEvent, EscalateEvent, ModelDroppedEvent, ProposalEvent, ProposalErrorEvent,
-    CandidateRejectedEvent, IterationEvent, ProofEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
+    TestFilesEvent,
+    FlakyEvent,
+    EscalateEvent,
+    ModelDroppedEvent,
+    ProposalEvent,
+    ProposalErrorEvent,
+    CandidateRejectedEvent,
+    IterationEvent,
+    ProofEvent,
+    StoppedEvent,
+    IntentEvent,
+    DoneEvent,
+    NoteEvent,
+    PushRefusedEvent,
     WarmEvent,
 ]
 JournalEvent = Union[_LoopSide, ModelEvent]  # what ``Journal.record`` takes
 ReadEvent = Union[JournalEvent, UnknownEvent]  # what reading gives back
 
 EVENT_CLASSES = (
-    StartEvent, ResumedEvent, WorkspaceEvent, InterruptedEvent, ErrorEvent, CrashedEvent, SandboxEvent, BaselineEvent,
+    StartEvent,
+    ResumedEvent,
+    WorkspaceEvent,
+    InterruptedEvent,
+    ErrorEvent,
+    CrashedEvent,
+    SandboxEvent,
+    BaselineEvent,
     ClassifiedEvent,
-    TestFilesEvent, FlakyEvent, EscalateEvent, ModelDroppedEvent, ProposalEvent, ProposalErrorEvent,
-    CandidateRejectedEvent, IterationEvent, ProofEvent, StoppedEvent, IntentEvent, DoneEvent, NoteEvent, PushRefusedEvent,
-    WarmEvent, *MODEL_EVENTS,
+    TestFilesEvent,
+    FlakyEvent,
+    EscalateEvent,
+    ModelDroppedEvent,
+    ProposalEvent,
+    ProposalErrorEvent,
+    CandidateRejectedEvent,
+    IterationEvent,
+    ProofEvent,
+    StoppedEvent,
+    IntentEvent,
+    DoneEvent,
+    NoteEvent,
+    PushRefusedEvent,
+    WarmEvent,
+    *MODEL_EVENTS,
 )

@@ -1,4 +1,5 @@
-"""The journal's events of one iteration (``attempt.py``): answers, model errors, rejections, the iteration.
+"""The journal's events of one iteration (``attempt.py``): answers, model errors, rejections, the
+iteration.
 
 Part of ``events.py``'s records (same rules); split out with the two records
 they nest, what the tests said and what the model was shown.
@@ -14,7 +15,8 @@ from repairloop.types import Budget, Iteration, JournalKind, ResultSource, Usage
 
 @dataclass(frozen=True)
 class TestsSummary:
-    """One run of the test command as journalled: exit code (None: killed), failing ids, passed count, seconds.
+    """One run of the test command as journalled: exit code (None: killed), failing ids, passed
+    count, seconds.
 
     The baseline also keeps where the results came from and the output's
     last 2,000 characters; an iteration's summary leaves both None.
@@ -34,7 +36,12 @@ class TestsSummary:
         data: Dict[str, Any] = {"exit_code": self.exit_code}
         if self.source is not None:
             data["source"] = self.source.value
-        data.update(timed_out=self.timed_out, seconds=self.seconds, failing=list(self.failing), passed=self.passed)
+        data.update(
+            timed_out=self.timed_out,
+            seconds=self.seconds,
+            failing=list(self.failing),
+            passed=self.passed,
+        )
         if self.output_tail is not None:
             data["output_tail"] = self.output_tail
         return data
@@ -42,7 +49,8 @@ class TestsSummary:
 
 @dataclass(frozen=True)
 class Shown:
-    """What the model was shown in one iteration (message and traceback cut to 4,000 characters each)."""
+    """What the model was shown in one iteration (message and traceback cut to 4,000 characters
+    each)."""
 
     failing_tests: Tuple[str, ...] = ()
     message: str = ""
@@ -74,7 +82,8 @@ class ProposalEvent:
 
 @dataclass(frozen=True)
 class ProposalErrorEvent:
-    """A model-side error instead of an answer (``error_class`` names the ProposerError), for replay."""
+    """A model-side error instead of an answer (``error_class`` names the ProposerError), for
+    replay."""
 
     kind: ClassVar[JournalKind] = JournalKind.PROPOSAL_ERROR
     iteration: int
@@ -120,11 +129,11 @@ class IterationEvent:
 
 @dataclass(frozen=True)
 class WarmEvent:
-    """A warm test process of candidate validation (``warm.py``): ``where`` it serves (``loop``: the model
-    loop's re-run of the failing tests; ``builtin``: an offline-engine worker), ``action`` (``started``,
-    with ``seconds`` and ``collected`` tests; ``refused``: it will not run, ``why``; ``fallback``: one run
-    went to a fresh process, ``why``; ``closed``: it ended, having ``served`` runs warm and sent ``fresh``
-    ones to a fresh process)."""
+    """A warm test process of candidate validation (``warm.py``): ``where`` it serves (``loop``: the
+    model loop's re-run of the failing tests; ``builtin``: an offline-engine worker), ``action``
+    (``started``, with ``seconds`` and ``collected`` tests; ``refused``: it will not run, ``why``;
+    ``fallback``: one run went to a fresh process, ``why``; ``closed``: it ended, having ``served``
+    runs warm and sent ``fresh`` ones to a fresh process)."""
 
     kind: ClassVar[JournalKind] = JournalKind.WARM
     where: str

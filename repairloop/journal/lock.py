@@ -33,8 +33,14 @@ class ProjectLock:
     over; a live one raises LockedError. Released on exit (only if still ours).
     """
 
-    def __init__(self, project: Path, run_id: str, *, clock: Clock = utcnow,
-                 is_alive: Callable[[int], bool] = pid_alive) -> None:
+    def __init__(
+        self,
+        project: Path,
+        run_id: str,
+        *,
+        clock: Clock = utcnow,
+        is_alive: Callable[[int], bool] = pid_alive,
+    ) -> None:
         self.path = state_dir(project) / "lock"
         self.run_id = run_id
         self._clock = clock
@@ -43,8 +49,10 @@ class ProjectLock:
 
     def __enter__(self) -> "ProjectLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._content = json.dumps({"pid": os.getpid(), "started": self._clock().isoformat(),
-                                    "run_id": self.run_id}, ensure_ascii=False).encode("utf-8")
+        self._content = json.dumps(
+            {"pid": os.getpid(), "started": self._clock().isoformat(), "run_id": self.run_id},
+            ensure_ascii=False,
+        ).encode("utf-8")
         for _ in range(3):  # a stale lock removed, then a second try; a third for a race
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -57,7 +65,9 @@ class ProjectLock:
             finally:
                 os.close(fd)
             return self
-        raise LockedError(f"could not take {self.path}", hint="remove .repairloop/lock if no run is going")
+        raise LockedError(
+            f"could not take {self.path}", hint="remove .repairloop/lock if no run is going"
+        )
 
     def _check_holder(self) -> None:
         """Raise LockedError if the lock's holder is alive, else remove the stale lock."""
@@ -68,11 +78,15 @@ class ProjectLock:
             return  # released meanwhile: try again
         except (OSError, ValueError, KeyError, TypeError):
             # Unreadable: a writer between create and write, or a crash right there.
-            raise LockedError(f"the project lock {self.path} is unreadable",
-                              hint="wait for the other run, or remove .repairloop/lock if none is going") from None
+            raise LockedError(
+                f"the project lock {self.path} is unreadable",
+                hint="wait for the other run, or remove .repairloop/lock if none is going",
+            ) from None
         if self._is_alive(pid):
-            raise LockedError(f"another repairloop run (pid {pid}, run {run}) is working on this project",
-                              hint="wait for it, or remove .repairloop/lock if that process is gone")
+            raise LockedError(
+                f"another repairloop run (pid {pid}, run {run}) is working on this project",
+                hint="wait for it, or remove .repairloop/lock if that process is gone",
+            )
         try:
             self.path.unlink()
         except FileNotFoundError:

@@ -1,4 +1,5 @@
-"""Where runs live: run ids, ``<project>/.repairloop/runs/<run_id>/``, finding a run by id or prefix."""
+"""Where runs live: run ids, ``<project>/.repairloop/runs/<run_id>/``, finding a run by id or
+prefix."""
 
 from __future__ import annotations
 
@@ -38,8 +39,11 @@ def list_runs(project: Path) -> List[Path]:
     runs = state_dir(project) / "runs"
     if not runs.is_dir():
         return []
-    return sorted((p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                  key=lambda p: p.name, reverse=True)
+    return sorted(
+        (p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: p.name,
+        reverse=True,
+    )
 
 
 def resolve_run(project: Path, ref: Optional[str]) -> Path:
@@ -49,8 +53,10 @@ def resolve_run(project: Path, ref: Optional[str]) -> Path:
     """
     runs = list_runs(project)
     if not runs:
-        raise ProjectError(f"no repairloop runs in {state_dir(project) / 'runs'}",
-                           hint="start one with `repairloop run`")
+        raise ProjectError(
+            f"no repairloop runs in {state_dir(project) / 'runs'}",
+            hint="start one with `repairloop run`",
+        )
     if ref is None or ref == "latest":
         return runs[0]
     exact = [p for p in runs if p.name == ref]
@@ -58,7 +64,11 @@ def resolve_run(project: Path, ref: Optional[str]) -> Path:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ProjectError(f"no run {ref!r} in {state_dir(project) / 'runs'}",
-                           hint=f"use `latest` or one of: {', '.join(p.name for p in runs[:5])}")
-    raise ProjectError(f"run id prefix {ref!r} is ambiguous: {', '.join(p.name for p in matches[:5])}",
-                       hint="give more characters of the run id")
+        raise ProjectError(
+            f"no run {ref!r} in {state_dir(project) / 'runs'}",
+            hint=f"use `latest` or one of: {', '.join(p.name for p in runs[:5])}",
+        )
+    raise ProjectError(
+        f"run id prefix {ref!r} is ambiguous: {', '.join(p.name for p in matches[:5])}",
+        hint="give more characters of the run id",
+    )

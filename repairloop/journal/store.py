@@ -87,8 +87,9 @@ class Journal:
     passes ``repairloop.redact.Redactor``).
     """
 
-    def __init__(self, run_dir: Path, *, clock: Clock = utcnow,
-                 redact: Optional[Callable[[str], str]] = None) -> None:
+    def __init__(
+        self, run_dir: Path, *, clock: Clock = utcnow, redact: Optional[Callable[[str], str]] = None
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / JOURNAL
         self._clock = clock
@@ -101,7 +102,8 @@ class Journal:
                 os.truncate(self.path, end)
 
     def record(self, event: JournalEvent) -> None:
-        """Write ``{"event": <kind>, "ts": <ISO UTC>, ...fields}`` as one line, redacted; fsync'ed."""
+        """Write ``{"event": <kind>, "ts": <ISO UTC>, ...fields}`` as one line, redacted;
+        fsync'ed."""
         line: Dict[str, Any] = {"event": event.kind.value, "ts": self._clock().isoformat()}
         line.update((k, v) for k, v in event_to_json(event).items() if k not in line)
         data = (_dumps(self._redacted(line)) + "\n").encode("utf-8")
@@ -134,7 +136,8 @@ class Journal:
         return self.run_dir / rel
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write ``run_dir/name`` atomically (temp file + ``os.replace``), exact bytes after ``redact``."""
+        """Write ``run_dir/name`` atomically (temp file + ``os.replace``), exact bytes after
+        ``redact``."""
         text = self.redact(text)
         target = self._target(name)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -171,8 +174,10 @@ def read_journal(run_dir: Path) -> Tuple[List[Dict[str, Any]], List[str]]:
     lines = data[:end].split(b"\n")
     warnings = []
     if end < len(data):
-        warnings.append(f"{path}: ignored a torn last line {len(lines)} (the run was interrupted "
-                        "while writing it)")
+        warnings.append(
+            f"{path}: ignored a torn last line {len(lines)} (the run was interrupted "
+            "while writing it)"
+        )
     events: List[Dict[str, Any]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -182,8 +187,10 @@ def read_journal(run_dir: Path) -> Tuple[List[Dict[str, Any]], List[str]]:
         except ValueError as exc:
             event = exc
         if not isinstance(event, dict):
-            raise ProjectError(f"{path}: line {number} is not a JSON object ({event})",
-                               hint="the journal is damaged; look at that line or remove the run dir")
+            raise ProjectError(
+                f"{path}: line {number} is not a JSON object ({event})",
+                hint="the journal is damaged; look at that line or remove the run dir",
+            )
         events.append(event)
     return events, warnings
 
@@ -206,7 +213,9 @@ def read_events(run_dir: Path) -> Tuple[List[Entry], List[str]]:
     for number, entry in enumerate(entries, start=1):
         problem = getattr(entry.event, "problem", "")
         if problem:
-            warnings.append(f"event {number} ({getattr(entry.event, 'name', '?')}): {problem}; left out")
+            warnings.append(
+                f"event {number} ({getattr(entry.event, 'name', '?')}): {problem}; left out"
+            )
     return entries, warnings
 
 
@@ -215,7 +224,9 @@ def pending_intents(events: List[ReadEvent]) -> List[IntentEvent]:
     open_intents: Dict[Tuple[str, str], IntentEvent] = {}
     for event in events:
         if isinstance(event, IntentEvent):
-            open_intents.pop((event.action, event.key), None)  # re-insert so order follows the latest intent
+            open_intents.pop(
+                (event.action, event.key), None
+            )  # re-insert so order follows the latest intent
             open_intents[(event.action, event.key)] = event
         elif isinstance(event, DoneEvent):
             open_intents.pop((event.action, event.key), None)

@@ -1,4 +1,5 @@
-"""Fault localisation (a worker): which functions and lines of the project the failing tests point at.
+"""Fault localisation (a worker): which functions and lines of the project the failing tests point
+at.
 
 ``localise`` ranks the lines the failing tests ran by Ochiai suspiciousness over
 per-test line data (``spectra``: coverage.py's dynamic contexts, or the pytest
@@ -11,4 +12,13 @@ from repairloop.localise.functions import definition_spans, rank_functions
 from repairloop.localise.ochiai import failure_frames, localise, ochiai, rank
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 
-__all__ = ["EVERY_TEST", "definition_spans", "failure_frames", "localise", "ochiai", "rank", "rank_functions", "read_spectra"]
+__all__ = [
+    "EVERY_TEST",
+    "definition_spans",
+    "failure_frames",
+    "localise",
+    "ochiai",
+    "rank",
+    "rank_functions",
+    "read_spectra",
+]

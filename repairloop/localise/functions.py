@@ -3,10 +3,9 @@
 A line belongs to the innermost function or method whose body holds it, to its
 class when it is in a class body outside any method, and to ``<module>``
 otherwise: a ``def`` line (and its decorators) runs when the enclosing scope
-runs, at import for a top-level function, so it is the enclosing scope's. A function's score is its most
-suspicious line's (Ochiai's ``max`` rule: one faulty line makes the function
-faulty); ties go to the line nearest a failing frame, then path and position,
-so the ranking is deterministic.
+runs, at import for a top-level function, so it is the enclosing scope's. A function's score is its
+most suspicious line's (Ochiai's ``max`` rule: one faulty line makes the function faulty); ties go
+to the line nearest a failing frame, then path and position, so the ranking is deterministic.
 """
 
 from __future__ import annotations
@@ -16,13 +15,15 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.types import LineKey, Suspect, SuspectFunction
 
-Span = Tuple[str, int, int, int, str]  # (qualified name, first line, last line, first body line, kind)
+Span = Tuple[
+    str, int, int, int, str
+]  # (qualified name, first line, last line, first body line, kind)
 
 
 def definition_spans(text: str) -> List[Span]:
-    """Every function, method and class of a module's ``text``: (qualified name, first line with decorators,
-    last line, first line of its body, ``function`` or ``class``), outer before inner; [] when it does not
-    parse."""
+    """Every function, method and class of a module's ``text``: (qualified name, first line with
+    decorators, last line, first line of its body, ``function`` or ``class``), outer before inner;
+    [] when it does not parse."""
     try:
         body = ast.parse(text).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -35,7 +36,9 @@ def definition_spans(text: str) -> List[Span]:
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
                 name = f"{prefix}{node.name}"
                 kind = "class" if isinstance(node, ast.ClassDef) else "function"
-                spans.append((name, first, node.end_lineno or node.lineno, node.body[0].lineno, kind))
+                spans.append(
+                    (name, first, node.end_lineno or node.lineno, node.body[0].lineno, kind)
+                )
                 walk(node.body, name + ".")
 
     walk(body, "")
@@ -48,10 +51,14 @@ def owner(spans: Sequence[Span], line: int) -> Optional[Span]:
     return min(holding, key=lambda s: s[2] - s[1]) if holding else None
 
 
-def rank_functions(suspects: Sequence[Suspect], sources: Mapping[str, str],
-                   ran_by: Mapping[LineKey, FrozenSet[str]]) -> Tuple[SuspectFunction, ...]:
-    """The functions holding ``suspects`` (most suspicious first, see the module docstring); ``sources`` are
-    the project's non-test files, ``ran_by`` the failing tests that ran each suspect line."""
+def rank_functions(
+    suspects: Sequence[Suspect],
+    sources: Mapping[str, str],
+    ran_by: Mapping[LineKey, FrozenSet[str]],
+) -> Tuple[SuspectFunction, ...]:
+    """The functions holding ``suspects`` (most suspicious first, see the module docstring);
+    ``sources`` are the project's non-test files, ``ran_by`` the failing tests that ran each suspect
+    line."""
     spans: Dict[str, List[Span]] = {}
     found: Dict[Tuple[str, str], SuspectFunction] = {}
     order: Dict[Tuple[str, str], Tuple[float, int]] = {}
@@ -59,16 +66,31 @@ def rank_functions(suspects: Sequence[Suspect], sources: Mapping[str, str],
         if suspect.path not in spans:
             spans[suspect.path] = definition_spans(sources.get(suspect.path, ""))
         span = owner(spans[suspect.path], suspect.line)
-        name, start, end, _, kind = span or ("<module>", 1, max(1, len(sources.get(suspect.path, "").splitlines())), 1,
-                                             "module")
+        name, start, end, _, kind = span or (
+            "<module>",
+            1,
+            max(1, len(sources.get(suspect.path, "").splitlines())),
+            1,
+            "module",
+        )
         key = (suspect.path, name)
         tests = ran_by.get((suspect.path, suspect.line), frozenset())
         old = found.get(key)
         if old is None:
-            found[key] = SuspectFunction(suspect.path, name, start, end, suspect.score, (suspect.line,), tests, kind)
+            found[key] = SuspectFunction(
+                suspect.path, name, start, end, suspect.score, (suspect.line,), tests, kind
+            )
             order[key] = (-round(suspect.score, 9), suspect.distance)
         else:
-            found[key] = SuspectFunction(old.path, name, start, end, max(old.score, suspect.score),
-                                         old.lines + (suspect.line,), old.tests | tests, kind)
+            found[key] = SuspectFunction(
+                old.path,
+                name,
+                start,
+                end,
+                max(old.score, suspect.score),
+                old.lines + (suspect.line,),
+                old.tests | tests,
+                kind,
+            )
     ranked = sorted(found, key=lambda k: (*order[k], k[0], found[k].start))
     return tuple(found[k] for k in ranked)

@@ -16,7 +16,7 @@ import ast
 import math
 import re
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
 
 from repairloop.localise.functions import rank_functions
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
@@ -41,7 +41,8 @@ __all__ = ["localise", "ochiai", "rank"]
 def ochiai(
     lines: Mapping[LineKey, FrozenSet[str]], failing: Iterable[str], passing: Iterable[str]
 ) -> Dict[LineKey, Tuple[float, int, int]]:
-    """Ochiai suspiciousness of every line executed by a failing test: ``{key: (score, ef, ep)}``."""
+    """Ochiai suspiciousness of every line executed by a failing test: ``{key: (score, ef,
+    ep)}``."""
     failed, passed = set(failing), set(passing) - set(failing)
     if not failed:
         return {}
@@ -62,7 +63,11 @@ _PYTEST_FRAME = re.compile(r"^([^\s:][^:\n]*\.py):(\d+):", re.MULTILINE)
 
 
 def failure_frames(
-    results: Sequence[TestResult], failing: Iterable[str], traceback: str, root: Path, test_files: TestFiles
+    results: Sequence[TestResult],
+    failing: Iterable[str],
+    traceback: str,
+    root: Path,
+    test_files: TestFiles,
 ) -> List[Frame]:
     """Frames of the failing tests in non-test project code, innermost first, no duplicates."""
     wanted = set(failing)
@@ -89,7 +94,9 @@ def distance(path: str, line: int, frames: Sequence[Frame]) -> int:
     return min((abs(f.line - line) for f in frames if f.path == path), default=FAR)
 
 
-def rank(scores: Mapping[LineKey, Tuple[float, int, int]], frames: Sequence[Frame]) -> Tuple[Suspect, ...]:
+def rank(
+    scores: Mapping[LineKey, Tuple[float, int, int]], frames: Sequence[Frame]
+) -> Tuple[Suspect, ...]:
     """Suspects sorted by score, then distance to a failing frame, then path and line."""
     suspects = [
         Suspect(path, line, score, ef, ep, distance(path, line, frames))
@@ -113,7 +120,9 @@ def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
     for test_id in sorted(set(test_ids)):
         parts = test_id.split("::")
         function = re.sub(r"\[.*\]$", "", parts[-1]) if len(parts) > 1 else ""
-        text = read_inside(root, parts[0])  # a test id is the run's word: never a link out, nor /dev/zero
+        text = read_inside(
+            root, parts[0]
+        )  # a test id is the run's word: never a link out, nor /dev/zero
         try:
             tree = ast.parse(text or "")
         except (SyntaxError, ValueError):
@@ -130,7 +139,8 @@ def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
 def traceback_scores(
     frames: Sequence[Frame], sources: Mapping[str, str], failing: Iterable[str], root: Path
 ) -> Dict[LineKey, Tuple[float, int, int]]:
-    """Fallback scores: failing frames (innermost 1.0), their functions (0.6), functions the tests call (0.4)."""
+    """Fallback scores: failing frames (innermost 1.0), their functions (0.6), functions the tests
+    call (0.4)."""
     scores: Dict[LineKey, float] = {}
 
     def add(key: LineKey, value: float) -> None:
@@ -144,7 +154,9 @@ def traceback_scores(
             continue
     for i, frame in enumerate(frames):
         add((frame.path, frame.line), max(0.7, 1.0 - 0.05 * i))
-        for _, first, last in _function_spans(trees.get(frame.path, ast.Module(body=[], type_ignores=[]))):
+        for _, first, last in _function_spans(
+            trees.get(frame.path, ast.Module(body=[], type_ignores=[]))
+        ):
             if first <= frame.line <= last:
                 for line in range(first + 1, last + 1):
                     add((frame.path, line), 0.6)
@@ -177,34 +189,78 @@ def localise(
     failing_ids = tuple(sorted(set(failing)))
     passing = tuple(t for t in report.passed_ids if t not in set(failing_ids))
     frames = failure_frames(report.results, failing_ids, traceback, root, test_files)
-    if report.coverage_file is None:
-        note = ("the test run recorded no per-test line data (a test command that does not run pytest, or "
-                "the plugin could not trace), so suspicious lines come from the traceback frames and the "
-                "functions the failing tests call")  # fmt: skip
-    else:
-        try:
-            lines, tool = read_spectra(report.coverage_file, root, test_files)
-        except ImportError:
-            note = "coverage.py is not importable by repairloop: localised from the traceback frames"
-        except Exception as exc:  # any unreadable data file degrades to the fallback, never aborts
-            note = f"the per-test line data could not be read ({exc}): localised from the traceback frames"
-        else:
-            scores = ochiai(lines, failing_ids, passing)
-            if scores:
-                ran_by = failing_runs(lines, failing_ids, scores)
-                suspects = rank(scores, frames)
-                return Localisation("coverage", suspects, failing_ids, passing, tool=tool, ran_by=ran_by, report=report,
-                                    functions=rank_functions(suspects, sources, ran_by))
-            note = ("the per-test line data records no project line run by a failing test: "
-                    "localised from the traceback frames")  # fmt: skip
+    found = _from_spectra(report, root, failing_ids, passing, frames, (test_files, sources))
+    if isinstance(found, Localisation):
+        return found
+    note = found
     scores = traceback_scores(frames, sources, failing_ids, root)
     suspects = rank(scores, frames)
-    return Localisation("traceback", suspects, failing_ids, passing, note, report=report,
-                        functions=rank_functions(suspects, sources, {}))
+    return Localisation(
+        "traceback",
+        suspects,
+        failing_ids,
+        passing,
+        note,
+        report=report,
+        functions=rank_functions(suspects, sources, {}),
+    )
 
 
-def failing_runs(lines: Mapping[LineKey, FrozenSet[str]], failing: Sequence[str],
-                 keys: Iterable[LineKey]) -> Dict[LineKey, FrozenSet[str]]:
-    """For each of ``keys``, the failing tests that ran it (every one for code run outside any test)."""
+def _from_spectra(
+    report: TestReport,
+    root: Path,
+    failing_ids: Tuple[str, ...],
+    passing: Tuple[str, ...],
+    frames: Sequence[Frame],
+    files: Tuple[TestFiles, Mapping[str, str]],
+) -> Union[Localisation, str]:
+    """Ochiai over the run's per-test line data, or the note saying why it cannot be used.
+
+    ``files`` is (which files are tests, the non-test sources ``{path: text}``).
+    """
+    test_files, sources = files
+    if report.coverage_file is None:
+        return (
+            "the test run recorded no per-test line data (a test command that does not run "
+            "pytest, or the plugin could not trace), so suspicious lines come from the traceback "
+            "frames and the functions the failing tests call"
+        )
+    try:
+        lines, tool = read_spectra(report.coverage_file, root, test_files)
+    except ImportError:
+        return "coverage.py is not importable by repairloop: localised from the traceback frames"
+    except Exception as exc:  # any unreadable data file degrades to the fallback, never aborts
+        return (
+            f"the per-test line data could not be read ({exc}): localised from the traceback frames"
+        )
+    scores = ochiai(lines, failing_ids, passing)
+    if not scores:
+        return (
+            "the per-test line data records no project line run by a failing test: "
+            "localised from the traceback frames"
+        )
+    ran_by = failing_runs(lines, failing_ids, scores)
+    suspects = rank(scores, frames)
+    return Localisation(
+        "coverage",
+        suspects,
+        failing_ids,
+        passing,
+        tool=tool,
+        ran_by=ran_by,
+        report=report,
+        functions=rank_functions(suspects, sources, ran_by),
+    )
+
+
+def failing_runs(
+    lines: Mapping[LineKey, FrozenSet[str]], failing: Sequence[str], keys: Iterable[LineKey]
+) -> Dict[LineKey, FrozenSet[str]]:
+    """For each of ``keys``, the failing tests that ran it (every one for code run outside any
+    test)."""
     everyone = frozenset(failing)
-    return {key: everyone if EVERY_TEST in lines[key] else lines[key] & everyone for key in keys if key in lines}
+    return {
+        key: everyone if EVERY_TEST in lines[key] else lines[key] & everyone
+        for key in keys
+        if key in lines
+    }

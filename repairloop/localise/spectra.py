@@ -24,7 +24,9 @@ EVERY_TEST = "<every test>"
 TRACER_SUFFIX = ".jsonl"  # the plugin tracer's file; anything else is coverage.py's
 
 
-def read_spectra(data_file: str, root: Path, test_files: TestFiles) -> Tuple[Dict[LineKey, FrozenSet[str]], str]:
+def read_spectra(
+    data_file: str, root: Path, test_files: TestFiles
+) -> Tuple[Dict[LineKey, FrozenSet[str]], str]:
     """(per line of non-test project code, the test ids that ran it; the tool that recorded them).
 
     The tool is ``coverage.py``, ``sys.monitoring`` or ``sys.settrace``. Raises
@@ -43,7 +45,9 @@ def _keep(path: str, root: Path, test_files: TestFiles) -> Optional[str]:
     return rel
 
 
-def _read_coverage(data_file: str, root: Path, test_files: TestFiles) -> Dict[LineKey, FrozenSet[str]]:
+def _read_coverage(
+    data_file: str, root: Path, test_files: TestFiles
+) -> Dict[LineKey, FrozenSet[str]]:
     from coverage import CoverageData  # lazily: only the localisation run needs it
 
     data = CoverageData(basename=data_file)
@@ -60,7 +64,9 @@ def _read_coverage(data_file: str, root: Path, test_files: TestFiles) -> Dict[Li
     return lines
 
 
-def _read_tracer(data_file: str, root: Path, test_files: TestFiles) -> Tuple[Dict[LineKey, FrozenSet[str]], str]:
+def _read_tracer(
+    data_file: str, root: Path, test_files: TestFiles
+) -> Tuple[Dict[LineKey, FrozenSet[str]], str]:
     tool = "line tracer"
     found: Dict[LineKey, Set[str]] = {}
     kept: Dict[str, Optional[str]] = {}

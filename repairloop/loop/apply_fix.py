@@ -1,5 +1,5 @@
-"""``--apply`` (part of the loop layer): the final patch written to the user's tree, journalled as an
-intent before and done after (DESIGN.md, "Workspace, sandbox and side effects")."""
+"""``--apply`` (part of the loop layer): the final patch written to the user's tree, journalled as
+an intent before and done after (DESIGN.md, "Workspace, sandbox and side effects")."""
 
 from __future__ import annotations
 
@@ -14,40 +14,55 @@ from repairloop.types import LoopEvent, Outcome, RunNote, RunResult, RunStopped
 from repairloop.workspace import Workspace, apply_to_user_tree
 
 
-def apply_fix(ws: Workspace, journal: Journal, result: RunResult, patch: str) -> Tuple[RunResult, List[str]]:
-    """Write ``patch`` (unredacted) to the user's tree, ``ws.project``, checked against the start state
-    ``ws.start``: (the result marked applied, the files written).
+def apply_fix(
+    ws: Workspace, journal: Journal, result: RunResult, patch: str
+) -> Tuple[RunResult, List[str]]:
+    """Write ``patch`` (unredacted) to the user's tree, ``ws.project``, checked against the start
+    state ``ws.start``: (the result marked applied, the files written).
 
     Raises ProjectError, naming the run and where its patch is kept, when a
     file the patch touches changed since the run started (nothing is written).
     """
-    masked = [line for line in patch.splitlines() if line.startswith("+") and REDACTION_MARKER in line]
+    masked = [
+        line for line in patch.splitlines() if line.startswith("+") and REDACTION_MARKER in line
+    ]
     if masked:
-        raise ProjectError(f"not applied: the patch of run {result.run_id} writes a redaction placeholder "
-                           f"({masked[0][:80]!r}); masked text is never content",
-                           hint="ask for a new run; the model saw a masked value and copied the mask")
+        raise ProjectError(
+            f"not applied: the patch of run {result.run_id} writes a redaction placeholder "
+            f"({masked[0][:80]!r}); masked text is never content",
+            hint="ask for a new run; the model saw a masked value and copied the mask",
+        )
     key = f"{result.run_id}:apply"
     journal.record(IntentEvent(action="apply", key=key, files=tuple(patch_files(patch))))
     try:
         written = apply_to_user_tree(ws.project, patch, ws.start)
     except ProjectError as err:
         saved = Path(result.run_dir) / "fix.patch"
-        raise ProjectError(f"{err.message} (run {result.run_id}, outcome {result.outcome.value})",
-                           hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`") from err
+        raise ProjectError(
+            f"{err.message} (run {result.run_id}, outcome {result.outcome.value})",
+            hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`",
+        ) from err
     journal.record(DoneEvent(action="apply", key=key, files=tuple(written)))
     applied = replace(result, applied=True)
     journal.write_json("summary.json", applied.to_json())
     return applied, written
 
 
-def maybe_apply(result: RunResult, raw_patch: Optional[str], ws: Workspace, journal: Journal,
-                confirm: Optional[Callable[[str], bool]]) -> Iterator[LoopEvent]:
-    """``--apply``: the fix or partial fix written to the user's tree, after ``confirm`` (shown the redacted
-    patch) said yes; events say what happened. Raises ProjectError like ``apply_fix``."""
+def maybe_apply(
+    result: RunResult,
+    raw_patch: Optional[str],
+    ws: Workspace,
+    journal: Journal,
+    confirm: Optional[Callable[[str], bool]],
+) -> Iterator[LoopEvent]:
+    """``--apply``: the fix or partial fix written to the user's tree, after ``confirm`` (shown the
+    redacted patch) said yes; events say what happened. Raises ProjectError like ``apply_fix``."""
     if not result.patch or result.outcome not in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
         return
     if confirm is not None and not confirm(journal.redact(result.patch)):
-        yield RunNote("not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch"))
+        yield RunNote(
+            "not applied: declined; the patch is in " + str(Path(result.run_dir) / "fix.patch")
+        )
         return
     applied, written = apply_fix(ws, journal, result, raw_patch or result.patch)
     yield RunStopped(applied, f"applied to {', '.join(written)}")

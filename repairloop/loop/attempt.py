@@ -52,7 +52,9 @@ class AttemptOutcome:
 
     iteration: Iteration
     checked: Optional[Checked] = None
-    applied: Optional[AppliedPatch] = None  # the candidate as the guards approved it, when it was tested
+    applied: Optional[AppliedPatch] = (
+        None  # the candidate as the guards approved it, when it was tested
+    )
     last_attempt: Optional[LastAttempt] = None
     signature: Optional[str] = None
     move: ChainMove = ChainMove.STAY
@@ -61,7 +63,9 @@ class AttemptOutcome:
     degraded: str = ""  # why the offline engine's fault localisation was weak ("" when it was not)
 
 
-def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], float]) -> AttemptOutcome:
+def run_attempt(
+    setup: AttemptSetup, given: AttemptInput, clock: Callable[[], float]
+) -> AttemptOutcome:
     """One iteration: build the context, ask the proposer, guard and apply, test, keep or revert.
 
     ``clock`` gives monotonic seconds. Never raises for model-side or patch
@@ -70,45 +74,125 @@ def run_attempt(setup: AttemptSetup, given: AttemptInput, clock: Callable[[], fl
     began = clock()
     context = attempt_context(setup, given)
     proposed = propose_and_apply(setup, given, context)
-    base = Iteration(given.number, given.proposer.engine, given.model, proposed.usage, Decision.NO_CANDIDATE, "",
-                     attempts=proposed.attempts, flags=proposed.flags, candidates=proposed.candidates,
-                     seconds_model=proposed.usage.seconds, tests_failed=len(given.failing))
+    base = Iteration(
+        given.number,
+        given.proposer.engine,
+        given.model,
+        proposed.usage,
+        Decision.NO_CANDIDATE,
+        "",
+        attempts=proposed.attempts,
+        flags=proposed.flags,
+        candidates=proposed.candidates,
+        seconds_model=proposed.usage.seconds,
+        tests_failed=len(given.failing),
+    )
     ended = _Ended(setup, context, proposed, clock, began)
     if proposed.applied is None:
         decision = Decision.NO_CANDIDATE if proposed.proposal is None else Decision.REJECTED
         it = ended.record(replace(base, decision=decision, reason=proposed.error))
-        return AttemptOutcome(it, move=proposed.move, why=proposed.why, refused=proposed.refused,
-                              degraded=proposed.degraded)
+        return AttemptOutcome(
+            it,
+            move=proposed.move,
+            why=proposed.why,
+            refused=proposed.refused,
+            degraded=proposed.degraded,
+        )
     diff = proposed.applied.diff()
     signature = change_signature(diff)
     likeness = stop.judge_candidate(signature, given.earlier, setup.similarity_threshold)
     if likeness.label is Decision.DUPLICATE:
-        it = ended.record(replace(base, decision=Decision.DUPLICATE, diff=diff, similarity_max=1.0,
-                                  reason="the same patch as an earlier candidate; not re-tested",
-                                  similarity_to_previous=likeness.previous))
+        it = ended.record(
+            replace(
+                base,
+                decision=Decision.DUPLICATE,
+                diff=diff,
+                similarity_max=1.0,
+                reason="the same patch as an earlier candidate; not re-tested",
+                similarity_to_previous=likeness.previous,
+            )
+        )
         return AttemptOutcome(it, signature=signature, degraded=proposed.degraded)
-    checked = validate(setup.validation, proposed.applied, given.failing, given.flaky,
-                       prefilter=not (proposed.proposal is not None and proposed.proposal.validated))
-    stagnant = checked.decision is Decision.REVERTED and not checked.fixed and likeness.label is Decision.STAGNANT
-    it = ended.record(replace(base, decision=Decision.STAGNANT if stagnant else checked.decision,
-                              reason=checked.reason, diff=diff, similarity_to_previous=likeness.previous,
-                              similarity_max=likeness.highest, tests_failed=len(checked.failing), fixed=checked.fixed,
-                              broke=checked.broke, seconds_tests=checked.seconds), checked.report)
-    group = context.failing_tests
-    last = LastAttempt(diff=diff, decision=checked.decision, reason=checked.reason, fixed=checked.fixed, broke=checked.broke,
-                       before=snapshots(group, given.failures), after=snapshots(group, checked.report.failing if checked.report else ()))
-    return AttemptOutcome(it, checked=checked, applied=proposed.applied, last_attempt=last, signature=signature,
-                          degraded=proposed.degraded)
+    return _tested(ended, given, base, diff, signature, likeness)
 
 
-def snapshots(test_ids: Sequence[str], failed: Iterable[Union[Failure, TestResult]]) -> Tuple[FailureSnapshot, ...]:
-    """The failures of ``test_ids`` among ``failed`` (classified failures, or a run's failing results), in brief."""
+def _tested(
+    ended: _Ended,
+    given: AttemptInput,
+    base: Iteration,
+    diff: str,
+    signature: str,
+    likeness: stop.Likeness,
+) -> AttemptOutcome:
+    """Validate the applied candidate and record the iteration with the verdict."""
+    proposed = ended.proposed
+    assert proposed.applied is not None  # only an applied candidate is tested
+    checked = validate(
+        ended.setup.validation,
+        proposed.applied,
+        given.failing,
+        given.flaky,
+        prefilter=not (proposed.proposal is not None and proposed.proposal.validated),
+    )
+    stagnant = (
+        checked.decision is Decision.REVERTED
+        and not checked.fixed
+        and likeness.label is Decision.STAGNANT
+    )
+    it = ended.record(
+        replace(
+            base,
+            decision=Decision.STAGNANT if stagnant else checked.decision,
+            reason=checked.reason,
+            diff=diff,
+            similarity_to_previous=likeness.previous,
+            similarity_max=likeness.highest,
+            tests_failed=len(checked.failing),
+            fixed=checked.fixed,
+            broke=checked.broke,
+            seconds_tests=checked.seconds,
+        ),
+        checked.report,
+    )
+    group = ended.context.failing_tests
+    last = LastAttempt(
+        diff=diff,
+        decision=checked.decision,
+        reason=checked.reason,
+        fixed=checked.fixed,
+        broke=checked.broke,
+        before=snapshots(group, given.failures),
+        after=snapshots(group, checked.report.failing if checked.report else ()),
+    )
+    return AttemptOutcome(
+        it,
+        checked=checked,
+        applied=proposed.applied,
+        last_attempt=last,
+        signature=signature,
+        degraded=proposed.degraded,
+    )
+
+
+def snapshots(
+    test_ids: Sequence[str], failed: Iterable[Union[Failure, TestResult]]
+) -> Tuple[FailureSnapshot, ...]:
+    """The failures of ``test_ids`` among ``failed`` (classified failures, or a run's failing
+    results), in brief."""
     wanted = set(test_ids)
     out = []
     for item in failed:
         if item.test_id in wanted:
-            message = (item.message or "").strip().splitlines()[0][:300] if (item.message or "").strip() else ""
-            frames = tuple(f"{f.path}:{f.line} in {f.function or '?'}" for f in item.frames if is_project_path(f.path))
+            message = (
+                (item.message or "").strip().splitlines()[0][:300]
+                if (item.message or "").strip()
+                else ""
+            )
+            frames = tuple(
+                f"{f.path}:{f.line} in {f.function or '?'}"
+                for f in item.frames
+                if is_project_path(f.path)
+            )
             out.append(FailureSnapshot(item.test_id, item.exc_type or "", message, frames[-4:]))
     return tuple(out)
 
@@ -131,7 +215,8 @@ class _Ended:
 
 
 def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
-    """The prompt's material: the largest group of failures with one root cause, and the rest by name."""
+    """The prompt's material: the largest group of failures with one root cause, and the rest by
+    name."""
     test_files = setup.validation.test_files
     current = [f for f in given.failures if f.test_id in given.failing]
     groups = group_failures(current, test_files, given.localisation) if current else []
@@ -151,8 +236,14 @@ def attempt_context(setup: AttemptSetup, given: AttemptInput) -> RepairContext:
     )
 
 
-def _record(setup: AttemptSetup, it: Iteration, context: RepairContext, proposal: Optional[Proposal],
-            report: Optional[TestReport], located: Tuple[str, ...] = ()) -> None:
+def _record(
+    setup: AttemptSetup,
+    it: Iteration,
+    context: RepairContext,
+    proposal: Optional[Proposal],
+    report: Optional[TestReport],
+    located: Tuple[str, ...] = (),
+) -> None:
     shown = Shown(
         failing_tests=context.failing_tests,
         message=context.message[:4000],
@@ -163,6 +254,13 @@ def _record(setup: AttemptSetup, it: Iteration, context: RepairContext, proposal
         last_attempt=context.last_attempt.reason if context.last_attempt else None,
     )
     tests = None if report is None else report_summary(report)
-    setup.journal.record(IterationEvent(iteration=it, shown=shown, answer=proposal.answer if proposal else None,
-                                        engine_notes=proposal.notes if proposal else None, tests=tests,
-                                        located=located))
+    setup.journal.record(
+        IterationEvent(
+            iteration=it,
+            shown=shown,
+            answer=proposal.answer if proposal else None,
+            engine_notes=proposal.notes if proposal else None,
+            tests=tests,
+            located=located,
+        )
+    )

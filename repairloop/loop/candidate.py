@@ -37,7 +37,8 @@ from repairloop.types import (
 
 @dataclass(frozen=True)
 class Proposed:
-    """The propose-and-apply step: the answer, the applied candidate (None when there is none), and costs."""
+    """The propose-and-apply step: the answer, the applied candidate (None when there is none), and
+    costs."""
 
     proposal: Optional[Proposal]
     applied: Optional[AppliedPatch]
@@ -62,7 +63,8 @@ class _Asked:
 
 
 def propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairContext) -> Proposed:
-    """Ask for a candidate and apply it (guards, syntax); one structural retry in the same thread."""
+    """Ask for a candidate and apply it (guards, syntax); one structural retry in the same
+    thread."""
     root = setup.validation.workspace.root
     failing = tuple(dict.fromkeys((*context.failing_tests, *given.failing)))
     screen = _Screen(setup, given, failing, context)
@@ -72,8 +74,13 @@ def propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairC
     feedback: Optional[Feedback] = None
     proposal: Optional[Proposal] = None
     for round_ in range(2):  # the answer, and one structural retry in the same thread
-        request = ProposalRequest(context=context, budget=given.budget, feedback=feedback, iteration=given.number,
-                                  localisation=given.localisation)
+        request = ProposalRequest(
+            context=context,
+            budget=given.budget,
+            feedback=feedback,
+            iteration=given.number,
+            localisation=given.localisation,
+        )
         answer = _ask(setup.journal, given, request, round_, asked)
         if not isinstance(answer, Proposal):
             return answer
@@ -82,63 +89,127 @@ def propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairC
         if isinstance(result, Proposed):
             return result
         if feedback is not None or proposal.engine != "llm":
-            return Proposed(proposal, None, asked.usage, asked.attempts, asked.candidates, f"rejected: {result}",
-                            degraded=proposal.degraded)
+            return Proposed(
+                proposal,
+                None,
+                asked.usage,
+                asked.attempts,
+                asked.candidates,
+                f"rejected: {result}",
+                degraded=proposal.degraded,
+            )
         feedback = redact_feedback(Feedback(answer=proposal.answer, error=result), setup.redact)
     return Proposed(proposal, None, asked.usage, asked.attempts, asked.candidates, "rejected")
 
 
-def _ask(journal: Journal, given: AttemptInput, request: ProposalRequest, round_: int,
-         asked: _Asked) -> Union[Proposal, Proposed]:
-    """One call of the proposer, journalled (an answer before validation, so a resumed run never asks
-    again); a model-side error becomes the attempt's ending (``Proposed``)."""
+def _ask(
+    journal: Journal, given: AttemptInput, request: ProposalRequest, round_: int, asked: _Asked
+) -> Union[Proposal, Proposed]:
+    """One call of the proposer, journalled (an answer before validation, so a resumed run never
+    asks again); a model-side error becomes the attempt's ending (``Proposed``)."""
     try:
         proposal = given.proposer.propose(request)
     except ProposerError as err:
         notes = getattr(err, "notes", None)
         _journal_error(journal, given, round_, err, notes)
         move, why, reason, refused = model_failed(given.model, err)
-        return Proposed(None, None, asked.usage + err.usage, asked.attempts + max(err.attempts, 1),
-                        asked.candidates + err.candidates, reason, move=move, why=why, refused=refused,
-                        degraded=err.degraded)
-    journal.record(ProposalEvent(iteration=given.number, round=round_, model=given.model, engine=proposal.engine,
-                                 answer=proposal.answer, usage=proposal.usage, notes=proposal.notes,
-                                 candidates=proposal.candidates, degraded=proposal.degraded))
-    asked.usage, asked.attempts = asked.usage + proposal.usage, asked.attempts + max(proposal.usage.calls, 1)
+        return Proposed(
+            None,
+            None,
+            asked.usage + err.usage,
+            asked.attempts + max(err.attempts, 1),
+            asked.candidates + err.candidates,
+            reason,
+            move=move,
+            why=why,
+            refused=refused,
+            degraded=err.degraded,
+        )
+    journal.record(
+        ProposalEvent(
+            iteration=given.number,
+            round=round_,
+            model=given.model,
+            engine=proposal.engine,
+            answer=proposal.answer,
+            usage=proposal.usage,
+            notes=proposal.notes,
+            candidates=proposal.candidates,
+            degraded=proposal.degraded,
+        )
+    )
+    asked.usage, asked.attempts = (
+        asked.usage + proposal.usage,
+        asked.attempts + max(proposal.usage.calls, 1),
+    )
     asked.candidates += proposal.candidates
     return proposal
 
 
 class _Screen:
-    """Applies an answer to the workspace's files as text and screens it: guards, syntax, hard-coded answers."""
+    """Applies an answer to the workspace's files as text and screens it: guards, syntax, hard-coded
+    answers."""
 
-    def __init__(self, setup: AttemptSetup, given: AttemptInput, failing: Tuple[str, ...],
-                 context: RepairContext) -> None:
+    def __init__(
+        self,
+        setup: AttemptSetup,
+        given: AttemptInput,
+        failing: Tuple[str, ...],
+        context: RepairContext,
+    ) -> None:
         root = setup.validation.workspace.root
         self.setup, self.given, self.failing, self.shown = setup, given, failing, context.slices
-        self.literals, self.compared = assertion_literals(root, failing), assertion_names(root, context.failing_tests)
+        self.literals, self.compared = (
+            assertion_literals(root, failing),
+            assertion_names(root, context.failing_tests),
+        )
 
     def __call__(self, proposal: Proposal, root: Path, asked: _Asked) -> Union[Proposed, str]:
-        """The candidate as the guards approved it (``Proposed``), or the structural error (a string)."""
+        """The candidate as the guards approved it (``Proposed``), or the structural error (a
+        string)."""
         setup = self.setup
         try:
-            applied = apply_answer(proposal.answer, root, fuzzy_threshold=setup.fuzzy_threshold, shown=self.shown,
-                                   is_test=setup.validation.test_files.is_test)
+            applied = apply_answer(
+                proposal.answer,
+                root,
+                fuzzy_threshold=setup.fuzzy_threshold,
+                shown=self.shown,
+                is_test=setup.validation.test_files.is_test,
+            )
             screened = check_guards(applied, root, setup.validation.policy)
             check_syntax(screened.applied)  # scratch files dropped
-            check_hardcoded(screened.applied, self.literals, setup.validation.test_files, failing_inputs(self.failing))
+            check_hardcoded(
+                screened.applied,
+                self.literals,
+                setup.validation.test_files,
+                failing_inputs(self.failing),
+            )
         except PatchError as err:
             error = err.message + (f" ({err.hint})" if err.hint else "")
-            setup.journal.record(CandidateRejectedEvent(iteration=self.given.number, model=self.given.model,
-                                                        answer=proposal.answer, error=error))
+            setup.journal.record(
+                CandidateRejectedEvent(
+                    iteration=self.given.number,
+                    model=self.given.model,
+                    answer=proposal.answer,
+                    error=error,
+                )
+            )
             return error
         flags = _guard_flags(screened, self.literals, setup.validation.test_files, self.compared)
-        return Proposed(proposal, screened.applied, asked.usage, asked.attempts, asked.candidates, flags=flags,
-                        degraded=proposal.degraded)
+        return Proposed(
+            proposal,
+            screened.applied,
+            asked.usage,
+            asked.attempts,
+            asked.candidates,
+            flags=flags,
+            degraded=proposal.degraded,
+        )
 
 
 def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, Optional[Refusal]]:
-    """DESIGN.md's model error table for one error: (chain move, why, the iteration's reason, budget refusal).
+    """DESIGN.md's model error table for one error: (chain move, why, the iteration's reason, budget
+    refusal).
 
     A refused budget gate stops the run (the stop policy turns the refusal
     into its budget reason); an unrecoverable error drops the model for the
@@ -148,23 +219,43 @@ def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, O
     if isinstance(err, BudgetExhausted):
         return ChainMove.STAY, "", f"not sent: {err.message}", Refusal(err.budget, err.message)
     if isinstance(err, UnrecoverableModelError):
-        why = f"{err.message} ({err.hint})" if err.hint else err.message  # the hint names the fix (a key, a name)
+        why = (
+            f"{err.message} ({err.hint})" if err.hint else err.message
+        )  # the hint names the fix (a key, a name)
         return ChainMove.DROP, why, f"{model} dropped: {why}", None
     return ChainMove.NEXT, err.message, f"{model} failed: {err.message}", None
 
 
-def _guard_flags(screened: Screened, literals: FrozenSet[str], test_files: TestFiles,
-                 compared: FrozenSet[str]) -> Tuple[Flag, ...]:
-    """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting, compensation."""
+def _guard_flags(
+    screened: Screened, literals: FrozenSet[str], test_files: TestFiles, compared: FrozenSet[str]
+) -> Tuple[Flag, ...]:
+    """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting,
+    compensation."""
     flags = [Flag(FlagKind.TEST_EDIT, path) for path in screened.test_edits]
     flags += [Flag(FlagKind.DROPPED_SCRATCH, path) for path in screened.dropped]
     flags += compensation_flags(screened.applied, compared, test_files)
     return (*flags, *overfitting_flags(screened.applied, literals, test_files))
 
 
-def _journal_error(journal: Journal, given: AttemptInput, round_: int, err: ProposerError,
-                   notes: Optional[Dict[str, Any]]) -> None:
-    journal.record(ProposalErrorEvent(iteration=given.number, round=round_, model=given.model,
-                                      error_class=type(err).__name__, message=err.message, usage=err.usage,
-                                      attempts=err.attempts, budget=getattr(err, "budget", None), notes=notes,
-                                      candidates=err.candidates, degraded=err.degraded))
+def _journal_error(
+    journal: Journal,
+    given: AttemptInput,
+    round_: int,
+    err: ProposerError,
+    notes: Optional[Dict[str, Any]],
+) -> None:
+    journal.record(
+        ProposalErrorEvent(
+            iteration=given.number,
+            round=round_,
+            model=given.model,
+            error_class=type(err).__name__,
+            message=err.message,
+            usage=err.usage,
+            attempts=err.attempts,
+            budget=getattr(err, "budget", None),
+            notes=notes,
+            candidates=err.candidates,
+            degraded=err.degraded,
+        )
+    )

@@ -17,7 +17,15 @@ from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.loop.prefilter import journalled_warm
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
-from repairloop.types import Budget, Proposal, ProposalRequest, Proposer, TestFiles, TestReport, TestRunner
+from repairloop.types import (
+    Budget,
+    Proposal,
+    ProposalRequest,
+    Proposer,
+    TestFiles,
+    TestReport,
+    TestRunner,
+)
 
 BUILTIN = "builtin"
 RecordedAnswer = Union[ProposalEvent, ProposalErrorEvent]  # what a resumed run replays
@@ -53,19 +61,27 @@ class ChainState:
         self.advance(iterations)
 
 
-def build_proposer(name: str, settings: Settings, root: Path, suite: TestRunner, journal: Journal,
-                   test_files: TestFiles) -> Proposer:
+def build_proposer(
+    name: str,
+    settings: Settings,
+    root: Path,
+    suite: TestRunner,
+    journal: Journal,
+    test_files: TestFiles,
+) -> Proposer:
     """The proposer for one chain link: ``builtin`` (offline engine) or a litellm model name.
 
-    ``suite`` is the loop's TestRunner (runs the project's tests in any copy; the engine's copies too);
-    ``journal`` records the model's events (retries, errors; ``types.model_events``); ``test_files`` are the run's test
-    files (never mutated by the offline engine).
+    ``suite`` is the loop's TestRunner (runs the project's tests in any copy; the engine's copies
+    too); ``journal`` records the model's events (retries, errors; ``types.model_events``);
+    ``test_files`` are the run's test files (never mutated by the offline engine).
     """
     if name == BUILTIN:
         from repairloop.localise import localise
         from repairloop.propose.builtin import BuiltinProposer
 
-        def run_tests(copy: Path, test_ids: Sequence[str], timeout: float, coverage: bool) -> TestReport:
+        def run_tests(
+            copy: Path, test_ids: Sequence[str], timeout: float, coverage: bool
+        ) -> TestReport:
             return suite.run(copy, test_ids, coverage=coverage, timeout=timeout)
 
         return BuiltinProposer(
@@ -107,14 +123,21 @@ def check_cost_limit(settings: Settings, chain: Sequence[str]) -> None:
         return
     from repairloop.propose.litellm_env import price_usd
 
-    unpriced = [m for m in chain if m != BUILTIN and m not in settings.model_prices and price_usd(m, 1, 1) is None]
+    unpriced = [
+        m
+        for m in chain
+        if m != BUILTIN and m not in settings.model_prices and price_usd(m, 1, 1) is None
+    ]
     if unpriced:
         raise ConfigError(
-            f"a cost limit (max_cost ${settings.max_cost:g}) cannot be kept with {', '.join(unpriced)}: "
+            f"a cost limit (max_cost ${settings.max_cost:g}) cannot be kept with "
+            f"{', '.join(unpriced)}: "
             "litellm has no price for it, so what its calls cost would be unknown",
-            hint=f'give its price in USD per million tokens (model_prices = {{"{unpriced[0]}" = [PROMPT, COMPLETION]}} '
-                 f'in [tool.repairloop], or REPAIRLOOP_MODEL_PRICES="{unpriced[0]}=PROMPT/COMPLETION"), '
-                 "or drop the cost limit (--max-cost, max_cost)")
+            hint=f'give its price in USD per million tokens (model_prices = {{"{unpriced[0]}" = '
+            f"[PROMPT, COMPLETION]}} "
+            f'in [tool.repairloop], or REPAIRLOOP_MODEL_PRICES="{unpriced[0]}=PROMPT/COMPLETION"), '
+            "or drop the cost limit (--max-cost, max_cost)",
+        )
 
 
 def warm_up(chain: Sequence[str]) -> None:
@@ -164,7 +187,12 @@ class ReplayProposer:
     question has no recorded answer (so a resume never pays twice).
     """
 
-    def __init__(self, name: str, recorded: Dict[Tuple[int, int], RecordedAnswer], build: Callable[[], Proposer]) -> None:
+    def __init__(
+        self,
+        name: str,
+        recorded: Dict[Tuple[int, int], RecordedAnswer],
+        build: Callable[[], Proposer],
+    ) -> None:
         self.name = name
         self.engine = "builtin" if name == BUILTIN else "llm"
         self._recorded = recorded
@@ -187,12 +215,20 @@ class ReplayProposer:
         if isinstance(record, ProposalErrorEvent):
             raise _recorded_error(record)
         notes = dict(record.notes, replayed=True)
-        return Proposal(answer=record.answer, engine=record.engine or self.engine, model=self.name,
-                        usage=record.usage, notes=notes, candidates=record.candidates, degraded=record.degraded)
+        return Proposal(
+            answer=record.answer,
+            engine=record.engine or self.engine,
+            model=self.name,
+            usage=record.usage,
+            notes=notes,
+            candidates=record.candidates,
+            degraded=record.degraded,
+        )
 
 
 def asking(link: str, recorded: Optional[RecordedAnswer]) -> str:
-    """What an iteration does with the chain's current link: a resumed run replays the answer it recorded."""
+    """What an iteration does with the chain's current link: a resumed run replays the answer it
+    recorded."""
     if recorded is not None and recorded.model == link:
         return f"replaying {link}'s recorded answer (not asked again)"
     return f"asking {link}"
@@ -203,8 +239,15 @@ def _recorded_error(record: ProposalErrorEvent) -> ProposerError:
     kind = getattr(errors, record.error_class, None)
     message = record.message or "recorded model error"
     if kind is errors.BudgetExhausted:
-        return errors.BudgetExhausted(message, budget=record.budget or Budget.TOKENS, usage=record.usage)
+        return errors.BudgetExhausted(
+            message, budget=record.budget or Budget.TOKENS, usage=record.usage
+        )
     if not (isinstance(kind, type) and issubclass(kind, ProposerError)):
         kind = errors.ModelError
-    return kind(message, usage=record.usage, attempts=record.attempts, candidates=record.candidates,
-                degraded=record.degraded)
+    return kind(
+        message,
+        usage=record.usage,
+        attempts=record.attempts,
+        candidates=record.candidates,
+        degraded=record.degraded,
+    )

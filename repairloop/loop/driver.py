@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterator, List, Mapping, Optional, Tuple
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.errors import RepairloopError
 from repairloop.journal import (
@@ -39,11 +40,34 @@ from repairloop.loop.suite import RunnerFactory, TestSuite
 from repairloop.redact import Redactor, redact_record, secret_values
 from repairloop.runner import default_test_command
 from repairloop.settings import Settings, model_chain
-from repairloop.types import Failure, LoopEvent, Proposer, RunNote, RunResult, RunStopped, TestReport
-from repairloop.workspace import check_repository, clean_stale_workspaces, ensure_excluded, open_workspace
+from repairloop.types import (
+    Failure,
+    LoopEvent,
+    Proposer,
+    RunNote,
+    RunResult,
+    RunStopped,
+    TestReport,
+)
+from repairloop.workspace import (
+    check_repository,
+    clean_stale_workspaces,
+    ensure_excluded,
+    open_workspace,
+)
 
-__all__ = ["classify_project", "clean_workspaces", "default_test_command", "drive", "iterate", "new_run_id", "repair",
-           "resume", "run_dir_for"]
+__all__ = [
+    "classify_project",
+    "clean_workspaces",
+    "default_test_command",
+    "drive",
+    "iterate",
+    "new_run_id",
+    "repair",
+    "resume",
+    "run_dir_for",
+]
+
 
 def repair(
     settings: Settings,
@@ -57,13 +81,23 @@ def repair(
     run_id: Optional[str] = None,
     runner: Optional[RunnerFactory] = None,
 ) -> RunResult:
-    """Run the whole loop without a terminal and return its RunResult (the arguments are ``iterate``'s).
+    """Run the whole loop without a terminal and return its RunResult (the arguments are
+    ``iterate``'s).
 
     Raises RepairloopError subclasses for usage and project errors (see errors.py).
     """
     result: Optional[RunResult] = None
-    for event in iterate(settings, project, environ=environ, apply=apply, confirm=confirm, clock=clock,
-                         proposers=proposers, run_id=run_id, runner=runner):
+    for event in iterate(
+        settings,
+        project,
+        environ=environ,
+        apply=apply,
+        confirm=confirm,
+        clock=clock,
+        proposers=proposers,
+        run_id=run_id,
+        runner=runner,
+    ):
         if isinstance(event, RunStopped):
             result = event.result
     assert result is not None  # iterate() always ends with a RunStopped
@@ -95,11 +129,21 @@ def iterate(
     """
     project = project.resolve()
     check_repository(project)
-    # A cost limit no unpriced model can keep: exit 2 before any call (a resume keeps its run's settings).
+    # A cost limit no unpriced model can keep: exit 2 before any call (a resume keeps its run's
+    # settings).
     check_cost_limit(settings, model_chain(settings, os.environ if environ is None else environ))
     run_id = run_id or new_run_id()
-    yield from drive(settings, project, run_id, environ=environ, apply=apply, confirm=confirm,
-                     clock=clock, proposers=proposers, runner=runner)
+    yield from drive(
+        settings,
+        project,
+        run_id,
+        environ=environ,
+        apply=apply,
+        confirm=confirm,
+        clock=clock,
+        proposers=proposers,
+        runner=runner,
+    )
 
 
 def drive(
@@ -115,7 +159,8 @@ def drive(
     recorded: Optional[Recorded] = None,
     runner: Optional[RunnerFactory] = None,
 ) -> Iterator[LoopEvent]:
-    """The run itself, new (``recorded`` None) or resumed from a journal (``resume``); ``runner`` as ``iterate``'s."""
+    """The run itself, new (``recorded`` None) or resumed from a journal (``resume``); ``runner`` as
+    ``iterate``'s."""
     environ = dict(os.environ if environ is None else environ)
     chain = model_chain(settings, environ)
     if not settings.test_cmd:
@@ -127,23 +172,36 @@ def drive(
         ensure_excluded(project)
         for removed in clean_stale_workspaces(project, registry, is_alive=pid_alive):
             yield RunNote(f"removed a workspace left by an earlier run: {removed}")
-        journal = Journal(run_dir_for(project, run_id), redact=run_redactor(settings, environ))
-        if recorded is None:
-            journal.record(StartEvent(run_id=run_id, project=str(project), chain=tuple(chain), settings=settings.model_dump()))
-        else:
-            journal.record(ResumedEvent(answers=len(recorded.answers), chain=tuple(chain)))
-        base, start = (recorded.base, recorded.start) if recorded else (None, None)
+        journal = _open_journal(settings, project, run_id, environ, chain, recorded)
         try:
-            with open_workspace(project, run_id=run_id, registry_dir=registry, base=base, start=start,
-                                bundle=journal.run_dir / "start.bundle") as ws:
-                if recorded is None:
+            with open_workspace(
+                project,
+                run_id=run_id,
+                registry_dir=registry,
+                base=recorded.base if recorded else None,
+                start=recorded.start if recorded else None,
+                bundle=journal.run_dir / "start.bundle",
+            ) as ws:
+                if recorded is None:  # a resume has them from its run
                     journal.record(WorkspaceEvent(base=ws.base, head=ws.start.head))
-                    journal.write_json("start.json", {"head": ws.start.head, "files": ws.start.files})
-                session = Session(settings, project, ws, journal, environ, chain, clock, started, run_id,
-                                  replay=recorded.answers if recorded else None, given=proposers,
-                                  runner=runner or TestSuite.for_project)
+                    journal.write_json("start.json", asdict(ws.start))
+                session = Session(
+                    settings,
+                    project,
+                    ws,
+                    journal,
+                    environ,
+                    chain,
+                    clock,
+                    started,
+                    run_id,
+                    replay=recorded.answers if recorded else None,
+                    given=proposers,
+                    runner=runner or TestSuite.for_project,
+                )
                 for event in session.run(apply=apply, confirm=confirm):
-                    yield redact_record(event, journal.redact)  # the screen sees what the journal sees
+                    # the screen sees what the journal sees
+                    yield redact_record(event, journal.redact)
         except KeyboardInterrupt:  # outside the session's loop (creating or removing the workspace)
             journal.record(InterruptedEvent(seconds=clock() - started))
             raise
@@ -155,11 +213,38 @@ def drive(
             raise
 
 
+def _open_journal(
+    settings: Settings,
+    project: Path,
+    run_id: str,
+    environ: Mapping[str, str],
+    chain: Sequence[str],
+    recorded: Optional[Recorded],
+) -> Journal:
+    """The run's journal, its first event written: the start of a new run or a resume."""
+    journal = Journal(run_dir_for(project, run_id), redact=run_redactor(settings, environ))
+    if recorded is None:
+        journal.record(
+            StartEvent(
+                run_id=run_id,
+                project=str(project),
+                chain=tuple(chain),
+                settings=settings.model_dump(),
+            )
+        )
+    else:
+        journal.record(ResumedEvent(answers=len(recorded.answers), chain=tuple(chain)))
+    return journal
+
+
 def run_redactor(settings: Settings, environ: Mapping[str, str]) -> Redactor:
-    """Secrets stay home: the redactor every journal line, run file and prompt goes through (``redact``):
-    the secret-looking variables' values, and the key under ``api_key_env`` whatever its name."""
+    """Secrets stay home: the redactor every journal line, run file and prompt goes through
+    (``redact``): the secret-looking variables' values, and the key under ``api_key_env`` whatever
+    its name."""
     secrets = secret_values(environ)
-    if settings.api_key_env and environ.get(settings.api_key_env):  # a key under a name that looks harmless
+    if settings.api_key_env and environ.get(
+        settings.api_key_env
+    ):  # a key under a name that looks harmless
         secrets.append(environ[settings.api_key_env])
     return Redactor(secrets)
 
@@ -169,7 +254,9 @@ def clean_workspaces(project: Path) -> List[str]:
 
     Never touches the user's files (``workspace.clean_stale_workspaces``).
     """
-    return clean_stale_workspaces(project, project / ".repairloop" / "worktrees", is_alive=pid_alive)
+    return clean_stale_workspaces(
+        project, project / ".repairloop" / "worktrees", is_alive=pid_alive
+    )
 
 
 def resume(
@@ -182,7 +269,8 @@ def resume(
     clock: Callable[[], float] = time.monotonic,
     runner: Optional[RunnerFactory] = None,
 ) -> Iterator[LoopEvent]:
-    """Continue a killed or interrupted run from its journal; yields like ``iterate`` (``runner`` too).
+    """Continue a killed or interrupted run from its journal; yields like ``iterate`` (``runner``
+    too).
 
     The workspace is re-created at the recorded start state and the run is
     replayed with every recorded answer, then goes on live. Raises
@@ -202,18 +290,30 @@ def resume(
         return
     if recorded.base is None:
         yield RunNote("not a git project: the workspace is copied from the files as they are now")
-    yield from drive(recorded.settings, project, recorded.run_id, environ=environ, apply=apply,
-                     confirm=confirm, clock=clock, recorded=recorded, runner=runner)
+    yield from drive(
+        recorded.settings,
+        project,
+        recorded.run_id,
+        environ=environ,
+        apply=apply,
+        confirm=confirm,
+        clock=clock,
+        recorded=recorded,
+        runner=runner,
+    )
 
 
 def classify_project(
-    settings: Settings, project: Path, *, environ: Optional[Mapping[str, str]] = None,
+    settings: Settings,
+    project: Path,
+    *,
+    environ: Optional[Mapping[str, str]] = None,
     runner: Optional[RunnerFactory] = None,
 ) -> Tuple[TestReport, Tuple[Failure, ...], str]:
     """Run the suite once in a workspace and classify it: (report, failures, overall kind).
 
-    The overall kind is the blocking kind's value, ``logic``, or ``none``; ``runner`` as ``iterate``'s.
-    Raises ProjectError / WorkspaceError like ``iterate``.
+    The overall kind is the blocking kind's value, ``logic``, or ``none``; ``runner`` as
+    ``iterate``'s. Raises ProjectError / WorkspaceError like ``iterate``.
     """
     from repairloop.classify import blocking_kind, overall_kind
     from repairloop.loop.flaky import classify_baseline, confirm_failures, with_flaky
@@ -225,11 +325,17 @@ def classify_project(
     registry = project / ".repairloop" / "worktrees"
     ensure_excluded(project)
     with open_workspace(project, run_id=run_id, registry_dir=registry) as ws:
-        suite = (runner or TestSuite.for_project)(settings, project, environ, lambda: settings.test_timeout, ws.scratch)
+        suite = (runner or TestSuite.for_project)(
+            settings, project, environ, lambda: settings.test_timeout, ws.scratch
+        )
         report = suite.run(ws.root)
         failures = classify_baseline(suite, ws.root, report)
-        if failures and blocking_kind(failures, settings.retry_kinds) is None:  # as `run` does before spending
-            found = confirm_failures(suite, ws.root, report.failing_ids, report, settings.confirm_runs)
+        if (
+            failures and blocking_kind(failures, settings.retry_kinds) is None
+        ):  # as `run` does before spending
+            found = confirm_failures(
+                suite, ws.root, report.failing_ids, report, settings.confirm_runs
+            )
             failures = with_flaky(failures, found)
     # What classify prints (--json too) is redacted like everything else that leaves a run.
     failures = redact_record(failures, Redactor(secret_values(environ)))

@@ -71,8 +71,9 @@ class _Tally:
     alone: List[bool] = field(default_factory=list)
 
 
-def confirm_failures(suite: TestRunner, root: Path, failing: Sequence[str], baseline: TestReport,
-                     confirm_runs: int) -> Confirmation:
+def confirm_failures(
+    suite: TestRunner, root: Path, failing: Sequence[str], baseline: TestReport, confirm_runs: int
+) -> Confirmation:
     """Re-run ``failing`` (test ids of ``baseline``) in order and alone, ``confirm_runs`` times.
 
     ``baseline.results`` gives the suite's order. Test ids are passed only to
@@ -91,12 +92,19 @@ def confirm_failures(suite: TestRunner, root: Path, failing: Sequence[str], base
         full = suite.run(root)
         runs += 1
         if full.timed_out or full.source == "exit_code":
-            notes.append("a re-run of the suite timed out or gave no per-test results: flaky tests not checked")
+            notes.append(
+                "a re-run of the suite timed out or gave no per-test results: flaky tests not "
+                "checked"
+            )
             break
         failed_now = set(full.failing_ids)
         for t in ids:
             tally[t].in_order.append(t in failed_now)
-        unstable += [t for t in full.failing_ids if t not in tally and t in baseline.passed_ids and t not in unstable]
+        unstable += [
+            t
+            for t in full.failing_ids
+            if t not in tally and t in baseline.passed_ids and t not in unstable
+        ]
         if pytest_like:
             runs += _run_alone(suite, root, ids, tally)
     flaky, confirmed = [], []
@@ -104,12 +112,18 @@ def confirm_failures(suite: TestRunner, root: Path, failing: Sequence[str], base
     bisected = 0
     for t in ids:
         record = _judge(suite, t, tally[t])
-        if record is not None and record.reason.startswith("order-dependent") and bisected < BISECT_LIMIT:
+        if (
+            record is not None
+            and record.reason.startswith("order-dependent")
+            and bisected < BISECT_LIMIT
+        ):
             bisected += 1
             polluter, spent = _find_polluter(suite, root, t, order)
             runs += spent
             if polluter:
-                record = FlakyTest(t, f"{record.reason}; it fails after {polluter}", show(suite, [polluter, t]))
+                record = FlakyTest(
+                    t, f"{record.reason}; it fails after {polluter}", show(suite, [polluter, t])
+                )
         if record is None:
             confirmed.append(t)
         else:
@@ -119,7 +133,8 @@ def confirm_failures(suite: TestRunner, root: Path, failing: Sequence[str], base
 
 
 def _run_alone(suite: TestRunner, root: Path, ids: Sequence[str], tally: Dict[str, _Tally]) -> int:
-    """One run per test (each in its own process), the ones past ALONE_LIMIT together; returns runs."""
+    """One run per test (each in its own process), the ones past ALONE_LIMIT together; returns
+    runs."""
     runs = 0
     for t in ids[:ALONE_LIMIT]:
         report = suite.run(root, [t])
@@ -141,19 +156,34 @@ def _judge(suite: TestRunner, test_id: str, tally: _Tally) -> Optional[FlakyTest
     in_order, alone = tally.in_order, tally.alone
     if not all(in_order):
         failed = sum(in_order)
-        return FlakyTest(test_id, f"outcome changes between identical runs: the suite failed it in {failed} of "
-                         f"{len(in_order)} runs", show(suite))
+        return FlakyTest(
+            test_id,
+            f"outcome changes between identical runs: the suite failed it in {failed} of "
+            f"{len(in_order)} runs",
+            show(suite),
+        )
     if alone and not any(alone):
-        return FlakyTest(test_id, f"order-dependent: it passes alone ({len(alone)} of {len(alone)} runs) and fails "
-                         "in the suite's order", show(suite))
+        return FlakyTest(
+            test_id,
+            f"order-dependent: it passes alone ({len(alone)} of {len(alone)} runs) and fails "
+            "in the suite's order",
+            show(suite),
+        )
     if alone and not all(alone):
-        return FlakyTest(test_id, f"outcome changes between identical runs: alone it failed in {sum(alone)} of "
-                         f"{len(alone)} runs", show(suite, [test_id]))
+        return FlakyTest(
+            test_id,
+            f"outcome changes between identical runs: alone it failed in {sum(alone)} of "
+            f"{len(alone)} runs",
+            show(suite, [test_id]),
+        )
     return None
 
 
-def _find_polluter(suite: TestRunner, root: Path, test_id: str, order: Sequence[str]) -> Tuple[Optional[str], int]:
-    """The earlier test after which ``test_id`` fails, by bisecting the tests before it; (test or None, runs).
+def _find_polluter(
+    suite: TestRunner, root: Path, test_id: str, order: Sequence[str]
+) -> Tuple[Optional[str], int]:
+    """The earlier test after which ``test_id`` fails, by bisecting the tests before it; (test or
+    None, runs).
 
     Each step runs a half of the candidates and then ``test_id``; the half
     that still makes it fail is kept. When neither half does alone (it takes
@@ -182,15 +212,20 @@ def _find_polluter(suite: TestRunner, root: Path, test_id: str, order: Sequence[
 
 
 def classify_baseline(suite: TestRunner, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
-    """The baseline's failures, classified (``classify.classify_report``), and one ``environment`` failure when
-    the user's world passes what the copy fails (``fidelity_failures``): the step ``run`` and ``classify`` share."""
+    """The baseline's failures, classified (``classify.classify_report``), and one ``environment``
+    failure when the user's world passes what the copy fails (``fidelity_failures``): the step
+    ``run`` and
+    ``classify`` share."""
     if baseline.green:
         return ()
-    return classify_report(baseline, root, interpreter=suite.interpreter) + fidelity_failures(suite, root, baseline)
+    return classify_report(baseline, root, interpreter=suite.interpreter) + fidelity_failures(
+        suite, root, baseline
+    )
 
 
 def fidelity_failures(suite: TestRunner, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
-    """One ``environment`` failure when the user's world passes what repairloop's world fails, else ().
+    """One ``environment`` failure when the user's world passes what repairloop's world fails, else
+    ().
 
     Only a suite that redirects imports can differ from the user's command in
     what it imports (``TestRunner.redirected``); its failing tests (or, with no
@@ -213,24 +248,37 @@ def fidelity_failures(suite: TestRunner, root: Path, baseline: TestReport) -> Tu
         return ()
     names = ", ".join(suite.redirected)
     shown = ", ".join(passing[:5]) + (f" and {len(passing) - 5} more" if len(passing) > 5 else "")
-    message = (f"repairloop's copy of the project does not behave like your tree: {shown} fail(s) in the copy but "
-               f"pass when {names} is imported from your tree, as your environment (an editable install) does")
-    hint = ("a file the copy lacks is probably git-ignored (a built extension, a generated _version.py, data files): "
-            "commit it, or make the tests build it; repairloop stops rather than repair a different world")
+    message = (
+        f"repairloop's copy of the project does not behave like your tree: {shown} fail(s) in the "
+        f"copy but "
+        f"pass when {names} is imported from your tree, as your environment (an editable install) "
+        f"does"
+    )
+    hint = (
+        "a file the copy lacks is probably git-ignored (a built extension, a generated "
+        "_version.py, data files): "
+        "commit it, or make the tests build it; repairloop stops rather than repair a different "
+        "world"
+    )
     return (Failure(SESSION_ID, FailureKind.ENVIRONMENT, False, message, hint=hint),)
 
 
 def _passed(test_id: str, report: TestReport) -> bool:
-    """``test_id`` passed in ``report``; a module's id (a collection error) when its tests all passed."""
+    """``test_id`` passed in ``report``; a module's id (a collection error) when its tests all
+    passed."""
     if "::" in test_id:
         return test_id in report.passed_ids
     inside = test_id + "::"
-    return (test_id not in report.failing_ids and not any(t.startswith(inside) for t in report.failing_ids)
-            and any(t.startswith(inside) for t in report.passed_ids))
+    return (
+        test_id not in report.failing_ids
+        and not any(t.startswith(inside) for t in report.failing_ids)
+        and any(t.startswith(inside) for t in report.passed_ids)
+    )
 
 
 def with_flaky(failures: Sequence[Failure], found: Confirmation) -> Tuple[Failure, ...]:
-    """``failures`` with each flaky test's kind set to ``flaky`` and its reason and command as the hint."""
+    """``failures`` with each flaky test's kind set to ``flaky`` and its reason and command as the
+    hint."""
     flaky = {f.test_id: f for f in found.flaky}
     out = []
     for failure in failures:
@@ -238,6 +286,12 @@ def with_flaky(failures: Sequence[Failure], found: Confirmation) -> Tuple[Failur
         if record is None:
             out.append(failure)
         else:
-            out.append(replace(failure, kind=FailureKind.FLAKY, retryable=False,
-                               hint=f"flaky, {record.reason}: {record.command}"))
+            out.append(
+                replace(
+                    failure,
+                    kind=FailureKind.FLAKY,
+                    retryable=False,
+                    hint=f"flaky, {record.reason}: {record.command}",
+                )
+            )
     return tuple(out)

@@ -1,5 +1,5 @@
-"""What every attempt of a run uses, and where one attempt starts (part of the loop layer): the values
-``attempt.run_attempt`` and ``candidate.propose_and_apply`` are functions of."""
+"""What every attempt of a run uses, and where one attempt starts (part of the loop layer): the
+values ``attempt.run_attempt`` and ``candidate.propose_and_apply`` are functions of."""
 
 from __future__ import annotations
 
@@ -50,4 +50,6 @@ class AttemptInput:
     last_attempt: Optional[LastAttempt]
     earlier: Tuple[str, ...]
     budget: BudgetLeft
-    localisation: Optional[Localisation] = None  # the run's, for the code as it is now (None: not localised)
+    localisation: Optional[Localisation] = (
+        None  # the run's, for the code as it is now (None: not localised)
+    )

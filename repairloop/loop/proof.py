@@ -1,4 +1,5 @@
-"""The proof run (part of the loop layer): the reported patch, alone, on a fresh copy of the start state.
+"""The proof run (part of the loop layer): the reported patch, alone, on a fresh copy of the start
+state.
 
 Before a run says "fixed" (or "partially fixed"), the patch it reports, the
 union of the kept candidates' edits as the guards approved them and never the
@@ -23,7 +24,8 @@ from repairloop.workspace.fresh import start_copy
 
 
 def union(changes: Iterable[FileChange]) -> AppliedPatch:
-    """The kept candidates' edits as one patch: each file from its first old text to its last new text.
+    """The kept candidates' edits as one patch: each file from its first old text to its last new
+    text.
 
     A file a later candidate put back as it was drops out.
     """
@@ -31,14 +33,21 @@ def union(changes: Iterable[FileChange]) -> AppliedPatch:
     for change in changes:
         first = merged.get(change.path)
         old = first.old_text if first is not None else change.old_text
-        merged[change.path] = FileChange(change.path, old, change.new_text, change.match, change.score)
+        merged[change.path] = FileChange(
+            change.path, old, change.new_text, change.match, change.score
+        )
     kept = tuple(c for c in merged.values() if c.old_text != c.new_text)
     return AppliedPatch(kept, "union")
 
 
-def prove(setup: ValidationSetup, patch: AppliedPatch, claimed_fixed: Sequence[str],
-          baseline_failing: Sequence[str]) -> Proof:
-    """Apply ``patch`` to a fresh copy of the start state and run the full suite ``final_runs`` times.
+def prove(
+    setup: ValidationSetup,
+    patch: AppliedPatch,
+    claimed_fixed: Sequence[str],
+    baseline_failing: Sequence[str],
+) -> Proof:
+    """Apply ``patch`` to a fresh copy of the start state and run the full suite ``final_runs``
+    times.
 
     ``claimed_fixed`` must be reported passed in every run; a failure outside
     ``baseline_failing`` means the patch broke something. Never raises for a
@@ -51,7 +60,9 @@ def prove(setup: ValidationSetup, patch: AppliedPatch, claimed_fixed: Sequence[s
         try:
             check_guards(patch, root, setup.policy)
         except PatchError as err:
-            return Proof(False, 0, required, False, f"the patch as a whole breaks a guard: {err.message}")
+            return Proof(
+                False, 0, required, False, f"the patch as a whole breaks a guard: {err.message}"
+            )
         for change in patch.changes:
             target = root / change.path
             if change.new_text is None:
@@ -68,12 +79,22 @@ def prove(setup: ValidationSetup, patch: AppliedPatch, claimed_fixed: Sequence[s
             if not why:
                 why = _shortfall(report, claimed_fixed, baseline_failing)
             if why:
-                return Proof(False, number - 1, required, True, f"full-suite run {number} of {required}: {why}", seconds)
+                return Proof(
+                    False,
+                    number - 1,
+                    required,
+                    True,
+                    f"full-suite run {number} of {required}: {why}",
+                    seconds,
+                )
     return Proof(True, required, required, seconds=seconds)
 
 
-def _shortfall(report: TestReport, claimed_fixed: Sequence[str], baseline_failing: Sequence[str]) -> str:
-    """Why this run does not confirm the claim: a claimed fix not passed, or a new failure; "" when it does.
+def _shortfall(
+    report: TestReport, claimed_fixed: Sequence[str], baseline_failing: Sequence[str]
+) -> str:
+    """Why this run does not confirm the claim: a claimed fix not passed, or a new failure; "" when
+    it does.
 
     A suite known only by its exit code is one unit: it confirms the claim when it is green.
     """
@@ -90,4 +111,3 @@ def _shortfall(report: TestReport, claimed_fixed: Sequence[str], baseline_failin
 
 def _some(names: Sequence[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-

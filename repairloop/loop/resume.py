@@ -62,13 +62,17 @@ def load_recorded(project: Path, ref: Optional[str], environ: Mapping[str, str])
     events = [entry.event for entry in entries]
     start = next((e for e in events if isinstance(e, StartEvent)), None)
     if start is None:
-        raise ProjectError(f"the journal of {run_dir.name} has no start record",
-                           hint="start a new run with `repairloop run`")
+        raise ProjectError(
+            f"the journal of {run_dir.name} has no start record",
+            hint="start a new run with `repairloop run`",
+        )
     try:
         settings, notices = _resumed_settings(project, start.settings, run_dir.name, environ)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"cannot read the settings recorded in {run_dir.name}: {err}",
-                          hint="start a new run with `repairloop run`") from None
+        raise ConfigError(
+            f"cannot read the settings recorded in {run_dir.name}: {err}",
+            hint="start a new run with `repairloop run`",
+        ) from None
     return Recorded(
         run_id=start.run_id,
         run_dir=run_dir,
@@ -77,24 +81,35 @@ def load_recorded(project: Path, ref: Optional[str], environ: Mapping[str, str])
         start=_start_state(run_dir),
         answers=_answers(events),
         # An interrupted run stopped on purpose but is not finished: resume goes on with it.
-        finished=any(isinstance(e, StoppedEvent) and e.stop_reason is not StopReason.INTERRUPTED for e in events),
+        finished=any(
+            isinstance(e, StoppedEvent) and e.stop_reason is not StopReason.INTERRUPTED
+            for e in events
+        ),
         pending=tuple(pending_intents(events)),
         warnings=tuple(warnings) + notices,
     )
 
 
-def _resumed_settings(project: Path, recorded: Mapping[str, object], run_id: str,
-                      environ: Mapping[str, str]) -> Tuple[Settings, Tuple[str, ...]]:
-    """The recorded settings as a project layer under the user's current layers, and one line per recorded
-    value of a key the project may not set that is not reused (``settings.trust``)."""
+def _resumed_settings(
+    project: Path, recorded: Mapping[str, object], run_id: str, environ: Mapping[str, str]
+) -> Tuple[Settings, Tuple[str, ...]]:
+    """The recorded settings as a project layer under the user's current layers, and one line per
+    recorded value of a key the project may not set that is not reused (``settings.trust``)."""
     values = {k: v for k, v in recorded.items() if k in FIELD_NAMES}
     origin = f"the journal of run {run_id}"
     layers = load_layers(project, None, environ, project_values=(values, origin))
-    dropped = [k for k, v in values.items() if v != getattr(layers.settings, k)
-               and TRUST[k] is not Trust.PROJECT and not k.startswith("_")]
-    notices = tuple(f"the recorded {k} = {values[k]!r} is not reused: {origin} lies in the project, which never "
-                    f"chooses it; set it again with {ENV_PREFIX}{k.upper()} or in your configuration file"
-                    for k in dropped)
+    dropped = [
+        k
+        for k, v in values.items()
+        if v != getattr(layers.settings, k)
+        and TRUST[k] is not Trust.PROJECT
+        and not k.startswith("_")
+    ]
+    notices = tuple(
+        f"the recorded {k} = {values[k]!r} is not reused: {origin} lies in the project, which "
+        f"never chooses it; set it again with {ENV_PREFIX}{k.upper()} or in your configuration file"
+        for k in dropped
+    )
     return layers.settings, notices
 
 

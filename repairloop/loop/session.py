@@ -1,7 +1,8 @@
 """One run inside its workspace: the baseline, the flaky check, the iterations and the finish.
 
-``Session.run`` is the generator ``loop.drive`` yields from. One iteration is ``attempt.run_attempt``, a
-function of values whose outcome only this module applies to the run's state; ``stop`` decides every ending.
+``Session.run`` is the generator ``loop.drive`` yields from. One iteration is
+``attempt.run_attempt``, a function of values whose outcome only this module applies to the run's
+state; ``stop`` decides every ending.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from repairloop.journal import (
 from repairloop.loop import stop
 from repairloop.loop.apply_fix import maybe_apply
 from repairloop.loop.attempt import run_attempt
-from repairloop.loop.chain import ChainState, RecordedAnswer, ReplayProposer, asking, build_proposer, token_counter
+from repairloop.loop.chain import (
+    ChainState,
+    RecordedAnswer,
+    ReplayProposer,
+    asking,
+    build_proposer,
+    token_counter,
+)
 from repairloop.loop.describe import blocking_detail, describe_run, report_summary
 from repairloop.loop.flaky import classify_baseline, confirm_failures
 from repairloop.loop.inputs import AttemptInput, AttemptSetup
@@ -60,27 +68,50 @@ from repairloop.types import (
 from repairloop.workspace import Workspace
 
 ConfirmApply = Callable[[str], bool]  # shown the final diff, answers whether to apply it
-Replay = Mapping[Tuple[int, int], RecordedAnswer]  # recorded answers of a resumed run, by (iteration, round)
+Replay = Mapping[
+    Tuple[int, int], RecordedAnswer
+]  # recorded answers of a resumed run, by (iteration, round)
 
 
 class Session:
     """One run inside its workspace; methods are the loop's steps."""
 
-    def __init__(self, settings: Settings, project: Path, ws: Workspace, journal: Journal, environ: Dict[str, str],
-                 chain: Sequence[str], clock: Callable[[], float], started: float, run_id: str, *,
-                 replay: Optional[Replay] = None, given: Optional[Mapping[str, Proposer]] = None,
-                 runner: RunnerFactory = TestSuite.for_project) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        project: Path,
+        ws: Workspace,
+        journal: Journal,
+        environ: Dict[str, str],
+        chain: Sequence[str],
+        clock: Callable[[], float],
+        started: float,
+        run_id: str,
+        *,
+        replay: Optional[Replay] = None,
+        given: Optional[Mapping[str, Proposer]] = None,
+        runner: RunnerFactory = TestSuite.for_project,
+    ) -> None:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
         self.clock, self.started, self.run_id = clock, started, run_id
-        self.suite = runner(settings, project, environ, self.seconds_left, ws.scratch)  # gone after a kill too
-        self.proof_suite = self.suite  # the proof run keeps the whole per-test timeout (candidates get a short one)
+        self.suite = runner(
+            settings, project, environ, self.seconds_left, ws.scratch
+        )  # gone after a kill too
+        self.proof_suite = (
+            self.suite
+        )  # the proof run keeps the whole per-test timeout (candidates get a short one)
         self.state = RunState(ChainState(tuple(chain)))
         self.chain = self.state.chain
-        # Which files are tests: the globs now, the files the baseline collected tests from added after it.
+        # Which files are tests: the globs now, the files the baseline collected tests from added
+        # after it.
         self.test_files = TestFiles(tuple(settings.test_globs))
         self.limits = stop.Limits(
-            max_iterations=settings.max_iterations, max_tokens=settings.max_tokens, max_cost=settings.max_cost,
-            timeout=settings.timeout, similarity_threshold=settings.similarity_threshold, patience=settings.patience,
+            max_iterations=settings.max_iterations,
+            max_tokens=settings.max_tokens,
+            max_cost=settings.max_cost,
+            timeout=settings.timeout,
+            similarity_threshold=settings.similarity_threshold,
+            patience=settings.patience,
             downgrade_at=settings.downgrade_at,
         )
         self.count_tokens = token_counter(chain)
@@ -110,7 +141,9 @@ class Session:
             ending = verdict
         yield self._finish(ending)
         if ending.reason is not StopReason.INTERRUPTED and apply and self.result is not None:
-            yield from maybe_apply(self.result, self.state.raw_patch, self.ws, self.journal, confirm)
+            yield from maybe_apply(
+                self.result, self.state.raw_patch, self.ws, self.journal, confirm
+            )
 
     def _prepare(self) -> Generator[LoopEvent, None, Optional[Ending]]:
         sandbox = self.suite.sandbox_status
@@ -123,21 +156,31 @@ class Session:
         baseline = self.suite.run(self.ws.root)
         self.journal.record(BaselineEvent(report=report_summary(baseline)))
         yield RunNote(describe_run(baseline))
-        time_gone = baseline.timed_out and self.seconds_left() <= 1.0  # the run's --timeout, not the suite's
+        time_gone = (
+            baseline.timed_out and self.seconds_left() <= 1.0
+        )  # the run's --timeout, not the suite's
         if time_gone or baseline.green:
-            return stop.baseline_ending(green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None)
-        failures = classify_baseline(self.suite, self.ws.root, baseline)  # the user's world passing them: stop
+            return stop.baseline_ending(
+                green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None
+            )
+        failures = classify_baseline(
+            self.suite, self.ws.root, baseline
+        )  # the user's world passing them: stop
         self.state.set_failures(failures)
         self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
         if blocking is not None:
             detail = blocking_detail(blocking, failures)
-            return stop.baseline_ending(green=False, time_gone=False, blocking=detail, all_flaky=None)
+            return stop.baseline_ending(
+                green=False, time_gone=False, blocking=detail, all_flaky=None
+            )
         self._set_baseline(baseline)
         self.suite, shortened = self.suite.for_candidates(baseline)
         yield from self._note(f"{chosen}; {shortened}" if chosen and shortened else shortened)
         if self.settings.confirm_runs:
-            yield PhaseStarted(f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones")
+            yield PhaseStarted(
+                f"re-running {len(self.state.failing)} failing test(s) to spot flaky ones"
+            )
             yield from self._confirm_failures(baseline)
         flaky = ", ".join(self.state.flaky) if not self.state.failing else None
         return stop.baseline_ending(green=False, time_gone=False, blocking=None, all_flaky=flaky)
@@ -147,16 +190,24 @@ class Session:
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
         self.test_files = self.test_files.with_collected(baseline)
         if self.test_files.beyond_globs or self.test_files.doctests:
-            self.journal.record(TestFilesEvent(self.test_files.beyond_globs, tuple(sorted(self.test_files.doctests))))
+            self.journal.record(
+                TestFilesEvent(
+                    self.test_files.beyond_globs, tuple(sorted(self.test_files.doctests))
+                )
+            )
 
     def _confirm_failures(self, baseline: TestReport) -> Iterator[LoopEvent]:
-        found = confirm_failures(self.suite, self.ws.root, self.state.failing, baseline, self.settings.confirm_runs)
+        found = confirm_failures(
+            self.suite, self.ws.root, self.state.failing, baseline, self.settings.confirm_runs
+        )
         flaky = frozenset(f.test_id for f in found.flaky)
         if flaky:
             self.state.set_flaky(flaky)
         if flaky or found.unstable:
             reasons = tuple(f"{f.test_id}: {f.reason}; see: {f.command}" for f in found.flaky)
-            self.journal.record(FlakyEvent(tests=self.state.flaky, reasons=reasons, unstable=found.unstable))
+            self.journal.record(
+                FlakyEvent(tests=self.state.flaky, reasons=reasons, unstable=found.unstable)
+            )
         for f in found.flaky:
             yield RunNote(f"flaky, left alone: {f.test_id} ({f.reason}; see: {f.command})")
 
@@ -173,8 +224,10 @@ class Session:
             if not self.chain.stepped_down and stop.should_step_down(self._facts(), self.limits):
                 self.chain.stepped_down = True
                 self._move(ChainMove.NEXT, "downgrade")
-                yield RunNote(f"{self.settings.downgrade_at:.0%} of the budget spent; "
-                                        f"stepping down to {self.chain.current}")
+                yield RunNote(
+                    f"{self.settings.downgrade_at:.0%} of the budget spent; "
+                    f"stepping down to {self.chain.current}"
+                )
             yield from self._localise()
             number = len(self.state.history) + 1
             doing = asking(self.chain.current, self.replay.get((number, 0)))
@@ -183,11 +236,13 @@ class Session:
             self.state.apply(outcome)
             self._move(outcome.move, outcome.why)
             yield IterationEnded(outcome.iteration)
-            yield from self._note(outcome.degraded and f"fault localisation degraded: {outcome.degraded}")
+            yield from self._note(
+                outcome.degraded and f"fault localisation degraded: {outcome.degraded}"
+            )
 
     def _localise(self) -> Iterator[LoopEvent]:
-        """The fault localisation for the code as it is now (``localising``): before the first iteration and
-        after a kept candidate changed the code; none with ``localise = false``."""
+        """The fault localisation for the code as it is now (``localising``): before the first
+        iteration and after a kept candidate changed the code; none with ``localise = false``."""
         st = self.state
         if not self.settings.localise or st.localised_at == len(st.kept_changes):
             return
@@ -197,24 +252,41 @@ class Session:
         yield RunNote(suspects_note(st.localisation))
 
     def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
-        """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last word."""
+        """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last
+        word."""
         st = self.state
         patch = union(st.kept_changes)
         flags = tuple(str(f) for it in st.history if it.decision is Decision.KEPT for f in it.flags)
-        plausible = bool(patch.changes) and ending.outcome in (Outcome.FIXED, Outcome.PARTIALLY_FIXED)
-        st.evidence = Evidence(plausible=plausible, flags=flags, partial=ending.outcome is Outcome.PARTIALLY_FIXED)
-        st.raw_patch = self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
+        plausible = bool(patch.changes) and ending.outcome in (
+            Outcome.FIXED,
+            Outcome.PARTIALLY_FIXED,
+        )
+        st.evidence = Evidence(
+            plausible=plausible, flags=flags, partial=ending.outcome is Outcome.PARTIALLY_FIXED
+        )
+        st.raw_patch = (
+            self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
+        )
         if not plausible or self.setup is None:
             return ending
         runs = self.settings.final_runs
-        yield PhaseStarted(f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))")
-        proof = prove(replace(self.setup.validation, suite=self.proof_suite), patch, st.fixed_tests, st.baseline_failing)
+        yield PhaseStarted(
+            f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))"
+        )
+        proof = prove(
+            replace(self.setup.validation, suite=self.proof_suite),
+            patch,
+            st.fixed_tests,
+            st.baseline_failing,
+        )
         self.journal.record(ProofEvent(proof=proof))
         st.evidence = replace(st.evidence, proof=proof)
         yield RunNote("proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
         return stop.proven(ending, proof.passed, proof.detail)
 
-    def _note(self, note: str) -> Iterator[LoopEvent]:  # on the console once, and in the result's notes
+    def _note(
+        self, note: str
+    ) -> Iterator[LoopEvent]:  # on the console once, and in the result's notes
         if self.state.add_note(note):
             yield RunNote(note)
 
@@ -233,35 +305,68 @@ class Session:
 
     def _attempt_setup(self) -> AttemptSetup:
         settings = self.settings
-        policy = GuardPolicy(test_files=self.test_files, allow_test_edits=settings.allow_test_edits,
-                             protected_globs=tuple(settings.protected_globs), source_dirs=tuple(settings.source_dirs),
-                             max_files=settings.max_files, max_changed_lines=settings.max_changed_lines)
-        validation = ValidationSetup(workspace=self.ws, suite=self.suite, journal=self.journal, policy=policy,
-                                     test_files=self.test_files, final_runs=settings.final_runs,
-                                     targeted=is_pytest_command(self.suite.command), interpreter=self.suite.interpreter,
-                                     guarded=policy.guards_verdict, baseline_ids=self.state.baseline_ids, warm=settings.warm)
-        return AttemptSetup(validation=validation, fuzzy_threshold=settings.fuzzy_threshold,
-                            similarity_threshold=settings.similarity_threshold, context_tokens=settings.context_tokens,
-                            count_tokens=self.count_tokens, redact=self.journal.redact)
+        policy = GuardPolicy(
+            test_files=self.test_files,
+            allow_test_edits=settings.allow_test_edits,
+            protected_globs=tuple(settings.protected_globs),
+            source_dirs=tuple(settings.source_dirs),
+            max_files=settings.max_files,
+            max_changed_lines=settings.max_changed_lines,
+        )
+        validation = ValidationSetup(
+            workspace=self.ws,
+            suite=self.suite,
+            journal=self.journal,
+            policy=policy,
+            test_files=self.test_files,
+            final_runs=settings.final_runs,
+            targeted=is_pytest_command(self.suite.command),
+            interpreter=self.suite.interpreter,
+            guarded=policy.guards_verdict,
+            baseline_ids=self.state.baseline_ids,
+            warm=settings.warm,
+        )
+        return AttemptSetup(
+            validation=validation,
+            fuzzy_threshold=settings.fuzzy_threshold,
+            similarity_threshold=settings.similarity_threshold,
+            context_tokens=settings.context_tokens,
+            count_tokens=self.count_tokens,
+            redact=self.journal.redact,
+        )
 
     def _attempt_input(self, number: int) -> AttemptInput:
         st, history = self.state, self.state.history
         spent = stop.spent(history)
-        budget = BudgetLeft(tokens=max(self.settings.max_tokens - spent.tokens, 0),
-                            cost_usd=max(self.settings.max_cost - stop.known_cost(history), 0.0),
-                            seconds=max(self.seconds_left(), 0.0))
-        return AttemptInput(number=number, model=self.chain.current, proposer=self._proposer(), failing=st.failing,
-                            failures=st.current_failures, results=dict(st.results), flaky=st.flaky,
-                            last_attempt=st.last_attempt, earlier=st.signatures, budget=budget,
-                            localisation=st.localisation)
+        budget = BudgetLeft(
+            tokens=max(self.settings.max_tokens - spent.tokens, 0),
+            cost_usd=max(self.settings.max_cost - stop.known_cost(history), 0.0),
+            seconds=max(self.seconds_left(), 0.0),
+        )
+        return AttemptInput(
+            number=number,
+            model=self.chain.current,
+            proposer=self._proposer(),
+            failing=st.failing,
+            failures=st.current_failures,
+            results=dict(st.results),
+            flaky=st.flaky,
+            last_attempt=st.last_attempt,
+            earlier=st.signatures,
+            budget=budget,
+            localisation=st.localisation,
+        )
 
     def _proposer(self) -> Proposer:
         name = self.chain.current
         if name not in self.proposers:
+
             def build() -> Proposer:
                 if name in self.given:
                     return self.given[name]
-                return build_proposer(name, self.settings, self.ws.root, self.suite, self.journal, self.test_files)
+                return build_proposer(
+                    name, self.settings, self.ws.root, self.suite, self.journal, self.test_files
+                )
 
             self.proposers[name] = ReplayProposer(name, dict(self.replay), build)
         return self.proposers[name]
@@ -271,8 +376,14 @@ class Session:
     def _finish(self, ending: Ending) -> LoopEvent:
         if self.setup is not None:
             self.setup.validation.close()  # the warm test process of the iterations
-        result = build_result(ending, self.state, run_id=self.run_id, run_dir=self.journal.run_dir,
-                              allow_test_edits=self.settings.allow_test_edits, seconds=self.clock() - self.started)
+        result = build_result(
+            ending,
+            self.state,
+            run_id=self.run_id,
+            run_dir=self.journal.run_dir,
+            allow_test_edits=self.settings.allow_test_edits,
+            seconds=self.clock() - self.started,
+        )
         result = with_sandbox(result, self.suite.sandbox_status)
         record_result(self.journal, result)
         self.result = result

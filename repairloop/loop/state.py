@@ -1,5 +1,6 @@
-"""The data of one run and its updates (part of the loop layer): only ``session.Session`` changes it,
-and only through the methods here; the run's result is built from it (``result.build_result``)."""
+"""The data of one run and its updates (part of the loop layer): only ``session.Session`` changes
+it, and only through the methods here; the run's result is built from it
+(``result.build_result``)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ from repairloop.types import (
 if TYPE_CHECKING:
     from repairloop.loop.attempt import AttemptOutcome
 
+
 @dataclass
 class RunState:
-    """The growing data of one run (iterations are frozen records); ``chain`` is where it is in the model
-    chain; ``evidence`` and ``raw_patch`` are set by the proof step (the final patch as the workspace made
-    it, unredacted, for ``--apply``)."""
+    """The growing data of one run (iterations are frozen records); ``chain`` is where it is in the
+    model chain; ``evidence`` and ``raw_patch`` are set by the proof step (the final patch as the
+    workspace made it, unredacted, for ``--apply``)."""
 
     chain: ChainState
     baseline_failing: Tuple[str, ...] = ()
@@ -43,10 +45,14 @@ class RunState:
     history: Tuple[Iteration, ...] = ()
     signatures: Tuple[str, ...] = ()  # change signatures of every candidate so far
     last_attempt: Optional[LastAttempt] = None
-    kept_changes: Tuple[FileChange, ...] = ()  # every kept candidate's edits, as the guards approved them
+    kept_changes: Tuple[
+        FileChange, ...
+    ] = ()  # every kept candidate's edits, as the guards approved them
     refused: Optional[Refusal] = None
     interrupted: bool = False
-    notes: Tuple[str, ...] = ()  # how the run went that the result must say (per-test timeout, weak localisation)
+    notes: Tuple[
+        str, ...
+    ] = ()  # how the run went that the result must say (per-test timeout, weak localisation)
     evidence: Evidence = field(default_factory=Evidence)
     raw_patch: Optional[str] = None
     localisation: Optional[Localisation] = None  # for the code after ``localised_at`` kept changes
@@ -55,15 +61,26 @@ class RunState:
     @property
     def fixed_tests(self) -> Tuple[str, ...]:
         """The baseline's failing tests that pass now (flaky ones are never counted fixed)."""
-        return tuple(t for t in self.baseline_failing if t not in self.failing and t not in self.flaky)
+        return tuple(
+            t for t in self.baseline_failing if t not in self.failing and t not in self.flaky
+        )
 
     def facts(self, *, elapsed: float) -> stop.Facts:
-        """What the stop policy decides on now; ``elapsed`` is wall-clock seconds since the run started."""
+        """What the stop policy decides on now; ``elapsed`` is wall-clock seconds since the run
+        started."""
         chain = self.chain
         return stop.Facts(
-            history=self.history, baseline_failing=len(self.baseline_failing), remaining_failing=len(self.failing),
-            flaky=len(self.flaky), elapsed=elapsed, chain=chain.links, link=chain.index, link_since=chain.since,
-            dropped=tuple(chain.dropped), refused=self.refused, interrupted=self.interrupted,
+            history=self.history,
+            baseline_failing=len(self.baseline_failing),
+            remaining_failing=len(self.failing),
+            flaky=len(self.flaky),
+            elapsed=elapsed,
+            chain=chain.links,
+            link=chain.index,
+            link_since=chain.since,
+            dropped=tuple(chain.dropped),
+            refused=self.refused,
+            interrupted=self.interrupted,
         )
 
     def set_failures(self, failures: Tuple[Failure, ...]) -> None:
@@ -71,7 +88,8 @@ class RunState:
         self.failures = self.current_failures = failures
 
     def set_baseline(self, baseline: TestReport) -> None:
-        """The baseline's failing tests (the whole suite as one unit when only an exit code is known)."""
+        """The baseline's failing tests (the whole suite as one unit when only an exit code is
+        known)."""
         failing = baseline.failing_ids or tuple(f.test_id for f in self.failures) or (SESSION_ID,)
         self.baseline_failing = self.failing = failing
         if baseline.source is not ResultSource.EXIT_CODE:
@@ -91,8 +109,8 @@ class RunState:
         return True
 
     def apply(self, outcome: AttemptOutcome) -> None:
-        """The only place an attempt's outcome changes the run's data (the chain moves in the session,
-        which journals each move)."""
+        """The only place an attempt's outcome changes the run's data (the chain moves in the
+        session, which journals each move)."""
         self.history += (outcome.iteration,)
         if outcome.signature is not None:
             self.signatures += (outcome.signature,)

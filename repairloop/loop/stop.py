@@ -55,7 +55,8 @@ class Facts:
     """What the policy decides on, gathered by the session after every step.
 
     ``link`` is the index of the current link of ``chain`` (``len(chain)`` when none is left);
-    ``link_since`` the iterations made before it took over; ``dropped`` "model: why" per dropped link.
+    ``link_since`` the iterations made before it took over; ``dropped`` "model: why" per dropped
+    link.
     """
 
     history: Tuple[Iteration, ...]
@@ -111,7 +112,8 @@ def similarity(sig_a: str, sig_b: str) -> float:
 @dataclass(frozen=True)
 class Likeness:
     """A candidate against the earlier ones: similarity to the previous and the highest (0..1, None
-    without earlier candidates), and ``label``: DUPLICATE (never re-tested), STAGNANT (too alike) or None."""
+    without earlier candidates), and ``label``: DUPLICATE (never re-tested), STAGNANT (too alike) or
+    None."""
 
     previous: Optional[float] = None
     highest: Optional[float] = None
@@ -147,7 +149,9 @@ def known_cost(history: Sequence[Iteration]) -> float:
     return sum(it.usage.cost_usd or 0.0 for it in history)
 
 
-def budget_used_up(history: Sequence[Iteration], elapsed: float, limits: Limits) -> Optional[Tuple[Budget, str]]:
+def budget_used_up(
+    history: Sequence[Iteration], elapsed: float, limits: Limits
+) -> Optional[Tuple[Budget, str]]:
     """The first budget that is used up, with a sentence saying so, or None."""
     usage = spent(history)
     cost = known_cost(history)
@@ -168,7 +172,7 @@ def should_step_down(facts: Facts, limits: Limits) -> bool:
     Steps down only to a next *model*; the offline engine stays the last
     resort (``builtin``).
     """
-    following = facts.chain[facts.link + 1:facts.link + 2]
+    following = facts.chain[facts.link + 1 : facts.link + 2]
     if not following or following[0] == "builtin":
         return False
     share = spent(facts.history).tokens / limits.max_tokens
@@ -181,7 +185,8 @@ def should_step_down(facts: Facts, limits: Limits) -> bool:
 
 
 def outcome_of(facts: Facts) -> Outcome:
-    """FIXED with nothing failing; PARTIALLY_FIXED with fewer failing than at the baseline (flaky aside).
+    """FIXED with nothing failing; PARTIALLY_FIXED with fewer failing than at the baseline (flaky
+    aside).
 
     Before the baseline is known (an interruption during it) nothing is fixed.
     """
@@ -194,18 +199,29 @@ def outcome_of(facts: Facts) -> Outcome:
     return Outcome.NOT_FIXED
 
 
-def baseline_ending(*, green: bool, time_gone: bool, blocking: Optional[str], all_flaky: Optional[str]) -> Optional[Ending]:
-    """The endings before the first iteration: the time budget gone during the baseline, nothing to fix,
-    a blocking failure kind (``blocking`` is its sentence), only flaky failures (``all_flaky`` names them)."""
+def baseline_ending(
+    *, green: bool, time_gone: bool, blocking: Optional[str], all_flaky: Optional[str]
+) -> Optional[Ending]:
+    """The endings before the first iteration: the time budget gone during the baseline, nothing to
+    fix, a blocking failure kind (``blocking`` is its sentence), only flaky failures (``all_flaky``
+    names
+    them)."""
     if time_gone:
-        return Ending(StopReason.BUDGET_TIME, "the run's time budget (--timeout) ran out during the baseline test run",
-                      Outcome.NOT_FIXED)
+        return Ending(
+            StopReason.BUDGET_TIME,
+            "the run's time budget (--timeout) ran out during the baseline test run",
+            Outcome.NOT_FIXED,
+        )
     if green:
         return Ending(StopReason.NOTHING_TO_FIX, "the test suite passes", Outcome.NOTHING_TO_FIX)
     if blocking is not None:
         return Ending(StopReason.UNRECOVERABLE, blocking, Outcome.UNRECOVERABLE)
     if all_flaky is not None:
-        return Ending(StopReason.UNRECOVERABLE, f"every failing test is flaky: {all_flaky}", Outcome.UNRECOVERABLE)
+        return Ending(
+            StopReason.UNRECOVERABLE,
+            f"every failing test is flaky: {all_flaky}",
+            Outcome.UNRECOVERABLE,
+        )
     return None
 
 
@@ -217,8 +233,11 @@ def proven(ending: Ending, held: bool, detail: str) -> Ending:
     """
     if held or ending.outcome not in (Outcome.FIXED, Outcome.PARTIALLY_FIXED):
         return ending
-    return Ending(StopReason.PROOF_FAILED, f"the patch did not hold up on a fresh copy of the start state: {detail}",
-                  Outcome.NOT_FIXED)
+    return Ending(
+        StopReason.PROOF_FAILED,
+        f"the patch did not hold up on a fresh copy of the start state: {detail}",
+        Outcome.NOT_FIXED,
+    )
 
 
 def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
@@ -229,32 +248,48 @@ def check(facts: Facts, limits: Limits) -> Optional[Verdict]:
     are a Handover while the chain has a next link, an Ending on its last.
     """
     if facts.interrupted:
-        return Ending(StopReason.INTERRUPTED, "stopped by Ctrl-C or a termination signal; your files are as they were", outcome_of(facts))
+        return Ending(
+            StopReason.INTERRUPTED,
+            "stopped by Ctrl-C or a termination signal; your files are as they were",
+            outcome_of(facts),
+        )
     if facts.remaining_failing == 0:
-        return Ending(StopReason.SUCCESS, "every failing test passes and nothing that passed fails", Outcome.FIXED)
+        return Ending(
+            StopReason.SUCCESS,
+            "every failing test passes and nothing that passed fails",
+            Outcome.FIXED,
+        )
     if facts.link >= len(facts.chain):
         return _chain_exhausted(facts)
     if facts.refused is not None:
-        return Ending(_BUDGET_REASON[facts.refused.budget], facts.refused.message, outcome_of(facts))
+        return Ending(
+            _BUDGET_REASON[facts.refused.budget], facts.refused.message, outcome_of(facts)
+        )
     used_up = budget_used_up(facts.history, facts.elapsed, limits)
     if used_up is not None:
         return Ending(_BUDGET_REASON[used_up[0]], used_up[1], outcome_of(facts))
     stuck = _stuck(facts, limits)
     if stuck is not None:
         reason, detail = stuck
-        if facts.link + 1 < len(facts.chain):  # the chain's next link (``builtin`` last) gets its turn
+        if facts.link + 1 < len(
+            facts.chain
+        ):  # the chain's next link (``builtin`` last) gets its turn
             return Handover(reason, detail)
         return Ending(reason, detail, outcome_of(facts))
     return None
 
 
 def _stuck(facts: Facts, limits: Limits) -> Optional[Tuple[StopReason, str]]:
-    """Stagnation or no progress of the current link, judged on its own iterations only, else None."""
+    """Stagnation or no progress of the current link, judged on its own iterations only, else
+    None."""
     stagnant = _stagnation(facts, limits)
     if stagnant is not None:
         return StopReason.STAGNATION, stagnant
     if no_progress(facts.history, facts.baseline_failing, limits.patience, since=facts.link_since):
-        return StopReason.NO_PROGRESS, f"{limits.patience} iterations in a row without fewer failing tests"
+        return (
+            StopReason.NO_PROGRESS,
+            f"{limits.patience} iterations in a row without fewer failing tests",
+        )
     return None
 
 
@@ -266,12 +301,19 @@ def _stagnation(facts: Facts, limits: Limits) -> Optional[str]:
     if last.decision not in (Decision.DUPLICATE, Decision.STAGNANT):
         return None
     score = last.similarity_max if last.similarity_max is not None else 1.0
-    return f"iteration {last.number} repeated an earlier candidate (similarity {score:.2f} >= {limits.similarity_threshold:.2f})"
+    return (
+        f"iteration {last.number} repeated an earlier candidate (similarity {score:.2f} >= "
+        f"{limits.similarity_threshold:.2f})"
+    )
 
 
-def no_progress(history: Sequence[Iteration], baseline_failing: int, patience: int, *, since: int = 0) -> bool:
-    """True when the last ``patience`` iterations made at or after index ``since`` (the current link's
-    first: each link has its own patience) did not lower the failing count below the whole history's best."""
+def no_progress(
+    history: Sequence[Iteration], baseline_failing: int, patience: int, *, since: int = 0
+) -> bool:
+    """True when the last ``patience`` iterations made at or after index ``since`` (the current
+    link's first: each link has its own patience) did not lower the failing count below the whole
+    history's
+    best."""
     best = baseline_failing
     streak = 0
     for index, it in enumerate(history):
@@ -284,14 +326,21 @@ def no_progress(history: Sequence[Iteration], baseline_failing: int, patience: i
 
 
 def _chain_exhausted(facts: Facts) -> Ending:
-    """No link left: say what the last one reported; UNRECOVERABLE when every link was dropped untried."""
+    """No link left: say what the last one reported; UNRECOVERABLE when every link was dropped
+    untried."""
     detail = "no usable model left in the chain"
     last = facts.history[-1] if facts.history else None
     if facts.dropped:
         detail += " (" + "; ".join(facts.dropped) + ")"
-    elif last is not None and last.decision is Decision.NO_CANDIDATE and facts.chain[-1:] == ("builtin",) \
-            and last.reason.startswith("builtin failed: "):
-        detail = "nothing left to try: " + last.reason[len("builtin failed: "):]  # the offline engine is done
+    elif (
+        last is not None
+        and last.decision is Decision.NO_CANDIDATE
+        and facts.chain[-1:] == ("builtin",)
+        and last.reason.startswith("builtin failed: ")
+    ):
+        detail = (
+            "nothing left to try: " + last.reason[len("builtin failed: ") :]
+        )  # the offline engine is done
     elif last is not None and last.decision is Decision.NO_CANDIDATE:
         detail += f"; last: {last.reason}"
     tried = [it for it in facts.history if it.decision is not Decision.NO_CANDIDATE]

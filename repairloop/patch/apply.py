@@ -41,18 +41,21 @@ _NO_PATCH_HINT = (
 )
 
 
-def parse_answer(answer: str, root: Optional[Path] = None, shown: Optional[Sequence[CodeSlice]] = None,
-                 is_test: Optional[Callable[[str], bool]] = None) -> List[FileEdit]:
+def parse_answer(
+    answer: str,
+    root: Optional[Path] = None,
+    shown: Optional[Sequence[CodeSlice]] = None,
+    is_test: Optional[Callable[[str], bool]] = None,
+) -> List[FileEdit]:
     """The edits a model's answer asks for, in order (paths normalised, not yet checked).
 
     Thinking (``<think>`` blocks) is set aside first. SEARCH/REPLACE blocks
     win when the answer has a ``<<<<<<< SEARCH`` line; otherwise a unified
     diff, fenced or not, CRLF or not; otherwise, with ``root``, whole
     functions, methods, classes or files (``whole.py``; ``shown`` is the code
-    the prompt showed, ``is_test`` which paths are test files). Raises PatchError("no patch found in the answer")
-    when there is none of these, and PatchError for malformed blocks or
-    diffs, refused whole-code answers, and two different changes of the
-    same lines.
+    the prompt showed, ``is_test`` which paths are test files). Raises PatchError("no patch found in
+    the answer") when there is none of these, and PatchError for malformed blocks or diffs, refused
+    whole-code answers, and two different changes of the same lines.
     """
     text = answer.replace("\r\n", "\n").replace("\r", "\n")
     thought = split_thinking(text)
@@ -62,7 +65,11 @@ def parse_answer(answer: str, root: Optional[Path] = None, shown: Optional[Seque
         edits = parse_whole(text, root, shown, is_test)
     if not edits:
         if thought.thinking and not text.strip():
-            why = "its <think> block is never closed" if thought.unclosed else "nothing follows its </think>"
+            why = (
+                "its <think> block is never closed"
+                if thought.unclosed
+                else "nothing follows its </think>"
+            )
             raise PatchError(f"the answer holds only thinking: {why}", hint=_NO_PATCH_HINT)
         raise PatchError("no patch found in the answer", hint=_NO_PATCH_HINT)
     return _unique([replace(e, path=normalize_path(e.path)) for e in edits])
@@ -94,7 +101,8 @@ def _unique(edits: List[FileEdit]) -> List[FileEdit]:
 
 
 def _first_difference(one: List[str], other: List[str]) -> Tuple[str, str]:
-    """The first line where two versions of the same lines differ, from each ("(nothing)" past the end)."""
+    """The first line where two versions of the same lines differ, from each ("(nothing)" past the
+    end)."""
     at = next((i for i, (a, b) in enumerate(zip(one, other)) if a != b), min(len(one), len(other)))
 
     def line(version: List[str]) -> str:
@@ -133,13 +141,16 @@ def _load(root: Path, path: str) -> _FileState:
     if not target.exists():
         return _FileState(path, None, exists=False, match="new")
     if not target.is_file():
-        raise PatchError(f"the patch edits {path}, which is not a regular file", hint="edit source files only")
+        raise PatchError(
+            f"the patch edits {path}, which is not a regular file", hint="edit source files only"
+        )
     data = target.read_bytes()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PatchError(
-            f"the patch edits {path}, a binary or non-UTF-8 file ({exc.reason} at byte {exc.start})",
+            f"the patch edits {path}, a binary or non-UTF-8 file "
+            f"({exc.reason} at byte {exc.start})",
             hint="edit only UTF-8 text files",
         ) from exc
     crlf = text.count("\r\n")
@@ -155,9 +166,14 @@ def _load(root: Path, path: str) -> _FileState:
 _SYMLINK_MODE = re.compile(r"^(?:new file |new |old |deleted file )?mode 120000\s*$", re.M)
 
 
-def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
-                 shown: Optional[Sequence[CodeSlice]] = None,
-                 is_test: Optional[Callable[[str], bool]] = None) -> AppliedPatch:
+def apply_answer(
+    answer: str,
+    root: Path,
+    *,
+    fuzzy_threshold: float = 0.85,
+    shown: Optional[Sequence[CodeSlice]] = None,
+    is_test: Optional[Callable[[str], bool]] = None,
+) -> AppliedPatch:
     """Parse ``answer`` and compute every touched file's new text under ``root``.
 
     Nothing is written. ``fuzzy_threshold`` (0..1) is the least mean line
@@ -174,8 +190,11 @@ def apply_answer(answer: str, root: Path, *, fuzzy_threshold: float = 0.85,
     ``.repairloop/``.
     """
     if _SYMLINK_MODE.search(answer):
-        raise PatchError("the candidate creates a symbolic link (mode 120000); a link can make one path write another",
-                         hint="edit files by their own paths; a fix needs no links")
+        raise PatchError(
+            "the candidate creates a symbolic link (mode 120000); a link can make one path write "
+            "another",
+            hint="edit files by their own paths; a fix needs no links",
+        )
     edits = parse_answer(answer, root, shown, is_test)
     states: Dict[str, _FileState] = {}
     for edit in edits:
@@ -210,15 +229,20 @@ def _apply_edit(state: _FileState, edit: FileEdit, root: Path, threshold: float)
         if state.exists and any(line.strip() for line in state.lines):
             raise PatchError(
                 f"the patch creates {edit.path}, which already exists",
-                hint=f"edit {edit.path} with a diff against its current text (or a SEARCH block quoting it)",
+                hint=f"edit {edit.path} with a diff against its current text (or a SEARCH block "
+                f"quoting it)",
             )
-        state.exists, state.lines = True, [t for h in edit.hunks for tag, t in h.lines if tag != REMOVED]
+        state.exists, state.lines = (
+            True,
+            [t for h in edit.hunks for tag, t in h.lines if tag != REMOVED],
+        )
         state.final_newline = not (edit.hunks and edit.hunks[-1].target_no_newline)
         return
     if not state.exists:
         verb = "deletes" if edit.kind == "delete" else "edits"
         raise PatchError(
-            f"the patch {verb} {edit.path}, which does not exist", hint=_missing_hint(root, edit.path)
+            f"the patch {verb} {edit.path}, which does not exist",
+            hint=_missing_hint(root, edit.path),
         )
     offset = 0
     for hunk in edit.hunks:
@@ -265,7 +289,10 @@ def _indent_shift(before: List[str], window: List[str]) -> Optional[Tuple[str, s
             continue
         if want.strip() != have.strip():
             return None
-        w_ind, h_ind = want[: len(want) - len(want.lstrip())], have[: len(have) - len(have.lstrip())]
+        w_ind, h_ind = (
+            want[: len(want) - len(want.lstrip())],
+            have[: len(have) - len(have.lstrip())],
+        )
         if h_ind.endswith(w_ind):
             pair = ("", h_ind[: len(h_ind) - len(w_ind)])
         elif w_ind.endswith(h_ind):
@@ -291,7 +318,11 @@ def _missing_hint(root: Path, path: str, limit: int = 5000) -> str:
     """'did you mean ...' from files with the same name under ``root`` (a bounded walk)."""
     name, seen, found = os.path.basename(path), 0, []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if not d.startswith(".") and d not in ("node_modules", "__pycache__")
+        ]
         seen += len(filenames)
         if name in filenames:
             found.append(Path(dirpath, name).relative_to(root).as_posix())
@@ -299,4 +330,7 @@ def _missing_hint(root: Path, path: str, limit: int = 5000) -> str:
             break
     if found:
         return "did you mean " + " or ".join(found) + "? Paths are relative to the project root"
-    return "name an existing file, by its path relative to the project root, or create it with --- /dev/null"
+    return (
+        "name an existing file, by its path relative to the project root, or create it with --- "
+        "/dev/null"
+    )

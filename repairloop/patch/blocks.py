@@ -106,7 +106,9 @@ def _clean(line: str) -> Optional[str]:
 def _edit(path: str, search: List[str], replace: List[str], number: int) -> FileEdit:
     label = f"SEARCH/REPLACE block {number} ({path})"
     if not any(s.strip() for s in search):
-        return FileEdit(path, "create", (Hunk(label, tuple((ADDED, r) for r in replace)),), "search_replace")
+        return FileEdit(
+            path, "create", (Hunk(label, tuple((ADDED, r) for r in replace)),), "search_replace"
+        )
     # Lines shared at both ends become context, so a fuzzy match keeps the file's own text.
     head, tail = common_ends(search, replace)
     pairs = [(CONTEXT, s) for s in search[:head]]

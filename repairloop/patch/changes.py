@@ -34,8 +34,8 @@ class GuardPolicy:
     ``test_files`` says which files are tests (``types.TestFiles``, built once per
     run); ``protected_globs`` follow the same glob rule (``types.matches_globs``).
     ``allow_test_edits`` lifts only the test-file rule, never ``protected_globs``
-    nor the content rules of ``tamper.py``. Sizes: files per candidate, added plus removed lines, bytes of
-    one resulting file.
+    nor the content rules of ``tamper.py``. Sizes: files per candidate, added plus removed lines,
+    bytes of one resulting file.
     """
 
     test_files: TestFiles = field(default_factory=TestFiles)
@@ -50,14 +50,18 @@ class GuardPolicy:
     max_file_bytes: int = 1_000_000
 
     def guards_verdict(self, path: str) -> bool:
-        """True for a file whose content decides a verdict: a test, a protected file, pyproject.toml, setup.cfg.
+        """True for a file whose content decides a verdict: a test, a protected file,
+        pyproject.toml, setup.cfg.
 
         No test run may change these (``workspace.fingerprint``), whatever a
         candidate was allowed to edit before the run.
         """
         name = path.rsplit("/", 1)[-1]
-        return name in ("pyproject.toml", "setup.cfg") or self.test_files.is_test(path) \
+        return (
+            name in ("pyproject.toml", "setup.cfg")
+            or self.test_files.is_test(path)
             or matches_globs(path, self.protected_globs)
+        )
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,9 @@ class AppliedPatch:
 
 
 @functools.lru_cache(maxsize=32)
-def line_opcodes(old_text: Optional[str], new_text: Optional[str]) -> Tuple[Tuple[str, int, int, int, int], ...]:
+def line_opcodes(
+    old_text: Optional[str], new_text: Optional[str]
+) -> Tuple[Tuple[str, int, int, int, int], ...]:
     """difflib opcodes over the lines of two texts, computed once per pair.
 
     The equal lines at both ends are set aside before difflib runs: a one-line
@@ -162,11 +168,15 @@ def line_opcodes(old_text: Optional[str], new_text: Optional[str]) -> Tuple[Tupl
     """
     old, new = _split_keepends(old_text), _split_keepends(new_text)
     prefix, suffix = common_ends(old, new)
-    middle = difflib.SequenceMatcher(None, old[prefix:len(old) - suffix], new[prefix:len(new) - suffix],
-                                     autojunk=False).get_opcodes()
+    middle = difflib.SequenceMatcher(
+        None, old[prefix : len(old) - suffix], new[prefix : len(new) - suffix], autojunk=False
+    ).get_opcodes()
     ops = [("equal", 0, prefix, 0, prefix)] if prefix else []
-    ops += [(tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for tag, i1, i2, j1, j2 in middle
-            if i2 > i1 or j2 > j1]
+    ops += [
+        (tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix)
+        for tag, i1, i2, j1, j2 in middle
+        if i2 > i1 or j2 > j1
+    ]
     if suffix:
         ops.append(("equal", len(old) - suffix, len(old), len(new) - suffix, len(new)))
     return tuple(ops)
@@ -189,7 +199,9 @@ def _marked(lines: Iterator[str]) -> Iterator[str]:
 _HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
 
 
-def _unified_diff(old: List[str], new: List[str], src: str, dst: str, context: int = 3) -> Iterator[str]:
+def _unified_diff(
+    old: List[str], new: List[str], src: str, dst: str, context: int = 3
+) -> Iterator[str]:
     """``difflib.unified_diff`` run only on the window around the change, headers shifted back.
 
     Same output as on the whole files (3 lines of context), without making
@@ -198,12 +210,14 @@ def _unified_diff(old: List[str], new: List[str], src: str, dst: str, context: i
     prefix, suffix = common_ends(old, new)
     start = max(prefix - context, 0)
     keep = max(suffix - context, 0)
-    lines = difflib.unified_diff(old[start:len(old) - keep], new[start:len(new) - keep], src, dst, n=context)
+    lines = difflib.unified_diff(
+        old[start : len(old) - keep], new[start : len(new) - keep], src, dst, n=context
+    )
     for line in lines:
         match = _HUNK.match(line) if start else None
         if match:
             a, b, c, d = match.groups()
-            line = f"@@ -{int(a) + start}{b} +{int(c) + start}{d} @@" + line[match.end():]
+            line = f"@@ -{int(a) + start}{b} +{int(c) + start}{d} @@" + line[match.end() :]
         yield line
 
 

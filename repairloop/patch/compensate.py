@@ -1,4 +1,5 @@
-"""A candidate that compensates: it changes the data a failing assertion compares, not the code computing it.
+"""A candidate that compensates: it changes the data a failing assertion compares, not the code
+computing it.
 
 Seen with the offline engine on real libraries (issue 14): ``codes.append(code)``
 turned into ``codes.extend(code)`` so that a list held the characters of a
@@ -31,7 +32,9 @@ from repairloop.patch.changes import AppliedPatch
 from repairloop.patch.testliterals import assertion_nodes
 from repairloop.types import Flag, FlagKind, TestFiles
 
-STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft"})
+STORING_METHODS = frozenset(
+    {"append", "extend", "insert", "add", "update", "appendleft", "extendleft"}
+)
 
 
 def _bare(name: str) -> str:
@@ -62,42 +65,75 @@ def _statement(line: Optional[str]) -> Optional[ast.stmt]:
         body = ast.parse(line.strip()).body
     except (SyntaxError, ValueError):
         return None
-    return body[0] if len(body) == 1 and not isinstance(body[0], (ast.If, ast.For, ast.While, ast.With)) else None
+    return (
+        body[0]
+        if len(body) == 1 and not isinstance(body[0], (ast.If, ast.For, ast.While, ast.With))
+        else None
+    )
 
 
 def _stores(old: Optional[ast.stmt], new: Optional[ast.stmt]) -> bool:
     """A storing method swapped for another, receiver and arguments unchanged."""
-    calls = [s.value if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) else None for s in (old, new)]
+    calls = [
+        s.value if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) else None
+        for s in (old, new)
+    ]
     a, b = calls
-    if a is None or b is None or not isinstance(a.func, ast.Attribute) or not isinstance(b.func, ast.Attribute):
+    if (
+        a is None
+        or b is None
+        or not isinstance(a.func, ast.Attribute)
+        or not isinstance(b.func, ast.Attribute)
+    ):
         return False
-    same = ast.dump(a.func.value) == ast.dump(b.func.value) and ast.dump(ast.Tuple(a.args, ast.Load())) == \
-        ast.dump(ast.Tuple(b.args, ast.Load()))
+    same = ast.dump(a.func.value) == ast.dump(b.func.value) and ast.dump(
+        ast.Tuple(a.args, ast.Load())
+    ) == ast.dump(ast.Tuple(b.args, ast.Load()))
     return same and a.func.attr != b.func.attr and {a.func.attr, b.func.attr} <= STORING_METHODS
 
 
 def _target(node: Optional[ast.stmt]) -> str:
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-        node, (ast.AugAssign, ast.AnnAssign)) else []
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+        else []
+    )
     if len(targets) != 1:
         return ""
     target = targets[0]
-    return _bare(target.attr) if isinstance(target, ast.Attribute) else _bare(target.id) if isinstance(
-        target, ast.Name) else ""
+    return (
+        _bare(target.attr)
+        if isinstance(target, ast.Attribute)
+        else _bare(target.id)
+        if isinstance(target, ast.Name)
+        else ""
+    )
 
 
 def _numbers_only(old: Optional[ast.stmt], new: Optional[ast.stmt]) -> bool:
-    """``new`` assigns what ``old`` did, shifted by a number; or ``new`` alone adds a number (``x += 1``)."""
+    """``new`` assigns what ``old`` did, shifted by a number; or ``new`` alone adds a number (``x +=
+    1``)."""
     if old is None:
-        return isinstance(new, ast.AugAssign) and isinstance(new.value, ast.Constant) and isinstance(
-            new.value.value, (int, float))
+        return (
+            isinstance(new, ast.AugAssign)
+            and isinstance(new.value, ast.Constant)
+            and isinstance(new.value.value, (int, float))
+        )
     old_value, new_value = getattr(old, "value", None), getattr(new, "value", None)
     if old_value is None or new_value is None or type(old) is not type(new):
         return False
-    if isinstance(new_value, ast.BinOp) and isinstance(new_value.right, ast.Constant) \
-            and ast.dump(new_value.left) == ast.dump(old_value):
+    if (
+        isinstance(new_value, ast.BinOp)
+        and isinstance(new_value.right, ast.Constant)
+        and ast.dump(new_value.left) == ast.dump(old_value)
+    ):
         return isinstance(new_value.right.value, (int, float))
-    return all(isinstance(v, ast.Constant) and isinstance(v.value, (int, float)) for v in (old_value, new_value))
+    return all(
+        isinstance(v, ast.Constant) and isinstance(v.value, (int, float))
+        for v in (old_value, new_value)
+    )
 
 
 def _compensates(old: Optional[str], new: Optional[str], names: FrozenSet[str]) -> bool:
@@ -105,25 +141,40 @@ def _compensates(old: Optional[str], new: Optional[str], names: FrozenSet[str]) 
     if _stores(a, b):
         return True
     target = _target(b)
-    return bool(target) and target in names and (a is None or _target(a) == target) and _numbers_only(a, b)
+    return (
+        bool(target)
+        and target in names
+        and (a is None or _target(a) == target)
+        and _numbers_only(a, b)
+    )
 
 
 def changed_lines(old_text: str, new_text: str) -> List[Tuple[Optional[str], Optional[str], int]]:
-    """(old line or None, new line or None, 1-based new line number) of each line a change replaces or adds."""
+    """(old line or None, new line or None, 1-based new line number) of each line a change replaces
+    or adds."""
     old, new = old_text.splitlines(), new_text.splitlines()
     pairs: List[Tuple[Optional[str], Optional[str], int]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, old, new, autojunk=False
+    ).get_opcodes():
         if tag == "equal":
             continue
         for k in range(max(i2 - i1, j2 - j1)):
-            pairs.append((old[i1 + k] if i1 + k < i2 else None, new[j1 + k] if j1 + k < j2 else None,
-                          j1 + k + 1 if j1 + k < j2 else j1))
+            pairs.append(
+                (
+                    old[i1 + k] if i1 + k < i2 else None,
+                    new[j1 + k] if j1 + k < j2 else None,
+                    j1 + k + 1 if j1 + k < j2 else j1,
+                )
+            )
     return pairs
 
 
-def compensation_flags(applied: AppliedPatch, names: FrozenSet[str], test_files: TestFiles = TestFiles()) -> Tuple[Flag, ...]:
-    """COMPENSATES flags (one per changed line, ``PATH:LINE `NEW LINE` ...``) when every changed line of
-    the candidate's Python source files compensates (module docstring); () otherwise."""
+def compensation_flags(
+    applied: AppliedPatch, names: FrozenSet[str], test_files: TestFiles = TestFiles()
+) -> Tuple[Flag, ...]:
+    """COMPENSATES flags (one per changed line, ``PATH:LINE `NEW LINE` ...``) when every changed
+    line of the candidate's Python source files compensates (module docstring); () otherwise."""
     flags: List[Flag] = []
     for change in applied.changes:
         if not change.path.endswith(".py") or test_files.is_test(change.path):
@@ -134,6 +185,11 @@ def compensation_flags(applied: AppliedPatch, names: FrozenSet[str], test_files:
             if not _compensates(old, new, names):
                 return ()
             shown = (new or "").strip()[:100]
-            flags.append(Flag(FlagKind.COMPENSATES, f"{change.path}:{line} `{shown}` changes the data the failing "
-                              "assertion compares, not the code that computes it"))
+            flags.append(
+                Flag(
+                    FlagKind.COMPENSATES,
+                    f"{change.path}:{line} `{shown}` changes the data the failing "
+                    "assertion compares, not the code that computes it",
+                )
+            )
     return tuple(flags[:5])

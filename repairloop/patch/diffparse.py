@@ -77,7 +77,9 @@ def _hunk_body(lines: List[str], i: int, want_old: Optional[int]) -> Tuple[List[
             break
         if line == "":
             old_so_far = sum(1 for b in body if b[:1] in (CONTEXT, REMOVED))
-            more = i + 1 < len(lines) and _is_body(lines[i + 1]) and not _is_file_header(lines, i + 1)
+            more = (
+                i + 1 < len(lines) and _is_body(lines[i + 1]) and not _is_file_header(lines, i + 1)
+            )
             if more or (want_old is not None and old_so_far < want_old):
                 body.append(CONTEXT)
                 i += 1
@@ -151,7 +153,10 @@ def normalize_diff(text: str) -> Tuple[str, List[Optional[int]]]:
 
 def _file_header(src: str, dst: str) -> List[str]:
     src, dst = _strip_prefixes(src, dst)
-    return [f"--- {src if src == DEV_NULL else 'a/' + src}", f"+++ {dst if dst == DEV_NULL else 'b/' + dst}"]
+    return [
+        f"--- {src if src == DEV_NULL else 'a/' + src}",
+        f"+++ {dst if dst == DEV_NULL else 'b/' + dst}",
+    ]
 
 
 def parse_unified_diff(text: str) -> List[FileEdit]:
@@ -199,4 +204,6 @@ def _hunk(h: UnidiffHunk, number: int, path: str, hint: Optional[int]) -> Hunk:
     return Hunk(f"hunk {number} of {path}", tuple(pairs), hint, source_nl, target_nl)
 
 
-_DIFF_HINT = "answer with one unified diff: '--- a/path', '+++ b/path', then '@@ -l,n +l,n @@' hunks"
+_DIFF_HINT = (
+    "answer with one unified diff: '--- a/path', '+++ b/path', then '@@ -l,n +l,n @@' hunks"
+)

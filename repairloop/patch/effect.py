@@ -29,36 +29,50 @@ def _code(text: Optional[str]) -> Optional[str]:
         return None
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+        ):
             first = body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree)
 
 
 def changes_code(change: FileChange) -> bool:
-    """False only for a Python file whose old and new texts are the same code (comments, docstrings, layout)."""
+    """False only for a Python file whose old and new texts are the same code (comments, docstrings,
+    layout)."""
     if not change.path.endswith(".py") or change.old_text is None or change.new_text is None:
         return True
     old, new = _code(change.old_text), _code(change.new_text)
     return old is None or new is None or old != new
 
 
-def check_effective(applied: AppliedPatch, has_doctests: Callable[[str], bool] = lambda path: False) -> None:
-    """Raise PatchError when no change of ``applied`` changes code (a structural error: back to the model).
+def check_effective(
+    applied: AppliedPatch, has_doctests: Callable[[str], bool] = lambda path: False
+) -> None:
+    """Raise PatchError when no change of ``applied`` changes code (a structural error: back to the
+    model).
 
     ``has_doctests(path)`` is True for a module whose doctests the tests collect: a change of its
     doctest examples changes what runs.
     """
+
     def effective(change: FileChange) -> bool:
-        return changes_code(change) or (has_doctests(change.path) and
-                                         doctest_examples(change.old_text) != doctest_examples(change.new_text))
+        return changes_code(change) or (
+            has_doctests(change.path)
+            and doctest_examples(change.old_text) != doctest_examples(change.new_text)
+        )
 
     if applied.changes and not any(effective(c) for c in applied.changes):
         paths = ", ".join(c.path for c in applied.changes)
         raise PatchError(
-            f"the candidate changes no executable code in {paths} (only comments, docstrings or whitespace); "
+            f"the candidate changes no executable code in {paths} (only comments, docstrings or "
+            f"whitespace); "
             "such a change cannot fix a failing test",
             hint="change the code the failing test exercises",
         )

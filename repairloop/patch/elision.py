@@ -1,4 +1,5 @@
-"""Elided code: placeholders such as ``...`` or ``# rest unchanged`` that stand for code an answer left out.
+"""Elided code: placeholders such as ``...`` or ``# rest unchanged`` that stand for code an answer
+left out.
 
 Applied as written, such an answer deletes the code the placeholder stands
 for: aider's whole-file format (Aider-AI/aider#1915, #1832), Cline
@@ -40,8 +41,10 @@ _PHRASE = re.compile(
     """,
     re.I | re.X,
 )
-_HINT = ("write every line of each function, class or file you give, in full (no '...', no "
-         "'# rest unchanged' comments), or answer with a diff of the changed lines only")
+_HINT = (
+    "write every line of each function, class or file you give, in full (no '...', no "
+    "'# rest unchanged' comments), or answer with a diff of the changed lines only"
+)
 
 
 def elision_marker(line: str) -> Optional[str]:
@@ -93,7 +96,8 @@ def check_elisions(applied: AppliedPatch) -> None:
         if found is not None:
             number, marker = found
             raise PatchError(
-                f"the answer elides code in {change.path}: line {number} of the new text is `{marker}`, "
+                f"the answer elides code in {change.path}: line {number} of the new text is "
+                f"`{marker}`, "
                 "a placeholder for code the answer leaves out (applied, it would delete that code)",
                 hint=_HINT,
             )

@@ -28,7 +28,8 @@ _STARTS = ("def ", "async def ", "class ", "@", "import ", "from ")
 
 @dataclass(frozen=True)
 class CodeBlock:
-    """One block of code in an answer: ``code`` (``\\n`` newlines), the file it names, where it is."""
+    """One block of code in an answer: ``code`` (``\\n`` newlines), the file it names, where it
+    is."""
 
     code: str
     label: Optional[str]  # the path it names, as written (normalised separators), or None
@@ -38,7 +39,8 @@ class CodeBlock:
 
 
 def code_blocks(text: str) -> List[CodeBlock]:
-    """Every fenced block of ``text`` in order; else the unfenced answer if it is plain Python code."""
+    """Every fenced block of ``text`` in order; else the unfenced answer if it is plain Python
+    code."""
     lines = text.split("\n")
     blocks: List[CodeBlock] = []
     i = 0
@@ -51,7 +53,7 @@ def code_blocks(text: str) -> List[CodeBlock]:
         end = i + 1
         while end < len(lines) and not _closes(lines[end], fence):
             end += 1
-        body = lines[i + 1:end]
+        body = lines[i + 1 : end]
         blocks.append(_block(body, info, path_above(lines, i, stop=0), i + 2))
         i = end + 1
     if blocks or not text.strip():

@@ -1,4 +1,5 @@
-"""Content rules against forged verdicts: code that recognises the test run instead of fixing the code.
+"""Content rules against forged verdicts: code that recognises the test run instead of fixing the
+code.
 
 ``tamper.py`` refuses what weakens the oracle in plain sight (skips, exits,
 runner patches, fake summaries, deleted assertions). These rules refuse what
@@ -29,43 +30,117 @@ from typing import Callable, Dict, Optional, Tuple
 
 # Attributes (dotted) that let code see the harness: the modules loaded, the command line, the
 # call stack, tracing and profiling hooks, every live object.
-INTROSPECTION = frozenset({
-    "sys.modules", "sys.argv", "sys.orig_argv", "sys._getframe", "sys.settrace", "sys.setprofile",
-    "sys.gettrace", "sys.getprofile", "sys.monitoring", "sys.audit", "sys.addaudithook", "sys.meta_path",
-    "sys.path_hooks", "inspect.stack", "inspect.currentframe", "inspect.getouterframes", "inspect.getframeinfo",
-    "inspect.trace", "traceback.extract_stack", "traceback.format_stack", "traceback.print_stack",
-    "traceback.walk_stack", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-})
+INTROSPECTION = frozenset(
+    {
+        "sys.modules",
+        "sys.argv",
+        "sys.orig_argv",
+        "sys._getframe",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.gettrace",
+        "sys.getprofile",
+        "sys.monitoring",
+        "sys.audit",
+        "sys.addaudithook",
+        "sys.meta_path",
+        "sys.path_hooks",
+        "inspect.stack",
+        "inspect.currentframe",
+        "inspect.getouterframes",
+        "inspect.getframeinfo",
+        "inspect.trace",
+        "traceback.extract_stack",
+        "traceback.format_stack",
+        "traceback.print_stack",
+        "traceback.walk_stack",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+    }
+)
 # A string that names the harness: a test runner's module (``"pytest"``, ``"_pytest.runner"``), its
-# configuration (``conftest``), a pytest hook (``pytest_runtest_makereport``), repairloop's plugin, or a
-# runner's environment variable. A path that merely holds such a word (``/tmp/pytest-of-user/...``) does not.
-HARNESS_NAME = re.compile(r"^\s*(?i:_?pytest|py\.test|unittest|nose2?|doctest|conftest|repairloop\w*)([._:]\w*)*\s*$"
-                          r"|pytest_\w+|PYTEST_\w+|conftest\.py|repairloop_")
+# configuration (``conftest``), a pytest hook (``pytest_runtest_makereport``), repairloop's plugin,
+# or a runner's environment variable. A path that merely holds such a word
+# (``/tmp/pytest-of-user/...``) does not.
+HARNESS_NAME = re.compile(
+    r"^\s*(?i:_?pytest|py\.test|unittest|nose2?|doctest|conftest|repairloop\w*)([._:]\w*)*\s*$"
+    r"|pytest_\w+|PYTEST_\w+|conftest\.py|repairloop_"
+)
 # More ways to end the process early than tamper.EXITS lists.
-MORE_EXITS = frozenset({
-    "os.kill", "os.killpg", "signal.raise_signal", "signal.pthread_kill", "signal.alarm", "signal.setitimer",
-    "os.execv", "os.execve", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execvp", "os.execvpe",
-    "_thread.interrupt_main", "os.fork", "os.forkpty",
-})
-COMPARISON_METHODS = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__",
-                                "__contains__", "__instancecheck__", "__subclasscheck__"})
+MORE_EXITS = frozenset(
+    {
+        "os.kill",
+        "os.killpg",
+        "signal.raise_signal",
+        "signal.pthread_kill",
+        "signal.alarm",
+        "signal.setitimer",
+        "os.execv",
+        "os.execve",
+        "os.execl",
+        "os.execle",
+        "os.execlp",
+        "os.execlpe",
+        "os.execvp",
+        "os.execvpe",
+        "_thread.interrupt_main",
+        "os.fork",
+        "os.forkpty",
+    }
+)
+COMPARISON_METHODS = frozenset(
+    {
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__bool__",
+        "__contains__",
+        "__instancecheck__",
+        "__subclasscheck__",
+    }
+)
 # Links make one path write another: a test file edited through a link with an innocent name.
 LINK_CALLS = frozenset({"os.symlink", "os.link", "symlink_to", "hardlink_to", "link_to"})
-DYNAMIC_CALLS = frozenset({"eval", "exec", "compile", "__import__", "importlib.import_module",
-                           "importlib.reload", "importlib.__import__", "import_module", "runpy.run_path",
-                           "runpy.run_module"})
+DYNAMIC_CALLS = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "importlib.import_module",
+        "importlib.reload",
+        "importlib.__import__",
+        "import_module",
+        "runpy.run_path",
+        "runpy.run_module",
+    }
+)
 
 WHY: Dict[str, Tuple[str, str]] = {
-    "detect": ("looks at the test harness (runner modules, command line, call stack or live objects) "
-               "to behave differently under test",
-               "fix the code for every caller; code must not know whether a test is running"),
-    "constant_compare": ("makes a comparison or truth test answer a constant, so any assertion would pass",
-                         "compare real values; fix the computation the test checks"),
-    "dynamic": ("builds or loads code at run time (eval, exec, __import__, importlib, ctypes), "
-                "which no repair needs", "write the fix as plain code"),
+    "detect": (
+        "looks at the test harness (runner modules, command line, call stack or live objects) "
+        "to behave differently under test",
+        "fix the code for every caller; code must not know whether a test is running",
+    ),
+    "constant_compare": (
+        "makes a comparison or truth test answer a constant, so any assertion would pass",
+        "compare real values; fix the computation the test checks",
+    ),
+    "dynamic": (
+        "builds or loads code at run time (eval, exec, __import__, importlib, ctypes), "
+        "which no repair needs",
+        "write the fix as plain code",
+    ),
     "exit": ("ends the test process early", "return a value or raise an exception instead"),
-    "link": ("creates a file link, which can make one path write another (a test through an innocent name)",
-             "edit files by their own paths"),
+    "link": (
+        "creates a file link, which can make one path write another (a test through an innocent "
+        "name)",
+        "edit files by their own paths",
+    ),
 }
 
 
@@ -86,7 +161,8 @@ def _names_harness(text: str) -> bool:
 
 
 def detect(node: ast.AST) -> Optional[str]:
-    """``detect`` for introspection attributes, imports of them or of the tests, and harness names."""
+    """``detect`` for introspection attributes, imports of them or of the tests, and harness
+    names."""
     if isinstance(node, ast.Attribute) and dotted_name(node) in INTROSPECTION:
         return "detect"
     if isinstance(node, ast.ImportFrom):
@@ -97,7 +173,11 @@ def detect(node: ast.AST) -> Optional[str]:
             return "detect"
     if isinstance(node, ast.Import) and any(_imports_tests(alias.name) for alias in node.names):
         return "detect"
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _names_harness(node.value):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _names_harness(node.value)
+    ):
         return "detect"
     return None
 
@@ -105,23 +185,47 @@ def detect(node: ast.AST) -> Optional[str]:
 def _imports_tests(module: str) -> bool:
     """True for a module path that names the project's tests (``tests.test_x``, ``conftest``)."""
     parts = [p for p in module.split(".") if p]
-    return any(p in ("tests", "test", "conftest") or p.startswith("test_") or p.endswith("_test") for p in parts)
+    return any(
+        p in ("tests", "test", "conftest") or p.startswith("test_") or p.endswith("_test")
+        for p in parts
+    )
 
 
 def constant_compare(node: ast.AST) -> Optional[str]:
     """``constant_compare`` for a comparison/truth method returning a constant, or ``mock.ANY``."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in COMPARISON_METHODS:
-        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Constant):
+    if (
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name in COMPARISON_METHODS
+    ):
+        body = [
+            s
+            for s in node.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
+        if (
+            len(body) == 1
+            and isinstance(body[0], ast.Return)
+            and isinstance(body[0].value, ast.Constant)
+        ):
             return "constant_compare"
-    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) \
-            and isinstance(node.value.body, ast.Constant) \
-            and any(isinstance(t, ast.Name) and t.id in COMPARISON_METHODS for t in node.targets):
+    if (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Lambda)
+        and isinstance(node.value.body, ast.Constant)
+        and any(isinstance(t, ast.Name) and t.id in COMPARISON_METHODS for t in node.targets)
+    ):
         return "constant_compare"
-    if isinstance(node, ast.Attribute) and node.attr == "ANY" and dotted_name(node).split(".")[0] in ("mock", "unittest"):
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr == "ANY"
+        and dotted_name(node).split(".")[0] in ("mock", "unittest")
+    ):
         return "constant_compare"
-    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("unittest.mock", "mock")) \
-            and any(alias.name == "ANY" for alias in node.names):
+    if (
+        isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith(("unittest.mock", "mock"))
+        and any(alias.name == "ANY" for alias in node.names)
+    ):
         return "constant_compare"
     return None
 
@@ -130,9 +234,14 @@ def dynamic(node: ast.AST) -> Optional[str]:
     """``dynamic`` for eval/exec/compile/__import__/importlib calls and ctypes imports."""
     if isinstance(node, ast.Call) and dotted_name(node.func) in DYNAMIC_CALLS:
         return "dynamic"
-    if isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("ctypes", "importlib") for a in node.names):
+    if isinstance(node, ast.Import) and any(
+        a.name.split(".")[0] in ("ctypes", "importlib") for a in node.names
+    ):
         return "dynamic"
-    if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("ctypes", "importlib"):
+    if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+        "ctypes",
+        "importlib",
+    ):
         return "dynamic"
     return None
 
@@ -141,13 +250,19 @@ def links(node: ast.AST) -> Optional[str]:
     """``link`` for calls that create symbolic or hard links."""
     if isinstance(node, ast.Call):
         name = dotted_name(node.func)
-        if name in LINK_CALLS or name.rsplit(".", 1)[-1] in ("symlink_to", "hardlink_to", "link_to", "symlink"):
+        if name in LINK_CALLS or name.rsplit(".", 1)[-1] in (
+            "symlink_to",
+            "hardlink_to",
+            "link_to",
+            "symlink",
+        ):
             return "link"
     return None
 
 
 def exits(node: ast.AST) -> Optional[str]:
-    """``exit`` for the process-ending calls tamper.EXITS does not list, and ``KeyboardInterrupt``."""
+    """``exit`` for the process-ending calls tamper.EXITS does not list, and
+    ``KeyboardInterrupt``."""
     if isinstance(node, ast.Attribute) and dotted_name(node) in MORE_EXITS:
         return "exit"
     if isinstance(node, ast.Name) and node.id == "KeyboardInterrupt":
@@ -155,4 +270,10 @@ def exits(node: ast.AST) -> Optional[str]:
     return None
 
 
-RULES: Tuple[Callable[[ast.AST], Optional[str]], ...] = (exits, detect, constant_compare, dynamic, links)
+RULES: Tuple[Callable[[ast.AST], Optional[str]], ...] = (
+    exits,
+    detect,
+    constant_compare,
+    dynamic,
+    links,
+)

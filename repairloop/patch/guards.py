@@ -25,9 +25,11 @@ from repairloop.patch.testedits import doctest_edits, edited_tests
 from repairloop.textutil import REDACTION_MARKER, adds_marker
 from repairloop.types import matches_globs, project_relative
 
-_PRIVATE = {".git": "git's own data", ".repairloop": "repairloop's run data",
-            "__pycache__": "compiled bytecode, which the interpreter would run instead of the source"}
-
+_PRIVATE = {
+    ".git": "git's own data",
+    ".repairloop": "repairloop's run data",
+    "__pycache__": "compiled bytecode, which the interpreter would run instead of the source",
+}
 
 
 normalize_path = project_relative  # a model-written path as relative POSIX (patch.apply's name)
@@ -47,7 +49,9 @@ def resolve_inside(root: Path, path: str) -> Path:
     if rel in ("", "."):
         raise GuardError(f"the candidate edits {path!r}, which is not a file path", hint=hint)
     if rel == ".." or rel.startswith("../"):
-        raise GuardError(f"the candidate edits {path}, which is outside the project root", hint=hint)
+        raise GuardError(
+            f"the candidate edits {path}, which is outside the project root", hint=hint
+        )
     for part in PurePosixPath(rel).parts:
         if part in _PRIVATE:
             raise GuardError(
@@ -58,7 +62,8 @@ def resolve_inside(root: Path, path: str) -> Path:
     target = (base / rel).resolve()
     if target != base and base not in target.parents:
         raise GuardError(
-            f"the candidate edits {path}, which leads outside the project root through a symbolic link",
+            f"the candidate edits {path}, which leads outside the project root through a symbolic "
+            f"link",
             hint=hint,
         )
     return target
@@ -101,7 +106,11 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
     test_edits: List[str] = []
     for change in applied.changes:
         real = _real_path(root, change.path)
-        judged_as = [change] if real == normalize_path(change.path) else [change, replace(change, path=real)]
+        judged_as = (
+            [change]
+            if real == normalize_path(change.path)
+            else [change, replace(change, path=real)]
+        )
         for judged in judged_as:  # by its name and by what it resolves to
             _check_protected(judged, policy)
             test_edits += _check_tests(judged, policy)
@@ -115,13 +124,21 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
 
 
 def _real_path(root: Path, path: str) -> str:
-    """The project-relative path ``path`` resolves to (symbolic links followed); checks it stays inside."""
+    """The project-relative path ``path`` resolves to (symbolic links followed); checks it stays
+    inside."""
     target = resolve_inside(root, path)
-    return target.relative_to(root.resolve()).as_posix() if target != root.resolve() else normalize_path(path)
+    return (
+        target.relative_to(root.resolve()).as_posix()
+        if target != root.resolve()
+        else normalize_path(path)
+    )
 
 
 def _check_protected(change: FileChange, policy: GuardPolicy) -> None:
-    hint = "change only the code under test; test configuration, CI and dependency pins decide the verdict"
+    hint = (
+        "change only the code under test; test configuration, CI and dependency pins decide the "
+        "verdict"
+    )
     if matches_globs(change.path, policy.protected_globs):
         raise GuardError(
             f"the candidate edits {change.path}, a protected file (test configuration, CI or "
@@ -154,23 +171,53 @@ def _check_tests(change: FileChange, policy: GuardPolicy) -> List[str]:
     doctests = doctest_edits(change) if policy.test_files.has_doctests(change.path) else []
     if doctests and not policy.allow_test_edits:
         raise GuardError(
-            f"the candidate edits the doctest examples of {doctests[0]} in {change.path} (their code or "
-            "expected output); the tests collect them, so they are tests: fix the code they run instead",
+            f"the candidate edits the doctest examples of {doctests[0]} in {change.path} (their "
+            f"code or "
+            "expected output); the tests collect them, so they are tests: fix the code they run "
+            "instead",
             hint=hint,
         )
-    return [f"{change.path}::{name}" for name in tests] + [f"{change.path}::{name} (doctest)" for name in doctests]
+    return [f"{change.path}::{name}" for name in tests] + [
+        f"{change.path}::{name} (doctest)" for name in doctests
+    ]
 
 
 # Suffixes of files that are binary whatever they contain (compiled code, archives, images).
-_BINARY_SUFFIXES = (".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".bin", ".o", ".a",
-                    ".whl", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".tar", ".jar", ".png", ".jpg",
-                    ".jpeg", ".gif", ".ico", ".pdf", ".sqlite", ".db")
+_BINARY_SUFFIXES = (
+    ".pyc",
+    ".pyo",
+    ".pyd",
+    ".so",
+    ".dll",
+    ".dylib",
+    ".exe",
+    ".bin",
+    ".o",
+    ".a",
+    ".whl",
+    ".zip",
+    ".gz",
+    ".tgz",
+    ".bz2",
+    ".xz",
+    ".tar",
+    ".jar",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".ico",
+    ".pdf",
+    ".sqlite",
+    ".db",
+)
 
 
 def _check_text(change: FileChange) -> None:
     if adds_marker(change.old_text, change.new_text):
         raise GuardError(
-            f"the candidate writes a redaction placeholder ({REDACTION_MARKER}...]) into {change.path}; "
+            f"the candidate writes a redaction placeholder ({REDACTION_MARKER}...]) into "
+            f"{change.path}; "
             "masked text is never content",
             hint="a value was masked because it looks secret; write code that does not need it",
         )

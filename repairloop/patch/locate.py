@@ -80,7 +80,9 @@ def locate(lines: Sequence[str], hunk: Hunk, hint: Optional[int], threshold: flo
 
 def _hits(keyed: List[str], target: List[str]) -> List[int]:
     n, first = len(target), target[0]
-    return [i for i in range(len(keyed) - n + 1) if keyed[i] == first and keyed[i : i + n] == target]
+    return [
+        i for i in range(len(keyed) - n + 1) if keyed[i] == first and keyed[i : i + n] == target
+    ]
 
 
 def _ambiguous(hunk: Hunk, hits: List[int]) -> PatchError:
@@ -95,7 +97,9 @@ def _mean_ratio(a: Sequence[str], b: Sequence[str]) -> float:
     return sum(fuzz.ratio(x, y) for x, y in zip(a, b)) / (100.0 * max(len(a), 1))
 
 
-def _window_ratios(target: List[str], keyed: List[str], i: int, kinds: List[str]) -> Optional[List[float]]:
+def _window_ratios(
+    target: List[str], keyed: List[str], i: int, kinds: List[str]
+) -> Optional[List[float]]:
     """Per-line similarity (0..1) of the window at ``i``; None when a removed line is missing."""
     ratios = []
     for j, want in enumerate(target):
@@ -106,7 +110,9 @@ def _window_ratios(target: List[str], keyed: List[str], i: int, kinds: List[str]
     return ratios
 
 
-def _fuzzy(lines: Sequence[str], hunk: Hunk, hint: Optional[int], threshold: float) -> Optional[Location]:
+def _fuzzy(
+    lines: Sequence[str], hunk: Hunk, hint: Optional[int], threshold: float
+) -> Optional[Location]:
     squash = KEYS[3]
     target, keyed = [squash(x) for x in hunk.before], [squash(x) for x in lines]
     kinds = [tag for tag, _ in hunk.lines if tag != ADDED]
@@ -144,12 +150,19 @@ def _not_found(lines: Sequence[str], hunk: Hunk, threshold: float) -> str:
     scored = [(_mean_ratio(target, keyed[i : i + n]), -i) for i in range(len(lines) - n + 1)]
     score, neg_start = max(scored)
     start = -neg_start
-    window = "\n".join(f"    {start + k + 1:>4} | {x}" for k, x in enumerate(lines[start : start + min(n, 3)]))
+    window = "\n".join(
+        f"    {start + k + 1:>4} | {x}" for k, x in enumerate(lines[start : start + min(n, 3)])
+    )
     why = _why(target, keyed, start, hunk, score, threshold)
-    return f"{msg}\nclosest text in the file is at line {start + 1} (similarity {score:.2f}, {why}):\n{window}"
+    return (
+        f"{msg}\nclosest text in the file is at line {start + 1} (similarity {score:.2f}, "
+        f"{why}):\n{window}"
+    )
 
 
-def _why(target: List[str], keyed: List[str], start: int, hunk: Hunk, score: float, threshold: float) -> str:
+def _why(
+    target: List[str], keyed: List[str], start: int, hunk: Hunk, score: float, threshold: float
+) -> str:
     if score < threshold:
         return f"below the {threshold:.2f} needed"
     kinds = [tag for tag, _ in hunk.lines if tag != ADDED]

@@ -26,8 +26,8 @@ from repairloop.patch.outline import Definition, definitions, parse_module
 from repairloop.patch.replace import Target
 from repairloop.types import copy_ignore, read_inside
 
-# Build output at the project root holds copies of the sources (``build/lib/pkg/``), which would make
-# every name ambiguous; deeper down a directory of that name may be a package of the project.
+# Build output at the project root holds copies of the sources (``build/lib/pkg/``), which would
+# make every name ambiguous; deeper down a directory of that name may be a package of the project.
 _BUILD_DIRS = frozenset({"build", "dist", ".eggs"})
 # Python files scanned at most (newfiles.MAX_SCANNED_FILES reads 3,000 for a lighter question); past
 # it a single definition found is no proof that the name is unique, and nothing is located.
@@ -68,7 +68,8 @@ class Found:
 
 
 class ProjectDefs:
-    """The project's Python files under ``root``, scanned once for the names they define, parsed on demand.
+    """The project's Python files under ``root``, scanned once for the names they define, parsed on
+    demand.
 
     ``is_test`` says which project-relative paths are test files (the guards'
     ``TestFiles.is_test``). ``complete`` is False when the project has more
@@ -82,15 +83,19 @@ class ProjectDefs:
         self._parsed: Dict[str, Optional[Target]] = {}
 
     def find(self, name: str) -> List[Found]:
-        """Every definition called ``name``, at the top of a module or in a class (``X.name``), by path."""
+        """Every definition called ``name``, at the top of a module or in a class (``X.name``), by
+        path."""
         found = []
         for path in sorted(self._index().get(name, [])):
             if path not in self._parsed:
                 self._parsed[path] = read_target(self.root, path)
             target = self._parsed[path]
             if target is not None:
-                found += [Found(target, d, self.is_test(path)) for q, d in sorted(target.defs.items())
-                          if q == name or q.endswith("." + name)]
+                found += [
+                    Found(target, d, self.is_test(path))
+                    for q, d in sorted(target.defs.items())
+                    if q == name or q.endswith("." + name)
+                ]
         return found
 
     def _index(self) -> Dict[str, List[str]]:
@@ -113,16 +118,21 @@ def python_files(root: Path) -> Iterator[str]:
     """
     for folder, dirs, files in os.walk(root):  # does not descend into linked directories
         top = folder == os.fspath(root)
-        dirs[:] = sorted(d for d in dirs if not copy_ignore(folder, [d]) and not (top and d in _BUILD_DIRS)
-                         and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg")))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not copy_ignore(folder, [d])
+            and not (top and d in _BUILD_DIRS)
+            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
+        )
         for name in sorted(files):
             if name.endswith(".py"):
                 yield Path(folder, name).relative_to(root).as_posix()
 
 
 def locate(project: ProjectDefs, name: str, where: str, label: str = "") -> Optional[Found]:
-    """The one definition outside the test files that an answer's unshown ``name`` means; None when the
-    project has no definition of that name (the caller refuses as before).
+    """The one definition outside the test files that an answer's unshown ``name`` means; None when
+    the project has no definition of that name (the caller refuses as before).
 
     ``where`` names the answer's definition in messages; ``label`` is the file
     the block was given under, which does not define it. Raises PatchError
@@ -138,19 +148,30 @@ def locate(project: ProjectDefs, name: str, where: str, label: str = "") -> Opti
     places = _places(code or found)
     if label:
         tests = " (a test file, read-only)" if not code else ""
-        raise PatchError(f"the answer defines {where} under {label}, which has no such definition; it is in "
-                         f"{places}{tests}", hint="give the block under the path of the file that defines it")
+        raise PatchError(
+            f"the answer defines {where} under {label}, which has no such definition; it is in "
+            f"{places}{tests}",
+            hint="give the block under the path of the file that defines it",
+        )
     if not code:
-        raise PatchError(f"the answer defines {where}, which is not in the code shown and is defined only in a "
-                         f"test file ({places}); test files are read-only to a candidate",
-                         hint="change the code under test, not the tests")
+        raise PatchError(
+            f"the answer defines {where}, which is not in the code shown and is defined only in a "
+            f"test file ({places}); test files are read-only to a candidate",
+            hint="change the code under test, not the tests",
+        )
     hint = "give the block under the path of the file to change, on the line above the fence"
     if len(code) > 1:
-        raise PatchError(f"the answer defines {where}, which is not in the code shown and matches {len(code)} "
-                         f"definitions in the project ({places}); it is ambiguous", hint=hint)
+        raise PatchError(
+            f"the answer defines {where}, which is not in the code shown and matches {len(code)} "
+            f"definitions in the project ({places}); it is ambiguous",
+            hint=hint,
+        )
     if not project.complete:
-        raise PatchError(f"the answer defines {where}, which is not in the code shown; the project has more than "
-                         f"{MAX_FILES:,} Python files, too many to tell whether {places} is the only one", hint=hint)
+        raise PatchError(
+            f"the answer defines {where}, which is not in the code shown; the project has more "
+            f"than {MAX_FILES:,} Python files, too many to tell whether {places} is the only one",
+            hint=hint,
+        )
     return code[0]
 
 

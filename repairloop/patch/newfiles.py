@@ -23,7 +23,9 @@ from repairloop.patch.changes import AppliedPatch, FileChange, GuardPolicy
 from repairloop.types import read_inside
 
 MAX_SCANNED_FILES = 3000  # project files read to look for an import of a new module
-_SKIP_DIRS = frozenset({".git", ".repairloop", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox"})
+_SKIP_DIRS = frozenset(
+    {".git", ".repairloop", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox"}
+)
 
 
 def _imported_names(text: str) -> Set[str]:
@@ -61,7 +63,9 @@ def _project_texts(root: Path, exclude: Set[str]) -> Iterator[str]:
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
         for name in sorted(filenames):
             rel = Path(dirpath, name).relative_to(root).as_posix()
-            if rel in exclude or not name.endswith((".py", ".toml", ".cfg", ".ini", ".json", ".yaml", ".yml")):
+            if rel in exclude or not name.endswith(
+                (".py", ".toml", ".cfg", ".ini", ".json", ".yaml", ".yml")
+            ):
                 continue
             seen += 1
             if seen > MAX_SCANNED_FILES:
@@ -71,8 +75,9 @@ def _project_texts(root: Path, exclude: Set[str]) -> Iterator[str]:
                 yield text
 
 
-def split_scratch(applied: AppliedPatch, root: Path,
-                  is_test: Callable[[str], bool] = lambda path: False) -> Tuple[AppliedPatch, Tuple[str, ...]]:
+def split_scratch(
+    applied: AppliedPatch, root: Path, is_test: Callable[[str], bool] = lambda path: False
+) -> Tuple[AppliedPatch, Tuple[str, ...]]:
     """(the candidate without scratch files, the scratch files' paths).
 
     Edited and deleted files always stay, and so do created test files (the
@@ -81,7 +86,9 @@ def split_scratch(applied: AppliedPatch, root: Path,
     unchanged project file does. Raises PatchError when nothing but scratch
     files is left.
     """
-    kept: List[FileChange] = [c for c in applied.changes if c.old_text is not None or is_test(c.path)]
+    kept: List[FileChange] = [
+        c for c in applied.changes if c.old_text is not None or is_test(c.path)
+    ]
     pending: List[FileChange] = [c for c in applied.changes if c not in kept]
     grew = True
     while grew and pending:
@@ -107,7 +114,8 @@ def split_scratch(applied: AppliedPatch, root: Path,
     if not kept:
         raise PatchError(
             "the candidate only creates files that nothing refers to ("
-            + ", ".join(c.path for c in pending) + "); scratch files are not part of a fix",
+            + ", ".join(c.path for c in pending)
+            + "); scratch files are not part of a fix",
             hint="change the existing code that the failing tests exercise",
         )
     order = {c.path: i for i, c in enumerate(applied.changes)}
@@ -140,8 +148,9 @@ def _source_dir_for(path: str, root: Path, is_test: Callable[[str], bool]) -> Op
         parent = posixpath.dirname(parent)
 
 
-def check_new_files(applied: AppliedPatch, root: Path, policy: GuardPolicy,
-                    is_test: Callable[[str], bool]) -> None:
+def check_new_files(
+    applied: AppliedPatch, root: Path, policy: GuardPolicy, is_test: Callable[[str], bool]
+) -> None:
     """Refuse a created file outside the source directories; None when all are inside.
 
     With ``policy.source_dirs`` a new file must lie under one of them ("." is
@@ -154,18 +163,25 @@ def check_new_files(applied: AppliedPatch, root: Path, policy: GuardPolicy,
         if change.old_text is not None:
             continue
         path = change.path
-        hint = ("put new code in the package that uses it, next to existing modules"
-                + ("" if policy.source_dirs else "; or set source_dirs in the configuration"))
+        hint = "put new code in the package that uses it, next to existing modules" + (
+            "" if policy.source_dirs else "; or set source_dirs in the configuration"
+        )
         if any(part.startswith(".") for part in path.split("/")[:-1]):
             raise GuardError(f"the candidate creates {path}, in a hidden directory", hint=hint)
         if policy.source_dirs:
             dirs = [d.strip("/") for d in policy.source_dirs]
             if not any(d in ("", ".") or path.startswith(d + "/") for d in dirs):
-                raise GuardError(f"the candidate creates {path}, outside the source directories "
-                                 f"({', '.join(policy.source_dirs)})", hint=hint)
+                raise GuardError(
+                    f"the candidate creates {path}, outside the source directories "
+                    f"({', '.join(policy.source_dirs)})",
+                    hint=hint,
+                )
             continue
         if policy.allow_test_edits and is_test(path):
             continue
         if _source_dir_for(path, root, is_test) is None:
-            raise GuardError(f"the candidate creates {path}, outside the project's source directories "
-                             "(no existing non-test Python code there)", hint=hint)
+            raise GuardError(
+                f"the candidate creates {path}, outside the project's source directories "
+                "(no existing non-test Python code there)",
+                hint=hint,
+            )

@@ -19,7 +19,8 @@ DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 @dataclass(frozen=True)
 class Definition:
-    """A function, method or class: 1-based inclusive lines ``start``..``end`` (decorators included)."""
+    """A function, method or class: 1-based inclusive lines ``start``..``end`` (decorators
+    included)."""
 
     qualname: str  # "add", "Stack.pop"
     is_class: bool
@@ -49,7 +50,9 @@ def definitions(tree: ast.Module, lines: Sequence[str]) -> Dict[str, Definition]
     return found
 
 
-def _walk(body: Sequence[ast.stmt], prefix: str, lines: Sequence[str], found: Dict[str, Definition]) -> None:
+def _walk(
+    body: Sequence[ast.stmt], prefix: str, lines: Sequence[str], found: Dict[str, Definition]
+) -> None:
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             definition = describe(node, prefix, lines)
@@ -64,7 +67,9 @@ def describe(node: DefNode, prefix: str, lines: Sequence[str]) -> Definition:
     header = lines[node.lineno - 1]
     indent = header[: len(header) - len(header.lstrip())]
     end = span_end(lines, node.end_lineno or node.lineno, indent)
-    return Definition(prefix + node.name, isinstance(node, ast.ClassDef), start, node.lineno, end, indent, node)
+    return Definition(
+        prefix + node.name, isinstance(node, ast.ClassDef), start, node.lineno, end, indent, node
+    )
 
 
 def span_end(lines: Sequence[str], end: int, indent: str) -> int:
@@ -85,13 +90,20 @@ def members(definition: Definition) -> List[str]:
     """Names of the functions and classes defined directly in a class's body."""
     if not isinstance(definition.node, ast.ClassDef):
         return []
-    return [n.name for n in definition.node.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return [
+        n.name
+        for n in definition.node.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
 
 
 def statement_keys(body: Sequence[ast.stmt]) -> List[str]:
     """A comparable key (``ast.dump`` without positions) per statement that is no definition."""
-    return [ast.dump(s) for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return [
+        ast.dump(s)
+        for s in body
+        if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
 
 
 def is_stub(node: DefNode) -> bool:
@@ -99,22 +111,33 @@ def is_stub(node: DefNode) -> bool:
     body = list(node.body)
     if body and _is_docstring(body[0]) and len(body) > 1:
         body = body[1:]
-    return len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
         and body[0].value.value is Ellipsis
+    )
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
 
 
 def shown_span(spans: Sequence[Tuple[int, int]], definition: Definition) -> bool:
     """True when the def/class line to the end of ``definition`` lies inside one of ``spans``."""
-    return any(a <= definition.line and definition.end <= b for a, b in spans) or \
-        any(a <= definition.line and (definition.node.end_lineno or definition.line) <= b for a, b in spans)
+    return any(a <= definition.line and definition.end <= b for a, b in spans) or any(
+        a <= definition.line and (definition.node.end_lineno or definition.line) <= b
+        for a, b in spans
+    )
 
 
 def is_demo(tree: ast.Module, new: List[str]) -> bool:
-    """True when every new module statement is demo code: a main guard or a bare call such as print()."""
+    """True when every new module statement is demo code: a main guard or a bare call such as
+    print()."""
     for stmt in tree.body:
         if isinstance(stmt, DEF_TYPES) or ast.dump(stmt) not in new:
             continue

@@ -31,7 +31,9 @@ _MATCH_CASE = getattr(ast, "match_case", ())
 _MATCH_VALUE = getattr(ast, "MatchValue", ())
 MAX_FLAGS = 5
 # Calls that only summarise an input, as the derived literals do (``sum(items) == 10``).
-_SUMMARIES = frozenset({"len", "sum", "min", "max", "sorted", "set", "tuple", "list", "str", "int", "abs"})
+_SUMMARIES = frozenset(
+    {"len", "sum", "min", "max", "sorted", "set", "tuple", "list", "str", "int", "abs"}
+)
 
 
 def _branch_tests(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
@@ -47,13 +49,18 @@ def _branch_tests(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
                 yield node.guard
 
 
-def _special_cases(nodes: Sequence[ast.AST], literals: FrozenSet[str]) -> Iterator[Tuple[str, str, int, FrozenSet[str]]]:
-    """(key, shown, line, literals hit) of each comparison in a branch condition of an input against a test literal."""
+def _special_cases(
+    nodes: Sequence[ast.AST], literals: FrozenSet[str]
+) -> Iterator[Tuple[str, str, int, FrozenSet[str]]]:
+    """(key, shown, line, literals hit) of each comparison in a branch condition of an input against
+    a test literal."""
     for test in _branch_tests(nodes):
         yield from _compares(test, literals)
 
 
-def _compares(test: ast.AST, literals: FrozenSet[str]) -> Iterator[Tuple[str, str, int, FrozenSet[str]]]:
+def _compares(
+    test: ast.AST, literals: FrozenSet[str]
+) -> Iterator[Tuple[str, str, int, FrozenSet[str]]]:
     for node in ast.walk(test):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
@@ -70,12 +77,17 @@ def _compares(test: ast.AST, literals: FrozenSet[str]) -> Iterator[Tuple[str, st
 
 
 def _is_input(node: ast.AST) -> bool:
-    """A value as the function got it: a name, an attribute or item of one, or a summary of one (``len(x)``)."""
+    """A value as the function got it: a name, an attribute or item of one, or a summary of one
+    (``len(x)``)."""
     if isinstance(node, ast.Name):
         return True
     if isinstance(node, (ast.Attribute, ast.Subscript)):
         return _is_input(node.value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _SUMMARIES:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _SUMMARIES
+    ):
         return len(node.args) == 1 and _is_input(node.args[0])
     return False
 
@@ -97,8 +109,11 @@ def _elements(operand: ast.AST) -> Set[str]:
     return set()
 
 
-def _code_deltas(applied: AppliedPatch, test_files: TestFiles) -> Iterator[Tuple[FileChange, StatementDelta]]:
-    """The changed Python files that are not tests and parse, with the statements each change touches."""
+def _code_deltas(
+    applied: AppliedPatch, test_files: TestFiles
+) -> Iterator[Tuple[FileChange, StatementDelta]]:
+    """The changed Python files that are not tests and parse, with the statements each change
+    touches."""
     for change in applied.changes:
         if change.path.endswith(".py") and not test_files.is_test(change.path):
             delta = statement_delta(change.old_text, change.new_text)
@@ -106,8 +121,9 @@ def _code_deltas(applied: AppliedPatch, test_files: TestFiles) -> Iterator[Tuple
                 yield change, delta
 
 
-def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
-                      test_files: TestFiles = TestFiles()) -> Tuple[Flag, ...]:
+def overfitting_flags(
+    applied: AppliedPatch, literals: FrozenSet[str], test_files: TestFiles = TestFiles()
+) -> Tuple[Flag, ...]:
     """Flags for branch conditions the candidate adds that compare with the tests' literals.
 
     Each flag is SUSPECTED_OVERFITTING with the detail ``PATH:LINE `CONDITION`
@@ -120,7 +136,8 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
     flags: List[Flag] = []
     for change, delta in _code_deltas(applied, test_files):
         # A special case is one node: only the statements the candidate touches can add one.
-        # A literal the changed statements compared with already is not the candidate's special case.
+        # A literal the changed statements compared with already is not the candidate's special
+        # case.
         removed = list(_special_cases(delta.removed, literals))
         before = Counter(k for k, _, _, _ in removed)
         known = frozenset(hit for _, _, _, hits in removed for hit in hits)
@@ -129,14 +146,24 @@ def overfitting_flags(applied: AppliedPatch, literals: FrozenSet[str],
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > before.get(key, 0) and hits - known:
                 literal = max(sorted(hits - known), key=len)
-                flags.append(Flag(FlagKind.SUSPECTED_OVERFITTING,
-                                  f"{change.path}:{line} `{shown}` compares with {literal} from the failing test"))
+                flags.append(
+                    Flag(
+                        FlagKind.SUSPECTED_OVERFITTING,
+                        f"{change.path}:{line} `{shown}` compares with {literal} from the failing "
+                        f"test",
+                    )
+                )
     return tuple(flags[:MAX_FLAGS])
 
 
-def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files: TestFiles = TestFiles(),
-                    inputs: FrozenSet[str] = frozenset()) -> None:
-    """Refuse a candidate that returns the failing test's own literal when it recognises the test's input.
+def check_hardcoded(
+    applied: AppliedPatch,
+    literals: FrozenSet[str],
+    test_files: TestFiles = TestFiles(),
+    inputs: FrozenSet[str] = frozenset(),
+) -> None:
+    """Refuse a candidate that returns the failing test's own literal when it recognises the test's
+    input.
 
     ``if items == [1, 2, 3, 4] and n == 2: return [3, 4]`` (or ``sum(items) == 10``)
     is not a fix but the test's answer written into the code: an added branch
@@ -155,22 +182,32 @@ def check_hardcoded(applied: AppliedPatch, literals: FrozenSet[str], test_files:
             if ast.dump(node) not in before:
                 shown = " ".join(ast.unparse(node).split())[:120]
                 raise GuardError(
-                    f"the candidate hard-codes the failing test's answer in {change.path} (line {node.lineno}): "
+                    f"the candidate hard-codes the failing test's answer in {change.path} (line "
+                    f"{node.lineno}): "
                     f"`{shown}` recognises the test's input and returns a fixed answer",
-                    hint="fix the computation for every input; special-casing the test is not a fix",
+                    hint="fix the computation for every input; "
+                    "special-casing the test is not a fix",
                 )
 
 
-def _answers(nodes: Sequence[ast.AST], literals: FrozenSet[str], inputs: FrozenSet[str]) -> Iterator[ast.stmt]:
-    """Added ``if`` statements (and conditional expressions' statements) that special-case a test literal
-    and return one, or that recognise nothing but the failing tests' own inputs and return a constant."""
+def _answers(
+    nodes: Sequence[ast.AST], literals: FrozenSet[str], inputs: FrozenSet[str]
+) -> Iterator[ast.stmt]:
+    """Added ``if`` statements (and conditional expressions' statements) that special-case a test
+    literal and return one, or that recognise nothing but the failing tests' own inputs and return a
+    constant."""
     for node in (sub for top in nodes for sub in ast.walk(top)):
         if isinstance(node, ast.If) and literals_in(node.test) & literals:
             returns = [r for stmt in node.body for r in ast.walk(stmt) if isinstance(r, ast.Return)]
             if any(r.value is not None and literal_key(r.value) in literals for r in returns):
                 yield node
-            elif inputs and _only_test_values(node.test, inputs) and any(
-                    isinstance(stmt, ast.Return) and _is_constant(stmt.value) for stmt in node.body):
+            elif (
+                inputs
+                and _only_test_values(node.test, inputs)
+                and any(
+                    isinstance(stmt, ast.Return) and _is_constant(stmt.value) for stmt in node.body
+                )
+            ):
                 yield node  # ``if number in (13, 113): return "th"``
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.IfExp):
             test, body = node.value.test, node.value.body
@@ -179,7 +216,8 @@ def _answers(nodes: Sequence[ast.AST], literals: FrozenSet[str], inputs: FrozenS
 
 
 def _only_test_values(test: ast.AST, literals: FrozenSet[str]) -> bool:
-    """True when ``test`` has comparisons and each compares an input with values from ``literals`` and nothing else."""
+    """True when ``test`` has comparisons and each compares an input with values from ``literals``
+    and nothing else."""
     compared = [node for node in ast.walk(test) if isinstance(node, ast.Compare)]
     if not compared:
         return False

@@ -26,15 +26,39 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
 # Dotted keys of pyproject.toml: test runners and environments (PEP 518 [tool.*] tables),
 # dependency declarations (PEP 621, PEP 735, Poetry, PDM, uv) and repairloop's own settings.
 PYPROJECT_KEYS: Tuple[str, ...] = (
-    "tool.pytest", "tool.coverage", "tool.tox", "tool.nox", "tool.hatch.envs", "tool.repairloop",
-    "project.dependencies", "project.optional-dependencies", "project.requires-python",
-    "build-system", "dependency-groups", "tool.poetry.dependencies", "tool.poetry.dev-dependencies",
-    "tool.poetry.group", "tool.pdm.dev-dependencies", "tool.uv",
+    "tool.pytest",
+    "tool.coverage",
+    "tool.tox",
+    "tool.nox",
+    "tool.hatch.envs",
+    "tool.repairloop",
+    "project.dependencies",
+    "project.optional-dependencies",
+    "project.requires-python",
+    "build-system",
+    "dependency-groups",
+    "tool.poetry.dependencies",
+    "tool.poetry.dev-dependencies",
+    "tool.poetry.group",
+    "tool.pdm.dev-dependencies",
+    "tool.uv",
 )
 # setup.cfg sections (fnmatch) that are test configuration, and dependency options of [options].
-SETUP_CFG_SECTIONS: Tuple[str, ...] = ("tool:pytest", "pytest", "coverage:*", "tox", "tox:*",
-                                       "options.extras_require", "repairloop")
-SETUP_CFG_OPTIONS: Tuple[str, ...] = ("install_requires", "setup_requires", "tests_require", "python_requires")
+SETUP_CFG_SECTIONS: Tuple[str, ...] = (
+    "tool:pytest",
+    "pytest",
+    "coverage:*",
+    "tox",
+    "tox:*",
+    "options.extras_require",
+    "repairloop",
+)
+SETUP_CFG_OPTIONS: Tuple[str, ...] = (
+    "install_requires",
+    "setup_requires",
+    "tests_require",
+    "python_requires",
+)
 
 
 def _lookup(data: Dict[str, Any], dotted: str) -> Any:
@@ -73,8 +97,11 @@ def _pyproject_changes(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
 
 def _setup_cfg_changes(old: Dict[str, Dict[str, str]], new: Dict[str, Dict[str, str]]) -> List[str]:
     names = sorted(set(old) | set(new))
-    out = [f"[{n}]" for n in names
-           if any(fnmatchcase(n, p) for p in SETUP_CFG_SECTIONS) and old.get(n) != new.get(n)]
+    out = [
+        f"[{n}]"
+        for n in names
+        if any(fnmatchcase(n, p) for p in SETUP_CFG_SECTIONS) and old.get(n) != new.get(n)
+    ]
     for option in SETUP_CFG_OPTIONS:
         if old.get("options", {}).get(option) != new.get("options", {}).get(option):
             out.append(f"[options] {option}")

@@ -1,4 +1,5 @@
-"""Whole-code answers, second half: the versions a plan collected, checked and turned into FileEdits.
+"""Whole-code answers, second half: the versions a plan collected, checked and turned into
+FileEdits.
 
 ``whole.py`` reads the blocks into a BlockPlan (per definition and per whole file,
 every version with the answer line it came from); here one version of each
@@ -33,7 +34,8 @@ class Target:
 
 @dataclass
 class BlockPlan:
-    """What the blocks ask for: per (path, qualname) and per whole file, each version with its block line.
+    """What the blocks ask for: per (path, qualname) and per whole file, each version with its block
+    line.
 
     ``located`` are the (path, qualname) definitions found in the project, not
     in the code shown (``lookup.py``), with all their members.
@@ -46,17 +48,20 @@ class BlockPlan:
 
 
 def reindent(lines: List[str], have: str, want: str) -> List[str]:
-    """``lines`` moved from indentation ``have`` to ``want``; less indented lines (string bodies) stay."""
+    """``lines`` moved from indentation ``have`` to ``want``; less indented lines (string bodies)
+    stay."""
     out = []
     for line in lines:
         line = line.rstrip()
-        out.append(want + line[len(have):] if line.startswith(have) and line else line)
+        out.append(want + line[len(have) :] if line.startswith(have) and line else line)
     while out and not out[-1].strip():
         out.pop()
     return out
 
 
-def _versions(items: Sequence[Tuple[object, int]], same_as_old: object, what: str) -> Optional[object]:
+def _versions(
+    items: Sequence[Tuple[object, int]], same_as_old: object, what: str
+) -> Optional[object]:
     """The one changed version of ``what``, None when every version is the current code."""
     changed: Dict[object, int] = {}
     for version, line in items:
@@ -64,8 +69,11 @@ def _versions(items: Sequence[Tuple[object, int]], same_as_old: object, what: st
             changed.setdefault(version, line)
     if len(changed) > 1:
         lines = " and ".join(str(n) for n in list(changed.values())[:2])
-        raise PatchError(f"the answer gives two different versions of {what} (code blocks at lines {lines}); "
-                         "it is ambiguous", hint=_AMBIGUOUS_HINT)
+        raise PatchError(
+            f"the answer gives two different versions of {what} (code blocks at lines {lines}); "
+            "it is ambiguous",
+            hint=_AMBIGUOUS_HINT,
+        )
     return next(iter(changed), None)
 
 
@@ -73,21 +81,36 @@ def file_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
     edits = []
     for path, items in plan.files.items():
         if any(p == path for p, _ in plan.defs):
-            raise PatchError(f"the answer gives both the whole of {path} and some of its definitions; "
-                             "it is ambiguous", hint=_AMBIGUOUS_HINT)
+            raise PatchError(
+                f"the answer gives both the whole of {path} and some of its definitions; "
+                "it is ambiguous",
+                hint=_AMBIGUOUS_HINT,
+            )
         target = targets.get(path)
         old = target.lines if target else None
         stripped = [(tuple(t.rstrip("\n").split("\n")), n) for t, n in items]
-        new = _versions(stripped, tuple(old[:-1] if old and old[-1] == "" else old or ()), f"{path}")
+        new = _versions(
+            stripped, tuple(old[:-1] if old and old[-1] == "" else old or ()), f"{path}"
+        )
         if new is None:
             continue
         new_lines = list(new)  # type: ignore[call-overload]
         if old is None:
-            edits.append(FileEdit(path, "create", (Hunk(f"the new file {path}", tuple((ADDED, t) for t in new_lines)),),
-                                  "whole_file"))
+            edits.append(
+                FileEdit(
+                    path,
+                    "create",
+                    (Hunk(f"the new file {path}", tuple((ADDED, t) for t in new_lines)),),
+                    "whole_file",
+                )
+            )
         else:
             body = old[:-1] if old and old[-1] == "" else old
-            edits.append(FileEdit(path, "modify", (_hunk(f"the new {path}", body, new_lines, 0),), "whole_file"))
+            edits.append(
+                FileEdit(
+                    path, "modify", (_hunk(f"the new {path}", body, new_lines, 0),), "whole_file"
+                )
+            )
     return edits
 
 
@@ -96,7 +119,7 @@ def def_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
     for (path, qualname), items in plan.defs.items():
         target = targets[path]
         old = target.defs[qualname]
-        current = tuple(target.lines[old.start - 1:old.end])
+        current = tuple(target.lines[old.start - 1 : old.end])
         new = _versions(items, tuple(line.rstrip() for line in current), f"`{qualname}`")
         if new is not None and tuple(line.rstrip() for line in current) != new:
             per_file.setdefault(path, []).append((old, list(new)))  # type: ignore[call-overload]
@@ -105,13 +128,21 @@ def def_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
         changes.sort(key=lambda c: c[0].start)
         for (a, _), (b, _) in zip(changes, changes[1:]):
             if b.start <= a.end:
-                raise PatchError(f"the answer changes `{a.qualname}` and `{b.qualname}` of {path} "
-                                 "separately; it is ambiguous", hint=_AMBIGUOUS_HINT)
+                raise PatchError(
+                    f"the answer changes `{a.qualname}` and `{b.qualname}` of {path} "
+                    "separately; it is ambiguous",
+                    hint=_AMBIGUOUS_HINT,
+                )
         lines = targets[path].lines
-        hunks = tuple(_hunk(f"the new `{d.qualname}` in {path}", lines[d.start - 1:d.end], new, d.start - 1)
-                      for d, new in changes)
-        located = tuple(f"{path}::{d.qualname} (not in the prompt)" for d, _ in changes
-                        if _located(plan, path, d.qualname))
+        hunks = tuple(
+            _hunk(f"the new `{d.qualname}` in {path}", lines[d.start - 1 : d.end], new, d.start - 1)
+            for d, new in changes
+        )
+        located = tuple(
+            f"{path}::{d.qualname} (not in the prompt)"
+            for d, _ in changes
+            if _located(plan, path, d.qualname)
+        )
         edits.append(FileEdit(path, "modify", hunks, "whole_function", located))
     return edits
 
@@ -124,7 +155,7 @@ def _located(plan: BlockPlan, path: str, qualname: str) -> bool:
 def _hunk(label: str, old: List[str], new: List[str], at: int) -> Hunk:
     head, tail = common_ends(old, new)
     pairs = [(CONTEXT, s) for s in old[:head]]
-    pairs += [(REMOVED, s) for s in old[head:len(old) - tail]]
-    pairs += [(ADDED, s) for s in new[head:len(new) - tail]]
-    pairs += [(CONTEXT, s) for s in old[len(old) - tail:]]
+    pairs += [(REMOVED, s) for s in old[head : len(old) - tail]]
+    pairs += [(ADDED, s) for s in new[head : len(new) - tail]]
+    pairs += [(CONTEXT, s) for s in old[len(old) - tail :]]
     return Hunk(label, tuple(pairs), at)

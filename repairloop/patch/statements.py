@@ -81,8 +81,10 @@ def statement_delta(old_text: Optional[str], new_text: Optional[str]) -> Stateme
             added_tree = _parse_uncached(added_text)
             if added_tree is not None:
                 ast.increment_lineno(added_tree, offset)
-                kept_old, kept_new = _unmatched(_keyed_nodes(removed, _lines(old_text)),
-                                                _keyed_nodes(added_tree.body, _lines(new_text)))
+                kept_old, kept_new = _unmatched(
+                    _keyed_nodes(removed, _lines(old_text)),
+                    _keyed_nodes(added_tree.body, _lines(new_text)),
+                )
                 return StatementDelta(old_tree, new_text, kept_old, kept_new, True)
     new_tree = parse_module(new_text) if new_text is not None else None
     removed_all, added_all = _unmatched(_keyed(old_tree, old_text), _keyed(new_tree, new_text))
@@ -94,20 +96,28 @@ def _lines(text: str) -> List[str]:
     return _LINE_BREAK.split(text)
 
 
-def _changed_region(old_tree: ast.Module, old: List[str], new: List[str]
-                    ) -> Optional[Tuple[List[ast.stmt], str, int]]:
+def _changed_region(
+    old_tree: ast.Module, old: List[str], new: List[str]
+) -> Optional[Tuple[List[ast.stmt], str, int]]:
     """(old statements touched, the new text that replaces them, its line offset), or None
     when nothing changed."""
     prefix, suffix = common_ends(old, new)
-    first, last = prefix + 1, len(old) - suffix  # changed old lines, 1-based; last < first: an insertion
+    first, last = (
+        prefix + 1,
+        len(old) - suffix,
+    )  # changed old lines, 1-based; last < first: an insertion
     if first > last and len(old) == len(new):
         return None
-    low, high = (first, last) if last >= first else (first - 1, first)  # an insertion touches both neighbours
-    touched = [node for node in old_tree.body if _first_line(node) <= high and _last_line(node) >= low]
+    low, high = (
+        (first, last) if last >= first else (first - 1, first)
+    )  # an insertion touches both neighbours
+    touched = [
+        node for node in old_tree.body if _first_line(node) <= high and _last_line(node) >= low
+    ]
     start = min([first] + [_first_line(node) for node in touched])
     end = max([last] + [_last_line(node) for node in touched])
     new_end = end + len(new) - len(old)
-    return touched, "\n".join(new[start - 1:new_end]), start - 1
+    return touched, "\n".join(new[start - 1 : new_end]), start - 1
 
 
 def _parse_uncached(text: str) -> Optional[ast.Module]:
@@ -117,8 +127,9 @@ def _parse_uncached(text: str) -> Optional[ast.Module]:
         return None
 
 
-def _unmatched(old: List[Tuple[str, ast.stmt]], new: List[Tuple[str, ast.stmt]]
-               ) -> Tuple[Tuple[ast.stmt, ...], Tuple[ast.stmt, ...]]:
+def _unmatched(
+    old: List[Tuple[str, ast.stmt]], new: List[Tuple[str, ast.stmt]]
+) -> Tuple[Tuple[ast.stmt, ...], Tuple[ast.stmt, ...]]:
     """Statements of ``old`` and of ``new`` without a twin (same source lines) on the other side."""
     remaining = Counter(key for key, _ in old)
     added = []
@@ -142,7 +153,7 @@ def _keyed(tree: Optional[ast.Module], text: Optional[str]) -> List[Tuple[str, a
 
 
 def _keyed_nodes(nodes: Sequence[ast.stmt], lines: List[str]) -> List[Tuple[str, ast.stmt]]:
-    return [("\n".join(lines[_first_line(node) - 1:_last_line(node)]), node) for node in nodes]
+    return [("\n".join(lines[_first_line(node) - 1 : _last_line(node)]), node) for node in nodes]
 
 
 def _first_line(node: ast.stmt) -> int:

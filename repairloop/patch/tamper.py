@@ -29,8 +29,19 @@ from repairloop.patch.forgery import dotted_name
 from repairloop.patch.statements import parse_module, statement_delta
 
 # Names that skip a test or expect it to fail (pytest and unittest).
-SKIP_NAMES = frozenset({"skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless",
-                        "expectedFailure", "skipTest", "SkipTest"})
+SKIP_NAMES = frozenset(
+    {
+        "skip",
+        "skipif",
+        "xfail",
+        "importorskip",
+        "skipIf",
+        "skipUnless",
+        "expectedFailure",
+        "skipTest",
+        "SkipTest",
+    }
+)
 RUNNER_MODULES = frozenset({"pytest", "_pytest", "unittest", "doctest", "nose", "nose2"})
 # Roots whose attributes no fix assigns: the test runners and the builtins.
 RUNNER_ROOTS = RUNNER_MODULES | {"builtins", "__builtins__"}
@@ -38,23 +49,33 @@ EXITS = frozenset({"sys.exit", "os._exit", "os.abort", "SystemExit", "atexit.reg
 # Names that turn collection off (pytest: __test__, collect_ignore in a conftest).
 COLLECTION = frozenset({"__test__", "collect_ignore", "collect_ignore_glob"})
 # Environment variables that change what pytest runs, or tell code it is under test.
-RUNNER_ENV = re.compile(r"\bPYTEST_(ADDOPTS|PLUGINS|DISABLE_PLUGIN_AUTOLOAD|CURRENT_TEST|XDIST_\w+)\b")
+RUNNER_ENV = re.compile(
+    r"\bPYTEST_(ADDOPTS|PLUGINS|DISABLE_PLUGIN_AUTOLOAD|CURRENT_TEST|XDIST_\w+)\b"
+)
 # A test runner's closing line: "3 passed in 0.1s", "Ran 3 tests in", "== test session starts ==".
 FAKE_SUMMARY = re.compile(
     r"\b\d+ passed\b|\b\d+ (failed|errors?|skipped|xfailed|xpassed)\b.* in [\d.]+ ?s\b"
     r"|={3,}.*\b(passed|failed|errors?|test session)\b|\bRan \d+ tests? in\b"
-    r"|test session starts|short test summary", re.I)
+    r"|test session starts|short test summary",
+    re.I,
+)
 
 Finding = Tuple[str, str, str, int]  # (rule, source text as key, text shown, line)
 
 _WHY = {
-    "skip": ("skips the test or expects it to fail",
-             "make the failing test pass by fixing the code; never skip or xfail it"),
+    "skip": (
+        "skips the test or expects it to fail",
+        "make the failing test pass by fixing the code; never skip or xfail it",
+    ),
     "exit": ("ends the test process early", "return a value or raise an exception instead"),
-    "runner": ("tampers with the test runner",
-               "fix the code under test; leave pytest, unittest, collection and hooks alone"),
-    "summary": ("prints text that looks like a test summary",
-                "verdicts come from the runner's structured results; fix the code instead"),
+    "runner": (
+        "tampers with the test runner",
+        "fix the code under test; leave pytest, unittest, collection and hooks alone",
+    ),
+    "summary": (
+        "prints text that looks like a test summary",
+        "verdicts come from the runner's structured results; fix the code instead",
+    ),
     "trivial_assert": ("adds an assertion that always passes", "keep the assertion's real check"),
     **forgery.WHY,
 }
@@ -75,15 +96,22 @@ def _runner_imports(nodes: Sequence[ast.AST]) -> Set[str]:
 
 @lru_cache(maxsize=2)
 def _module_runner_imports(text: str) -> FrozenSet[str]:
-    """``_runner_imports`` of a whole module, cached: every candidate is checked against one old text."""
+    """``_runner_imports`` of a whole module, cached: every candidate is checked against one old
+    text."""
     tree = parse_module(text)
     return frozenset(_runner_imports(tree.body)) if tree is not None else frozenset()
 
 
 def _docstrings(nodes: Sequence[ast.AST]) -> Set[int]:
-    """ids of the string constants that stand alone as a statement (docstrings, inert prose) in ``nodes``."""
-    return {id(node.value) for node in _walk(nodes)
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    """ids of the string constants that stand alone as a statement (docstrings, inert prose) in
+    ``nodes``."""
+    return {
+        id(node.value)
+        for node in _walk(nodes)
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }
 
 
 def _walk(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
@@ -106,7 +134,14 @@ class _Scanner:
         for node in _walk(nodes):
             if id(node) in docstrings:
                 continue  # prose: a docstring may name pytest or print nothing
-            for rule in (self._skip, self._exit, self._runner, self._summary, self._trivial, *forgery.RULES):
+            for rule in (
+                self._skip,
+                self._exit,
+                self._runner,
+                self._summary,
+                self._trivial,
+                *forgery.RULES,
+            ):
                 found = rule(node)
                 if found:
                     key = ast.dump(node)
@@ -117,7 +152,12 @@ class _Scanner:
     def _skip(self, node: ast.AST) -> Optional[str]:
         if isinstance(node, ast.Attribute) and node.attr in SKIP_NAMES:
             root = dotted_name(node).split(".")[0]
-            if root in RUNNER_MODULES or root in self.imported or root == "mark" or node.attr == "skipTest":
+            if (
+                root in RUNNER_MODULES
+                or root in self.imported
+                or root == "mark"
+                or node.attr == "skipTest"
+            ):
                 return "skip"
         if isinstance(node, ast.Name) and node.id in SKIP_NAMES and node.id in self.imported:
             return "skip"
@@ -128,28 +168,46 @@ class _Scanner:
             return "exit"
         if isinstance(node, ast.Name) and node.id == "SystemExit":
             return "exit"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exit", "quit"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("exit", "quit")
+        ):
             return "exit"
         return None
 
     def _runner(self, node: ast.AST) -> Optional[str]:
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "_pytest" for a in node.names):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == "_pytest" for a in node.names
+        ):
             return "runner"
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "_pytest":
             return "runner"
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("pytest_"):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "pytest_"
+        ):
             return "runner"  # a pytest hook implementation: it can rewrite any report
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             if any(self._runner_target(t) for t in targets):
                 return "runner"
-        if isinstance(node, ast.Call) and dotted_name(node.func).split(".")[-1] in ("setattr", "delattr") and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and dotted_name(node.func).split(".")[-1] in ("setattr", "delattr")
+            and node.args
+        ):
             first = node.args[0]
             if dotted_name(first).split(".")[0] in RUNNER_ROOTS or (
-                    isinstance(first, ast.Constant) and isinstance(first.value, str)
-                    and first.value.split(".")[0] in RUNNER_ROOTS):
+                isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+                and first.value.split(".")[0] in RUNNER_ROOTS
+            ):
                 return "runner"
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and RUNNER_ENV.search(node.value):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and RUNNER_ENV.search(node.value)
+        ):
             return "runner"
         return None
 
@@ -158,19 +216,32 @@ class _Scanner:
             return target.id in COLLECTION
         if isinstance(target, ast.Subscript):
             key = target.slice
-            return (dotted_name(target.value) == "sys.modules" and isinstance(key, ast.Constant)
-                    and str(key.value).split(".")[0] in RUNNER_ROOTS)
+            return (
+                dotted_name(target.value) == "sys.modules"
+                and isinstance(key, ast.Constant)
+                and str(key.value).split(".")[0] in RUNNER_ROOTS
+            )
         if isinstance(target, (ast.Tuple, ast.List)):
             return any(self._runner_target(t) for t in target.elts)
-        return isinstance(target, ast.Attribute) and dotted_name(target).split(".")[0] in RUNNER_ROOTS
+        return (
+            isinstance(target, ast.Attribute) and dotted_name(target).split(".")[0] in RUNNER_ROOTS
+        )
 
     def _summary(self, node: ast.AST) -> Optional[str]:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and FAKE_SUMMARY.search(node.value):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and FAKE_SUMMARY.search(node.value)
+        ):
             return "summary"
         return None
 
     def _trivial(self, node: ast.AST) -> Optional[str]:
-        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Constant) and bool(node.test.value):
+        if (
+            isinstance(node, ast.Assert)
+            and isinstance(node.test, ast.Constant)
+            and bool(node.test.value)
+        ):
             return "trivial_assert"
         return None
 
@@ -186,7 +257,10 @@ def count_assertions(tree: Optional[ast.AST]) -> int:
         elif isinstance(node, ast.Call):
             name = dotted_name(node.func)
             last = name.split(".")[-1]
-            if (last.startswith("assert") and "." in name) or name in ("pytest.raises", "pytest.warns"):
+            if (last.startswith("assert") and "." in name) or name in (
+                "pytest.raises",
+                "pytest.warns",
+            ):
                 total += 1
     return total
 
@@ -217,16 +291,22 @@ def check_tamper(change: FileChange) -> None:
         raise GuardError(
             f"the candidate {gone} {before - after} assertion(s) of {change.path}; "
             "assertions are the test oracle and may not be deleted",
-            hint="keep every assertion; if an expected value is really wrong, say so to the user instead",
+            hint="keep every assertion; if an expected value is really wrong, say so to the user "
+            "instead",
         )
     if change.new_text is None:
         return
-    old_imported = _module_runner_imports(change.old_text) if delta.old_tree is not None else frozenset()
-    if delta.old_tree is not None and _runner_imports(delta.removed) == _runner_imports(delta.added):
+    old_imported = (
+        _module_runner_imports(change.old_text) if delta.old_tree is not None else frozenset()
+    )
+    if delta.old_tree is not None and _runner_imports(delta.removed) == _runner_imports(
+        delta.added
+    ):
         new_imported: AbstractSet[str] = old_imported
         old_nodes: Sequence[ast.stmt] = delta.removed
         new_nodes: Sequence[ast.stmt] = delta.added
-    else:  # new, unparsable before, or the runner imports changed: then a bare `skip` anywhere counts
+    # new, unparsable before, or the runner imports changed: then a bare `skip` anywhere counts
+    else:
         new_tree = delta.new_module()
         if new_tree is None:
             return
@@ -238,5 +318,7 @@ def check_tamper(change: FileChange) -> None:
         seen[(rule, key)] = seen.get((rule, key), 0) + 1
         if seen[(rule, key)] > old.get((rule, key), 0):
             what, hint = _WHY[rule]
-            raise GuardError(f"the candidate adds `{text}` to {change.path} (line {line}), which {what}",
-                             hint=hint)
+            raise GuardError(
+                f"the candidate adds `{text}` to {change.path} (line {line}), which {what}",
+                hint=hint,
+            )

@@ -1,4 +1,5 @@
-"""Test content a change edits, found by content: a test file that no test glob names is still a test.
+"""Test content a change edits, found by content: a test file that no test glob names is still a
+test.
 
 A test is a ``test*`` function with an assertion, at module level or in a
 ``Test*`` class or a TestCase subclass: how pytest finds tests by default.
@@ -20,13 +21,16 @@ from repairloop.textutil import doctest_examples
 
 def _is_test_function(node: ast.AST) -> bool:
     """A ``test*`` function that asserts something: pytest's default discovery, narrowed."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.name.startswith("test"):
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.name.startswith(
+        "test"
+    ):
         return False
     return count_assertions(node) > 0
 
 
 def _test_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
-    """(name, first line, last line) of module-level tests and tests of ``Test*``/TestCase classes."""
+    """(name, first line, last line) of module-level tests and tests of ``Test*``/TestCase
+    classes."""
     spans = []
     for node in getattr(tree, "body", []):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(node):
@@ -34,9 +38,12 @@ def _test_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
         elif isinstance(node, ast.ClassDef):
             bases = {dotted_name(b).split(".")[-1] for b in node.bases}
             if node.name.startswith("Test") or "TestCase" in bases:
-                spans += [(f"{node.name}.{item.name}", _first_line(item), item.end_lineno or item.lineno)
-                          for item in node.body
-                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_test_function(item)]
+                spans += [
+                    (f"{node.name}.{item.name}", _first_line(item), item.end_lineno or item.lineno)
+                    for item in node.body
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and _is_test_function(item)
+                ]
     return spans
 
 
@@ -67,12 +74,14 @@ def edited_tests(change: FileChange) -> List[str]:
             changed.add(i1 + 0.5)
         elif tag != "equal":
             changed.update(range(i1 + 1, i2 + 1))
-    return [name for name, start, end in _test_spans(tree) if any(start <= n <= end for n in changed)]
+    return [
+        name for name, start, end in _test_spans(tree) if any(start <= n <= end for n in changed)
+    ]
 
 
 def doctest_edits(change: FileChange) -> List[str]:
-    """Owners whose doctest examples (source or expected output) ``change`` edits, adds or deletes, and
-    ``__doc__``/``__test__`` written by code (a docstring rewritten at import time), sorted."""
+    """Owners whose doctest examples (source or expected output) ``change`` edits, adds or deletes,
+    and ``__doc__``/``__test__`` written by code (a docstring rewritten at import time), sorted."""
     if not change.path.endswith(".py"):
         return []
     old, new = doctest_examples(change.old_text), doctest_examples(change.new_text)
@@ -83,15 +92,24 @@ def doctest_edits(change: FileChange) -> List[str]:
 
 
 def _writes_doc(text: Optional[str]) -> int:
-    """How often code assigns ``__doc__``/``__test__`` or names them in a string (``setattr(f, "__doc__", ...)``)."""
+    """How often code assigns ``__doc__``/``__test__`` or names them in a string (``setattr(f,
+    "__doc__", ...)``)."""
     tree = parse_module(text or "")
     if tree is None:
         return 0
     count = 0
     for node in ast.walk(tree):
         stored = isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del))
-        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
-        if (stored and name in _DOC_NAMES) or (isinstance(node, ast.Constant) and node.value in _DOC_NAMES):
+        name = (
+            node.attr
+            if isinstance(node, ast.Attribute)
+            else node.id
+            if isinstance(node, ast.Name)
+            else None
+        )
+        if (stored and name in _DOC_NAMES) or (
+            isinstance(node, ast.Constant) and node.value in _DOC_NAMES
+        ):
             count += 1
     return count
 

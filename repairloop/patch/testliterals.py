@@ -1,4 +1,5 @@
-"""The literal values a failing test is about: what a special case in a candidate would compare with.
+"""The literal values a failing test is about: what a special case in a candidate would compare
+with.
 
 Literals are those of the failing tests' assertions (``assert``, ``assert*``
 calls, ``pytest.raises``), their ``parametrize`` arguments, the module- or
@@ -44,7 +45,8 @@ def literal_key(node: ast.AST) -> Optional[str]:
 
 
 def literals_in(node: ast.AST) -> Set[str]:
-    """The literal keys in ``node``, and the values a special case could compute from them (``_derived``)."""
+    """The literal keys in ``node``, and the values a special case could compute from them
+    (``_derived``)."""
     keys: Set[str] = set()
     for sub in ast.walk(node):
         key = literal_key(sub)
@@ -64,8 +66,11 @@ def _derived(node: ast.AST) -> Set[str]:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return set()
     found: List[Union[int, float]] = []
-    if isinstance(value, (list, tuple, set, frozenset)) and value \
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if (
+        isinstance(value, (list, tuple, set, frozenset))
+        and value
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         found += [sum(value), len(value), min(value), max(value)]
     elif isinstance(value, str):
         found.append(len(value))
@@ -93,10 +98,13 @@ def _is_assertion(node: ast.AST) -> bool:
 
 
 def _find_test(tree: ast.AST, names: Sequence[str]) -> List[ast.AST]:
-    """The scopes from the module down to the test (module, class..., function); [] when not found."""
+    """The scopes from the module down to the test (module, class..., function); [] when not
+    found."""
     scopes: List[ast.AST] = [tree]
     for name in names:
-        found = next((n for n in getattr(scopes[-1], "body", []) if getattr(n, "name", None) == name), None)
+        found = next(
+            (n for n in getattr(scopes[-1], "body", []) if getattr(n, "name", None) == name), None
+        )
         if found is None:
             return []
         scopes.append(found)
@@ -104,14 +112,19 @@ def _find_test(tree: ast.AST, names: Sequence[str]) -> List[ast.AST]:
 
 
 def _constants(scope: ast.AST) -> Dict[str, ast.AST]:
-    """Names bound at ``scope``'s top level to a value (``CASES = [...]``, ``CASES: list = [...]``)."""
+    """Names bound at ``scope``'s top level to a value (``CASES = [...]``, ``CASES: list =
+    [...]``)."""
     bound: Dict[str, ast.AST] = {}
     for node in getattr(scope, "body", []):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     bound[target.id] = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.value is not None
+        ):
             bound[node.target.id] = node.value
     return bound
 
@@ -135,7 +148,7 @@ def id_parameters(test_id: str) -> Set[str]:
     if not test_id.endswith("]") or "[" not in test_id:
         return set()
     parts, sign = [], ""
-    for part in test_id[test_id.index("[") + 1:-1].split("-"):
+    for part in test_id[test_id.index("[") + 1 : -1].split("-"):
         if not part:
             sign = "-"
             continue
@@ -151,8 +164,8 @@ def id_parameters(test_id: str) -> Set[str]:
 
 
 def failing_inputs(test_ids: Sequence[str]) -> FrozenSet[str]:
-    """The parameters of the failing tests' ids (``id_parameters``), with their derived values: the inputs
-    that fail, as opposed to every value the tests mention."""
+    """The parameters of the failing tests' ids (``id_parameters``), with their derived values: the
+    inputs that fail, as opposed to every value the tests mention."""
     return frozenset(key for test_id in test_ids for key in id_parameters(test_id))
 
 
@@ -168,7 +181,9 @@ def _number_or_text(part: str) -> Union[int, float, str]:
 
 
 def _parse(root: Path, path: str) -> Optional[ast.Module]:
-    text = read_inside(root, path)  # a test id is the run's word: never a link out of the tree, nor a device
+    text = read_inside(
+        root, path
+    )  # a test id is the run's word: never a link out of the tree, nor a device
     try:
         return ast.parse(text) if text is not None else None
     except (SyntaxError, ValueError):
@@ -176,7 +191,8 @@ def _parse(root: Path, path: str) -> Optional[ast.Module]:
 
 
 def _tests(root: Path, test_ids: Sequence[str]) -> Iterator[List[ast.AST]]:
-    """For each test id whose file parses and holds the test: its scopes (module, class..., function)."""
+    """For each test id whose file parses and holds the test: its scopes (module, class...,
+    function)."""
     trees: Dict[str, Optional[ast.Module]] = {}
     for test_id in test_ids:
         path, _, rest = test_id.partition("::")
@@ -196,9 +212,12 @@ def _sources(test: ast.AST, parameters: bool) -> List[ast.AST]:
     return nodes
 
 
-def assertion_nodes(root: Path, test_ids: Sequence[str], parameters: bool = False) -> Iterator[ast.AST]:
-    """The assertions (``assert``, ``assert*`` calls, ``pytest.raises``) of the tests ``test_ids`` names,
-    and their ``parametrize`` decorators when ``parameters``; missing files and tests give nothing."""
+def assertion_nodes(
+    root: Path, test_ids: Sequence[str], parameters: bool = False
+) -> Iterator[ast.AST]:
+    """The assertions (``assert``, ``assert*`` calls, ``pytest.raises``) of the tests ``test_ids``
+    names, and their ``parametrize`` decorators when ``parameters``; missing files and tests give
+    nothing."""
     for scopes in _tests(root, test_ids):
         yield from _sources(scopes[-1], parameters)
 

@@ -1,4 +1,5 @@
-"""Thinking is not the answer: ``<think>``/``<thinking>``/``<reasoning>`` blocks set aside before parsing.
+"""Thinking is not the answer: ``<think>``/``<thinking>``/``<reasoning>`` blocks set aside before
+parsing.
 
 Reasoning models served locally (DeepSeek-R1, Qwen3 through Ollama or vLLM)
 write their chain of thought into the answer, often with draft diffs in it.
@@ -46,8 +47,8 @@ def split_thinking(text: str) -> Thought:
     thinking = []
     first_close, first_open = _CLOSE.search(text), _OPEN.search(text)
     if first_close is not None and (first_open is None or first_close.start() < first_open.start()):
-        thinking.append(text[:first_close.start()])
-        text = text[first_close.end():]
+        thinking.append(text[: first_close.start()])
+        text = text[first_close.end() :]
 
     def keep(match: "re.Match[str]") -> str:
         thinking.append(match.group(0))
@@ -56,6 +57,6 @@ def split_thinking(text: str) -> Thought:
     text = _BLOCK.sub(keep, text)
     unclosed = _OPEN.search(text)
     if unclosed is not None:
-        thinking.append(text[unclosed.start():])
-        text = text[:unclosed.start()]
+        thinking.append(text[unclosed.start() :])
+        text = text[: unclosed.start()]
     return Thought(text, "\n".join(t for t in thinking if t), unclosed is not None)

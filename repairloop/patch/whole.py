@@ -59,8 +59,10 @@ from repairloop.patch.outline import (
 from repairloop.patch.replace import BlockPlan, Target, def_edits, file_edits, reindent
 from repairloop.types import CodeSlice, TestFiles
 
-HINT = ("give each function or method you change complete, in a ```python block with its file path on "
-        "the line above, named as in the code shown; or answer with a unified diff")
+HINT = (
+    "give each function or method you change complete, in a ```python block with its file path on "
+    "the line above, named as in the code shown; or answer with a unified diff"
+)
 
 
 @dataclass
@@ -77,8 +79,12 @@ class _Answer:
     plan: BlockPlan = field(default_factory=BlockPlan)
 
 
-def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]],
-                is_test: Optional[Callable[[str], bool]] = None) -> List[FileEdit]:
+def parse_whole(
+    text: str,
+    root: Path,
+    shown: Optional[Sequence[CodeSlice]],
+    is_test: Optional[Callable[[str], bool]] = None,
+) -> List[FileEdit]:
     """FileEdits for the whole-code blocks of ``text`` (``\\n`` newlines); [] when there is none.
 
     ``shown`` is the code the prompt showed (None: unknown, then every
@@ -90,22 +96,30 @@ def parse_whole(text: str, root: Path, shown: Optional[Sequence[CodeSlice]],
     blocks = [b for b in code_blocks(text) if b.python]
     if not blocks:
         return []
-    answer = _Answer(root, _shown_targets(root, shown or ()), ProjectDefs(root, is_test or TestFiles().is_test))
+    answer = _Answer(
+        root, _shown_targets(root, shown or ()), ProjectDefs(root, is_test or TestFiles().is_test)
+    )
     for block in blocks:
         _plan_block(block, answer)
     plan, targets = answer.plan, answer.targets
     edits = file_edits(plan, targets) + def_edits(plan, targets)
     if not edits and (plan.defs or plan.files):
-        raise PatchError("the answer's code is the same as the current code: nothing would change",
-                         hint="change the code that makes the failing tests fail")
+        raise PatchError(
+            "the answer's code is the same as the current code: nothing would change",
+            hint="change the code that makes the failing tests fail",
+        )
     if not edits and plan.fragments:
-        raise PatchError(f"the code block at line {plan.fragments[0]} of the answer is a fragment, not a "
-                         "complete function, method or class", hint=HINT)
+        raise PatchError(
+            f"the code block at line {plan.fragments[0]} of the answer is a fragment, not a "
+            "complete function, method or class",
+            hint=HINT,
+        )
     return edits
 
 
 def _read(root: Path, path: str) -> Optional[Target]:
-    """The file a prompt or an answer names, read where it resolves inside ``root`` (GuardError outside)."""
+    """The file a prompt or an answer names, read where it resolves inside ``root`` (GuardError
+    outside)."""
     base = root.resolve()
     real = resolve_inside(root, path)
     target = read_target(base, real.relative_to(base).as_posix()) if real != base else None
@@ -141,8 +155,11 @@ def _plan_block(block: CodeBlock, answer: _Answer) -> None:
     if tree is None and not block.language and not block.label:
         return  # an unmarked block that is not Python: output, a shell session
     if tree is None:
-        raise PatchError(f"the Python code block at line {block.line} of the answer does not parse: "
-                         f"{syntax_error(block.code)}", hint=HINT)
+        raise PatchError(
+            f"the Python code block at line {block.line} of the answer does not parse: "
+            f"{syntax_error(block.code)}",
+            hint=HINT,
+        )
     if not any(isinstance(s, DEF_TYPES) for s in tree.body) and not block.label:
         plan.fragments.append(block.line)
         return
@@ -158,8 +175,11 @@ def _plan_block(block: CodeBlock, answer: _Answer) -> None:
     if block.label and path:
         target = targets.get(path) or _read(root, path)
         if target is None:
-            raise PatchError(f"the code block at line {block.line} names {path}, which is not Python "
-                             "code that parses", hint=HINT)
+            raise PatchError(
+                f"the code block at line {block.line} names {path}, which is not Python "
+                "code that parses",
+                hint=HINT,
+            )
         targets.setdefault(path, target)
         if _whole_file(block, tree, target):
             for node in tree.body:
@@ -167,14 +187,16 @@ def _plan_block(block: CodeBlock, answer: _Answer) -> None:
                     _check_stubs(node, node.name, target, block)
             plan.files.setdefault(path, []).append((block.code, block.line))
             return
-        # Under its file's path a definition is named unambiguously: any definition of that file may be
-        # replaced, shown or not (a function the shown one calls, say). Unlabelled, only the shown ones.
+        # Under its file's path a definition is named unambiguously: any definition of that file may
+        # be replaced, shown or not (a function the shown one calls, say). Unlabelled, only the
+        # shown ones.
         candidates = [replace(target, shown=set(target.defs))]
     _plan_definitions(block, tree, candidates, answer, path)
 
 
 def _whole_file(block: CodeBlock, tree: ast.Module, target: Target) -> bool:
-    """True for a block that is the whole new file; raise when it is neither that nor definitions."""
+    """True for a block that is the whole new file; raise when it is neither that nor
+    definitions."""
     new = [k for k in statement_keys(tree.body) if k not in statement_keys(target.tree.body)]
     if not new:
         return False
@@ -184,13 +206,17 @@ def _whole_file(block: CodeBlock, tree: ast.Module, target: Target) -> bool:
         return True
     if is_demo(tree, new):
         return False
-    raise PatchError(f"the code block at line {block.line} for {target.path} is not the whole file (it leaves "
-                     f"out {', '.join(missing[:5])}) and holds module code the file does not have "
-                     f"({first_new(tree, new)})", hint=HINT)
+    raise PatchError(
+        f"the code block at line {block.line} for {target.path} is not the whole file (it leaves "
+        f"out {', '.join(missing[:5])}) and holds module code the file does not have "
+        f"({first_new(tree, new)})",
+        hint=HINT,
+    )
 
 
-def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Target], answer: _Answer,
-                      label: str) -> None:
+def _plan_definitions(
+    block: CodeBlock, tree: ast.Module, candidates: List[Target], answer: _Answer, label: str
+) -> None:
     """Plan each definition of the block; ``label`` is the file the block is under ("" for none)."""
     touched: Set[str] = set()
     for node in tree.body:
@@ -199,21 +225,38 @@ def _plan_definitions(block: CodeBlock, tree: ast.Module, candidates: List[Targe
     known = [k for path in sorted(touched) for k in statement_keys(answer.targets[path].tree.body)]
     new = [k for k in statement_keys(tree.body) if k not in known]
     if new and not is_demo(tree, new):
-        raise PatchError(f"the code block at line {block.line} holds module code beside its definitions that "
-                         f"the file does not have ({first_new(tree, new)}); whole definitions only replace "
-                         "definitions", hint="send the change as a unified diff, or only complete definitions")
+        raise PatchError(
+            f"the code block at line {block.line} holds module code beside its definitions that "
+            f"the file does not have ({first_new(tree, new)}); whole definitions only replace "
+            "definitions",
+            hint="send the change as a unified diff, or only complete definitions",
+        )
 
 
-def _find(node: DefNode, container: str, candidates: List[Target], block: CodeBlock, answer: _Answer,
-          label: str) -> Tuple[Target, Definition]:
+def _find(
+    node: DefNode,
+    container: str,
+    candidates: List[Target],
+    block: CodeBlock,
+    answer: _Answer,
+    label: str,
+) -> Tuple[Target, Definition]:
     name = node.name
     if container:
-        hits = [(t, t.defs[f"{container}.{name}"]) for t in candidates if f"{container}.{name}" in t.defs]
+        hits = [
+            (t, t.defs[f"{container}.{name}"])
+            for t in candidates
+            if f"{container}.{name}" in t.defs
+        ]
     else:
         # Every shown definition of that name, at the top or in a class: more than one is ambiguous.
         # A class counts as shown when any of its members is (a big class is shown as a window).
-        hits = [(t, t.defs[q]) for t in candidates for q in sorted(t.defs)
-                if (q == name or q.endswith("." + name)) and _shown(t, q, node)]
+        hits = [
+            (t, t.defs[q])
+            for t in candidates
+            for q in sorted(t.defs)
+            if (q == name or q.endswith("." + name)) and _shown(t, q, node)
+        ]
     where = f"`{container + '.' if container else ''}{node.name}` (code block at line {block.line})"
     found = None if hits or container else locate(answer.project, name, where, label)
     if found is not None:  # a member of a class is looked for in its class only
@@ -222,26 +265,45 @@ def _find(node: DefNode, container: str, candidates: List[Target], block: CodeBl
         return target, target.defs[found.definition.qualname]
     if not hits:
         shown = sorted({q for t in candidates for q in t.shown}, key=lambda q: (q.count("."), q))
-        close = difflib.get_close_matches(name, [q.rsplit(".", 1)[-1] for q in shown], n=1, cutoff=0.5)
-        listed = (f"did you mean `{next(q for q in shown if q.rsplit('.', 1)[-1] == close[0])}`?" if close
-                  else "shown: " + (", ".join(shown[:8]) or "no function"))
-        raise PatchError(f"the answer defines {where}, which is not in the code shown ({listed}); "
-                         "a new name makes the answer ambiguous", hint=HINT)
+        close = difflib.get_close_matches(
+            name, [q.rsplit(".", 1)[-1] for q in shown], n=1, cutoff=0.5
+        )
+        listed = (
+            f"did you mean `{next(q for q in shown if q.rsplit('.', 1)[-1] == close[0])}`?"
+            if close
+            else "shown: " + (", ".join(shown[:8]) or "no function")
+        )
+        raise PatchError(
+            f"the answer defines {where}, which is not in the code shown ({listed}); "
+            "a new name makes the answer ambiguous",
+            hint=HINT,
+        )
     if len(hits) > 1:
         places = ", ".join(f"{t.path}: {d.qualname}" for t, d in hits[:4])
-        raise PatchError(f"the answer's {where} matches {len(hits)} definitions in the code shown ({places}); "
-                         "it is ambiguous", hint="give a method inside its class (`class Name:` then the method)")
+        raise PatchError(
+            f"the answer's {where} matches {len(hits)} definitions in the code shown ({places}); "
+            "it is ambiguous",
+            hint="give a method inside its class (`class Name:` then the method)",
+        )
     return hits[0]
 
 
 def _shown(target: Target, qualname: str, node: DefNode) -> bool:
     if qualname in target.shown:
         return True
-    return isinstance(node, ast.ClassDef) and any(q.startswith(qualname + ".") for q in target.shown)
+    return isinstance(node, ast.ClassDef) and any(
+        q.startswith(qualname + ".") for q in target.shown
+    )
 
 
-def _plan_def(node: DefNode, container: str, block: CodeBlock, candidates: List[Target], answer: _Answer,
-              label: str) -> Set[str]:
+def _plan_def(
+    node: DefNode,
+    container: str,
+    block: CodeBlock,
+    candidates: List[Target],
+    answer: _Answer,
+    label: str,
+) -> Set[str]:
     target, old = _find(node, container, candidates, block, answer, label)
     _check_stubs(node, old.qualname, target, block)
     if isinstance(node, ast.ClassDef) and isinstance(old.node, ast.ClassDef):
@@ -255,17 +317,21 @@ def _plan_def(node: DefNode, container: str, block: CodeBlock, candidates: List[
             return touched
     lines = block.code.split("\n")
     new = describe(node, "", lines)
-    body = reindent(lines[new.start - 1:new.end], new.indent, old.indent)
+    body = reindent(lines[new.start - 1 : new.end], new.indent, old.indent)
     answer.plan.defs.setdefault((target.path, old.qualname), []).append((tuple(body), block.line))
     return {target.path}
 
 
 def _check_stubs(node: DefNode, qualname: str, target: Target, block: CodeBlock) -> None:
-    """Refuse a definition (or a member of a given class) whose body is only ``...`` where the code's is not."""
+    """Refuse a definition (or a member of a given class) whose body is only ``...`` where the
+    code's is not."""
     old = target.defs.get(qualname)
     if old is not None and is_stub(node) and not is_stub(old.node):
-        raise PatchError(f"the answer elides code: its `{qualname}` (code block at line {block.line}) has "
-                         "only `...` for a body", hint=HINT)
+        raise PatchError(
+            f"the answer elides code: its `{qualname}` (code block at line {block.line}) has "
+            "only `...` for a body",
+            hint=HINT,
+        )
     if isinstance(node, ast.ClassDef):
         for member in node.body:
             if isinstance(member, DEF_TYPES):
@@ -277,8 +343,8 @@ def _check_class_statements(node: ast.ClassDef, old: Definition, block: CodeBloc
     have = statement_keys(old.node.body)
     for stmt in node.body:
         if not isinstance(stmt, DEF_TYPES) and ast.dump(stmt) not in have:
-            raise PatchError(f"the answer's class {old.qualname} (code block at line {block.line}) gives some "
-                             f"of its methods and class code the class does not have (its line {stmt.lineno})",
-                             hint="give the whole class, or only the methods you change")
-
-
+            raise PatchError(
+                f"the answer's class {old.qualname} (code block at line {block.line}) gives some "
+                f"of its methods and class code the class does not have (its line {stmt.lineno})",
+                hint="give the whole class, or only the methods you change",
+            )

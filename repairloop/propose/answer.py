@@ -1,4 +1,5 @@
-"""What a chat completion says: the answer, the model's reasoning apart from it, refusals, refused parameters.
+"""What a chat completion says: the answer, the model's reasoning apart from it, refusals, refused
+parameters.
 
 Reasoning comes two ways. Hosted reasoning models and servers that split it
 (DeepSeek's API, vLLM's reasoning parsers, Ollama's ``reasoning`` field,
@@ -18,9 +19,12 @@ import re
 from typing import Any, Dict, Optional, Tuple
 
 _PATCH_MARK = re.compile(r"^(---\s|\+\+\+\s|@@|diff --git|<{5,}\s*SEARCH|\s*```)", re.M)
-_REFUSAL = re.compile(r"\b(I\s+can[’']?t|I\s+can\s?not|I[’']?m\s+(not\s+able|unable)\s+to|I\s+am\s+"
-                      r"(not\s+able|unable)\s+to|I\s+won[’']?t|I\s+will\s+not)\s+(help|assist|comply|"
-                      r"provide|do\s+that|fulfil|complete|continue|support)", re.I)
+_REFUSAL = re.compile(
+    r"\b(I\s+can[’']?t|I\s+can\s?not|I[’']?m\s+(not\s+able|unable)\s+to|I\s+am\s+"
+    r"(not\s+able|unable)\s+to|I\s+won[’']?t|I\s+will\s+not)\s+(help|assist|comply|"
+    r"provide|do\s+that|fulfil|complete|continue|support)",
+    re.I,
+)
 _THINK = "think|thinking|reasoning"
 _THINK_BLOCK = re.compile(rf"<({_THINK})>.*?(?:</\1>|\Z)", re.S | re.I)
 _OPEN = re.compile(rf"<({_THINK})>", re.I)
@@ -28,8 +32,10 @@ _CLOSE = re.compile(rf"</({_THINK})>", re.I)
 # "Unsupported parameter: 'temperature' is not supported with this model." / "Unsupported value:
 # 'temperature' does not support 0 with this model." (OpenAI o-series; BerriAI/litellm#8242 shows
 # drop_params missing such a model, BeehiveInnovations/pal-mcp-server#78 both wordings).
-_REFUSED_PARAM = re.compile(r"Unsupported (?:parameter|value):\s*'(\w+)'|'(\w+)'\s+(?:is not supported|does "
-                            r"not support)", re.I)
+_REFUSED_PARAM = re.compile(
+    r"Unsupported (?:parameter|value):\s*'(\w+)'|'(\w+)'\s+(?:is not supported|does not support)",
+    re.I,
+)
 
 
 def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
@@ -41,8 +47,11 @@ def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
     reasoning = getattr(message, "reasoning_content", None)
-    return ((content if isinstance(content, str) else ""), getattr(choice, "finish_reason", None),
-            reasoning if isinstance(reasoning, str) else "")
+    return (
+        (content if isinstance(content, str) else ""),
+        getattr(choice, "finish_reason", None),
+        reasoning if isinstance(reasoning, str) else "",
+    )
 
 
 def visible(content: str) -> str:
@@ -50,7 +59,7 @@ def visible(content: str) -> str:
     and the text before a ``</think>`` that no tag opened."""
     close, opened = _CLOSE.search(content), _OPEN.search(content)
     if close is not None and (opened is None or close.start() < opened.start()):
-        content = content[close.end():]
+        content = content[close.end() :]
     return _THINK_BLOCK.sub("", content)
 
 

@@ -36,8 +36,14 @@ UNRECOVERABLE = "unrecoverable"
 
 L = "litellm.exceptions."
 # Classes that carry any status code: classified by ``status_code`` rows.
-STATUS_CARRIERS = (L + "APIError", L + "MockException", L + "OpenAIError",
-                   "openai.APIStatusError", "openai.APIError", "openai.OpenAIError")
+STATUS_CARRIERS = (
+    L + "APIError",
+    L + "MockException",
+    L + "OpenAIError",
+    "openai.APIStatusError",
+    "openai.APIError",
+    "openai.OpenAIError",
+)
 
 
 @dataclass(frozen=True)
@@ -70,13 +76,19 @@ def _server_side(exc: BaseException) -> bool:
 
 _NO_KEY = _says(r"missing credentials|api[_ ]key.*(not set|must be set|required)")
 _QUOTA = _says(r"insufficient_quota|exceeded your current quota")
-_MALFORMED = _says(r"expecting (property name|value|',')|empty or invalid response|"
-                   r"json ?decode|invalid json|unterminated string|extra data")
+_MALFORMED = _says(
+    r"expecting (property name|value|',')|empty or invalid response|"
+    r"json ?decode|invalid json|unterminated string|extra data"
+)
 _DROPPED = _says(r"connection error|server disconnected|connection (refused|reset|aborted)")
 
 
-def _row(classes: Union[str, Tuple[str, ...]], category: str, cause: str,
-         when: Optional[Callable[[BaseException], bool]] = None) -> Rule:
+def _row(
+    classes: Union[str, Tuple[str, ...]],
+    category: str,
+    cause: str,
+    when: Optional[Callable[[BaseException], bool]] = None,
+) -> Rule:
     names = (classes,) if isinstance(classes, str) else classes
     return Rule(tuple(n if "." in n else L + n for n in names), category, cause, when)
 
@@ -91,29 +103,47 @@ RULES: Tuple[Rule, ...] = (
     _row("BudgetExceededError", UNRECOVERABLE, "budget"),
     _row("PaymentRequiredError", UNRECOVERABLE, "payment"),
     _row("LiteLLMUnknownProvider", UNRECOVERABLE, "unknown_provider"),
-    _row(("UnsupportedEndpointError", "EndpointNotSupportedByModelError"), UNRECOVERABLE,
-         "unsupported_endpoint"),
+    _row(
+        ("UnsupportedEndpointError", "EndpointNotSupportedByModelError"),
+        UNRECOVERABLE,
+        "unsupported_endpoint",
+    ),
     # The 400 family, most specific first (they all subclass BadRequestError).
     _row("ContextWindowExceededError", MODEL, "context_window"),
     _row("ContentPolicyViolationError", MODEL, "content_policy"),
     _row("RejectedRequestError", MODEL, "rejected"),
     _row("UnsupportedParamsError", MODEL, "unsupported_params"),
-    _row(("MalformedRequestFieldError", "ImageFetchError", "VectorStoreSearchError"), MODEL,
-         "bad_request"),
+    _row(
+        ("MalformedRequestFieldError", "ImageFetchError", "VectorStoreSearchError"),
+        MODEL,
+        "bad_request",
+    ),
     _row("BadRequestError", UNRECOVERABLE, "unknown_provider", _says(r"LLM Provider NOT provided")),
-    _row(("BadRequestError", "InvalidRequestError", "UnprocessableEntityError"), MODEL,
-         "bad_request"),
+    _row(
+        ("BadRequestError", "InvalidRequestError", "UnprocessableEntityError"), MODEL, "bad_request"
+    ),
     _row(("JSONSchemaValidationError", "APIResponseValidationError"), MODEL, "invalid_response"),
-    _row(("BlockedPiiEntityError", "GuardrailRaisedException", "ModifyResponseException",
-          "SensitiveDataRouteException"), MODEL, "guardrail"),
+    _row(
+        (
+            "BlockedPiiEntityError",
+            "GuardrailRaisedException",
+            "ModifyResponseException",
+            "SensitiveDataRouteException",
+        ),
+        MODEL,
+        "guardrail",
+    ),
     _row("ModelNotMappedError", MODEL, "not_mapped"),  # raised by pricing, which we catch
     # Transient: retried with backoff; a quota "rate limit" is an account problem.
     _row(("CallerCredentialRateLimitError", "RateLimitError"), UNRECOVERABLE, "quota", _QUOTA),
     _row(("CallerCredentialRateLimitError", "RateLimitError"), TRANSIENT, "rate_limit"),
     _row("Timeout", TRANSIENT, "timeout"),
     _row("APIConnectionError", TRANSIENT, "connection"),
-    _row(("MidStreamFallbackError", "ServiceUnavailableError", "BadGatewayError"), TRANSIENT,
-         "server_error"),
+    _row(
+        ("MidStreamFallbackError", "ServiceUnavailableError", "BadGatewayError"),
+        TRANSIENT,
+        "server_error",
+    ),
     _row("InternalServerError", UNRECOVERABLE, "auth", _NO_KEY),
     _row("InternalServerError", TRANSIENT, "connection", _DROPPED),
     _row("InternalServerError", TRANSIENT, "malformed_response", _MALFORMED),
@@ -131,8 +161,11 @@ RULES: Tuple[Rule, ...] = (
     _row("openai.APIResponseValidationError", MODEL, "invalid_response"),
     _row(STATUS_CARRIERS, MODEL, "api_error"),  # any other status: not worth a retry
     # Transport errors raised raw (httpx, sockets).
-    _row(("httpx.TransportError", "builtins.TimeoutError", "builtins.ConnectionError"),
-         TRANSIENT, "connection"),
+    _row(
+        ("httpx.TransportError", "builtins.TimeoutError", "builtins.ConnectionError"),
+        TRANSIENT,
+        "connection",
+    ),
 )
 
 HINTS = {
@@ -142,15 +175,18 @@ HINTS = {
     "budget": "raise the provider-side budget for this key, or use another model",
     "payment": "add credits to the account behind {key_env}",
     "quota": "the account behind {key_env} is out of quota: check its plan and billing",
-    "unknown_provider": "check the model name {model!r}: prefix it with a provider, e.g. openai/NAME",
+    "unknown_provider": "check the model name {model!r}: prefix it with a provider, e.g. "
+    "openai/NAME",
     "unsupported_endpoint": "check that {model!r} is a chat model",
-    "context_window": "the prompt is too long for {model}: lower the context budget or use a larger model",
+    "context_window": "the prompt is too long for {model}: lower the context budget or use a "
+    "larger model",
     "content_policy": "the provider's content filter refused the request; try another model",
     "connection": "check that the server at {api_base} is up and reachable",
     "timeout": "raise --timeout, or check the server at {api_base}",
     "rate_limit": "wait and retry later, or lower the request rate",
     "server_error": "the provider had a server error; retry later or use another model",
-    "malformed_response": "the server at {api_base} answered something that is not a chat completion",
+    "malformed_response": "the server at {api_base} answered something that is not a chat "
+    "completion",
 }
 
 
@@ -174,7 +210,9 @@ def hint_for(cause: str, model: str, api_base: Optional[str]) -> str:
     provider = model.split("/", 1)[0] if "/" in model else "openai"
     key_env = f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
     template = HINTS.get(cause, "see the error above; try another model")
-    return template.format(key_env=key_env, model=model, api_base=api_base or "the provider's default")
+    return template.format(
+        key_env=key_env, model=model, api_base=api_base or "the provider's default"
+    )
 
 
 def retry_after_seconds(exc: BaseException) -> Optional[float]:
@@ -200,8 +238,11 @@ def _header_sources(exc: BaseException) -> List[Any]:
         response = getattr(exc, "response", None)
     except Exception:  # some SDK errors raise instead of having no response
         response = None
-    candidates = (getattr(response, "headers", None), getattr(exc, "litellm_response_headers", None),
-                  getattr(exc, "headers", None))
+    candidates = (
+        getattr(response, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+    )
     return [h for h in candidates if h is not None and hasattr(h, "items")]
 
 
@@ -213,11 +254,13 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {line[:200]}" if line else type(exc).__name__
 
 
-def backoff_seconds(exc: BaseException, retry: int, base: float, cap: float, jitter: float) -> float:
-    """Seconds to wait before retry number ``retry + 1``: the server's Retry-After, else ``base * 2**retry``
-    plus up to 50 % (``jitter`` is 0..1), capped at ``cap``."""
+def backoff_seconds(
+    exc: BaseException, retry: int, base: float, cap: float, jitter: float
+) -> float:
+    """Seconds to wait before retry number ``retry + 1``: the server's Retry-After, else ``base *
+    2**retry`` plus up to 50 % (``jitter`` is 0..1), capped at ``cap``."""
     after = retry_after_seconds(exc)
     if after is not None:
         return min(float(after), cap)
-    nominal: float = min(cap, base * 2.0 ** retry)
+    nominal: float = min(cap, base * 2.0**retry)
     return min(cap, nominal * (1.0 + 0.5 * jitter))

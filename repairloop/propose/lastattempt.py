@@ -20,7 +20,9 @@ _SHORT_WORD = 8
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
-def last_attempt_section(last: LastAttempt, failure: str, slices: Tuple[CodeSlice, ...] = ()) -> str:
+def last_attempt_section(
+    last: LastAttempt, failure: str, slices: Tuple[CodeSlice, ...] = ()
+) -> str:
     """What the previous candidate changed and what it did, in as few tokens as will do.
 
     A one-line change is shown in place (```a - 1` → `a + 1```), with just
@@ -54,8 +56,9 @@ def last_attempt_section(last: LastAttempt, failure: str, slices: Tuple[CodeSlic
 
 
 def in_view(diff: str, slices: Tuple[CodeSlice, ...], *, new_side: bool) -> bool:
-    """True when every hunk of ``diff`` lies inside a slice of its file: its new lines when ``new_side``
-    (a kept candidate: the code shown has it), else its old ones (the code shown is without it)."""
+    """True when every hunk of ``diff`` lies inside a slice of its file: its new lines when
+    ``new_side`` (a kept candidate: the code shown has it), else its old ones (the code shown is
+    without it)."""
     path, hunks = "", 0
     for line in diff.splitlines():
         if line.startswith("+++ "):
@@ -76,7 +79,11 @@ def in_view(diff: str, slices: Tuple[CodeSlice, ...], *, new_side: bool) -> bool
 
 def _decision_words(last: LastAttempt, visible: bool = True) -> str:
     if last.decision is Decision.KEPT:
-        return "kept: it is in the code above; build on it" if visible else "kept: it is applied; build on it"
+        return (
+            "kept: it is in the code above; build on it"
+            if visible
+            else "kept: it is applied; build on it"
+        )
     if last.decision is Decision.REVERTED:
         return "reverted"  # tested, then undone: the code above is without it
     if last.decision is Decision.REJECTED:
@@ -85,8 +92,9 @@ def _decision_words(last: LastAttempt, visible: bool = True) -> str:
 
 
 def _outcome(last: LastAttempt, failure: str) -> str:
-    """The verdict's reason, without a failure message the Failure section already shows; for a candidate
-    that fixed none of its tests, whether it left their failure as it was or changed it, and how."""
+    """The verdict's reason, without a failure message the Failure section already shows; for a
+    candidate that fixed none of its tests, whether it left their failure as it was or changed it,
+    and how."""
     head, _, detail = last.reason.strip().partition(": ")
     if not head:
         return ""
@@ -95,7 +103,11 @@ def _outcome(last: LastAttempt, failure: str) -> str:
         return f"{head}: {changed}"
     if head.startswith("fixed none of") and detail:
         first = detail.split("\n")[0].strip()
-        first = first[len("AssertionError: "):] if first.startswith("AssertionError: assert ") else first
+        first = (
+            first[len("AssertionError: ") :]
+            if first.startswith("AssertionError: assert ")
+            else first
+        )
         return "the same failure" if first in failure else first
     if detail and detail.split("\n")[0].strip() in failure:
         return head
@@ -103,9 +115,10 @@ def _outcome(last: LastAttempt, failure: str) -> str:
 
 
 def _changed_failure(last: LastAttempt) -> str:
-    """"the same failure" when the candidate left every one of its tests failing as before; else the first
-    failure it changed (type, message, the project frame it now fails in) beside what it was; "" when the
-    records do not tell (a run without per-test results, an older journal)."""
+    """\"the same failure" when the candidate left every one of its tests failing as before;
+    else the first failure it changed (type, message, the project frame it now fails in) beside
+    what it was; "" when the records do not tell (a run without per-test results, an older
+    journal)."""
     before = {b.test_id: b for b in last.before}
     pairs = [(before[a.test_id], a) for a in last.after if a.test_id in before]
     if not pairs:
@@ -144,7 +157,7 @@ def _one_line_change(diff: str, shown: str = "", visible: bool = True) -> Option
     if removed[0].split() == added[0].split():
         return None
     number = int(header.group(1))
-    for line in lines[hunks[0] + 1:]:
+    for line in lines[hunks[0] + 1 :]:
         if line[:1] == "-":
             break
         number += line[:1] == " "
@@ -194,7 +207,8 @@ def _word_end(text: str, at: int) -> int:
 
 
 def _changed_lines(diff: str, name_files: bool = False) -> str:
-    """The '-'/'+' lines of a diff, each file named once when there are several (or ``name_files``)."""
+    """The '-'/'+' lines of a diff, each file named once when there are several (or
+    ``name_files``)."""
     out: List[str] = []
     files = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/")]
     for line in diff.splitlines():

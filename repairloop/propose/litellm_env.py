@@ -1,4 +1,5 @@
-"""litellm, imported lazily with its gotchas silenced, and what it knows offline: tokens, prices, key names.
+"""litellm, imported lazily with its gotchas silenced, and what it knows offline: tokens, prices,
+key names.
 
 This is the one module that imports litellm (``load_litellm``): the import
 takes about 3 s and, unless told otherwise first, fetches a price map from the
@@ -16,9 +17,11 @@ from typing import Any, Optional, Sequence, Tuple
 
 from repairloop.propose.errors_table import classify_exception
 
-_ENV_DEFAULTS = (("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch at import
-                 ("LITELLM_OFFLINE_MODE", "true"),  # no tokenizer downloads
-                 ("LITELLM_MODE", "PRODUCTION"))  # do not load the project's .env secrets
+_ENV_DEFAULTS = (
+    ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch at import
+    ("LITELLM_OFFLINE_MODE", "true"),  # no tokenizer downloads
+    ("LITELLM_MODE", "PRODUCTION"),
+)  # do not load the project's .env secrets
 _LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 
 
@@ -56,15 +59,18 @@ def classify_model_exception(exc: BaseException) -> str:
     return classify_exception(exc)[0]
 
 
-def price_usd(model: str, prompt_tokens: int, completion_tokens: int,
-              price: Optional[Sequence[float]] = None) -> Optional[float]:
+def price_usd(
+    model: str, prompt_tokens: int, completion_tokens: int, price: Optional[Sequence[float]] = None
+) -> Optional[float]:
     """USD for the given tokens: from ``price`` (the user's ``model_prices`` entry: USD per million
-    prompt and completion tokens) when given, else litellm's bundled price map; None when not priced."""
+    prompt and completion tokens) when given, else litellm's bundled price map; None when not
+    priced."""
     if price is not None:
         return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
     try:
         prompt, completion = load_litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
         return float(prompt) + float(completion)
     except Exception:  # ModelNotMappedError, unknown provider: the model has no price
         return None
@@ -85,10 +91,15 @@ def provider_key_env(model: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
 
 
-def response_cost(response: Any, model: str, price: Optional[Sequence[float]] = None,
-                  tokens: Tuple[int, int] = (0, 0)) -> Optional[float]:
+def response_cost(
+    response: Any,
+    model: str,
+    price: Optional[Sequence[float]] = None,
+    tokens: Tuple[int, int] = (0, 0),
+) -> Optional[float]:
     """USD of one completion: ``tokens`` (prompt, completion) at ``price`` when the user gave one
-    (``price_usd``), else litellm's ``response_cost``, else ``completion_cost``; None if unpriced."""
+    (``price_usd``), else litellm's ``response_cost``, else ``completion_cost``; None if
+    unpriced."""
     if price is not None:
         return price_usd(model, tokens[0], tokens[1], price)
     hidden = getattr(response, "_hidden_params", None) or {}
@@ -99,4 +110,3 @@ def response_cost(response: Any, model: str, price: Optional[Sequence[float]] = 
         except Exception:  # ModelNotMappedError (TECH-NOTES 1.6): the model is not priced
             return None
     return None if cost is None else float(cost)
-

@@ -17,10 +17,14 @@ from __future__ import annotations
 import os
 import random
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Type
 
-from repairloop.errors import BudgetExhausted, ModelError, ProposerError, TransientModelError, UnrecoverableModelError
+from repairloop.errors import (
+    ModelError,
+    ProposerError,
+    TransientModelError,
+    UnrecoverableModelError,
+)
 from repairloop.propose.answer import answer_of, is_refusal, refused_param, visible
 from repairloop.propose.errors_table import (
     HINTS,
@@ -39,6 +43,7 @@ from repairloop.propose.litellm_env import (
     provider_key_env,
     response_cost,
 )
+from repairloop.propose.model_call import ModelCall
 from repairloop.propose.prompts import render_messages
 from repairloop.types import (
     AnswerTruncatedEvent,
@@ -55,29 +60,22 @@ from repairloop.types import (
     Usage,
 )
 
-__all__ = ["DUMMY_KEY", "MAX_ANSWER_CHARS", "LLMProposer", "classify_model_exception", "count_tokens", "load_litellm",
-           "price_usd", "provider_key_env"]  # the helpers live in litellm_env; tests and callers import them here too
+__all__ = [
+    "DUMMY_KEY",
+    "MAX_ANSWER_CHARS",
+    "LLMProposer",
+    "classify_model_exception",
+    "count_tokens",
+    "load_litellm",
+    "price_usd",
+    "provider_key_env",
+]  # the helpers live in litellm_env; tests and callers import them here too
 
 MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any useful one
-DUMMY_KEY = "sk-no-key"  # sent only when no key is set: local servers need none, the openai client insists (1.9)
+# sent only when no key is set: local servers need none, the openai client insists (1.9)
+DUMMY_KEY = "sk-no-key"
 MESSAGE_OVERHEAD = 4  # tokens per chat message beyond its content (OpenAI's counting guide)
 MAX_REASONING_CHARS = 20_000  # kept in the journal per answer; the tokens are counted whole
-
-
-@dataclass
-class _Call:
-    """Running totals of one ``propose()``: every attempt, failed ones included."""
-
-    start: float
-    usage: Usage = field(default_factory=Usage)  # an unpriced attempt makes the sum unknown (None)
-    attempts: int = 0
-    retries: int = 0
-    malformed: int = 0
-    causes: List[str] = field(default_factory=list)
-
-    def elapsed(self) -> float:
-        # With an injected sleep the clock does not see the waits, so count them explicitly.
-        return max(time.monotonic() - self.start, self.usage.seconds)
 
 
 class LLMProposer:
@@ -95,15 +93,32 @@ class LLMProposer:
 
     engine = "llm"
 
-    def __init__(self, model: str, *, api_base: Optional[str] = None, api_key: Optional[str] = None,
-                 api_key_env: Optional[str] = None, timeout: float = 120.0, max_retries: int = 3,
-                 max_completion_tokens: int = 2048, backoff_base: float = 1.0, backoff_max: float = 30.0,
-                 edit_format: str = "auto", sleep: Callable[[float], None] = time.sleep,
-                 rng: Optional[random.Random] = None, on_event: Optional[OnModelEvent] = None,
-                 price: Optional[Sequence[float]] = None) -> None:
-        self.name, self.price = model, price  # price: USD per million prompt, completion tokens (model_prices)
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: Optional[str] = None,
+        api_key: Optional[str] = None,
+        api_key_env: Optional[str] = None,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        max_completion_tokens: int = 2048,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        edit_format: str = "auto",
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Optional[random.Random] = None,
+        on_event: Optional[OnModelEvent] = None,
+        price: Optional[Sequence[float]] = None,
+    ) -> None:
+        self.name, self.price = (
+            model,
+            price,
+        )  # price: USD per million prompt, completion tokens (model_prices)
         self.api_base = api_base
-        self.api_key_env = api_key_env or (provider_key_env(model) if api_base and not api_key else None)
+        self.api_key_env = api_key_env or (
+            provider_key_env(model) if api_base and not api_key else None
+        )
         from_env = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
         self.api_key = api_key or from_env or (DUMMY_KEY if api_base else None)
         self.timeout = timeout
@@ -115,13 +130,16 @@ class LLMProposer:
         self.rng = rng or random.Random()
         self.on_event = on_event
         self.edit_format = edit_format
-        self.switched = False  # auto: a structural error in this run switched this model to whole functions
+        self.switched = (
+            False  # auto: a structural error in this run switched this model to whole functions
+        )
         # Sent with every request; a parameter the model refuses is dropped for the rest of the run.
         self.params: Dict[str, Any] = {"temperature": 0, "max_tokens": max_completion_tokens}
 
     @property
     def asked_format(self) -> str:
-        """The answer format the prompt asks for now: ``auto`` is diffs until it switches to whole."""
+        """The answer format the prompt asks for now: ``auto`` is diffs until it switches to
+        whole."""
         if self.edit_format == "auto":
             return "whole" if self.switched else "diff"
         return self.edit_format
@@ -136,15 +154,28 @@ class LLMProposer:
         ``UnrecoverableModelError`` (auth, unknown model); each carries the
         ``usage`` of every attempt and the number of ``attempts``.
         """
-        call = _Call(start=time.monotonic())
+        call = ModelCall(self.name, start=time.monotonic())
         if request.feedback is not None and self.edit_format == "auto" and not self.switched:
-            self.switched = True  # a structural error: ask this model for whole functions from now on
-            self._emit(EditFormatSwitchedEvent(model=self.name, from_format="diff", to_format="whole",
-                                               error=request.feedback.error[:300]))
+            self.switched = (
+                True  # a structural error: ask this model for whole functions from now on
+            )
+            self._emit(
+                EditFormatSwitchedEvent(
+                    model=self.name,
+                    from_format="diff",
+                    to_format="whole",
+                    error=request.feedback.error[:300],
+                )
+            )
         while True:
             messages = render_messages(request.context, request.feedback, self.asked_format)
-            prompt_tokens = sum(count_tokens(self.name, m["content"]) + MESSAGE_OVERHEAD for m in messages)
-            timeout = self._gate(request.budget, call, prompt_tokens)
+            prompt_tokens = sum(
+                count_tokens(self.name, m["content"]) + MESSAGE_OVERHEAD for m in messages
+            )
+            estimate = price_usd(self.name, prompt_tokens, self.max_completion_tokens, self.price)
+            timeout = call.gate(
+                request.budget, prompt_tokens, self.max_completion_tokens, estimate, self.timeout
+            )
             call.attempts += 1
             began = time.monotonic()
             try:
@@ -159,11 +190,19 @@ class LLMProposer:
 
     def _complete(self, messages: List[Dict[str, str]], timeout: float) -> Any:
         litellm = load_litellm()
-        # drop_params: litellm leaves out what it knows a model refuses (temperature for o1); what it
-        # does not know, the server refuses with a 400 naming the parameter (_drop_refused_param).
+        # drop_params: litellm leaves out what it knows a model refuses (temperature for o1); what
+        # it does not know, the server refuses with a 400 naming the parameter
+        # (_drop_refused_param).
         return litellm.completion(
-            model=self.name, messages=[dict(m) for m in messages], api_base=self.api_base,
-            api_key=self.api_key, timeout=timeout, max_retries=0, drop_params=True, **self.params)
+            model=self.name,
+            messages=[dict(m) for m in messages],
+            api_base=self.api_base,
+            api_key=self.api_key,
+            timeout=timeout,
+            max_retries=0,
+            drop_params=True,
+            **self.params,
+        )
 
     def _drop_refused_param(self, exc: BaseException) -> bool:
         """Drop a parameter a 400 says the model refuses (max_tokens becomes max_completion_tokens);
@@ -177,39 +216,11 @@ class LLMProposer:
         self._emit(ParamDroppedEvent(model=self.name, param=param, error=describe(exc)[:300]))
         return True
 
-    def _gate(self, budget: BudgetLeft, call: _Call, prompt_tokens: int) -> float:
-        """Raise BudgetExhausted unless the next attempt fits; return its timeout (seconds)."""
-        need = call.usage.tokens + prompt_tokens + self.max_completion_tokens
-        if budget.tokens is not None and need > budget.tokens:
-            self._exhausted(Budget.TOKENS, f"the next request needs up to {need} tokens "
-                            f"({prompt_tokens} prompt + {self.max_completion_tokens} completion"
-                            f"{' + earlier attempts' if call.attempts else ''}); {budget.tokens} left", call)
-        if budget.cost_usd is not None:
-            estimate = price_usd(self.name, prompt_tokens, self.max_completion_tokens, self.price) or 0.0
-            spent = call.usage.cost_usd or 0.0
-            if spent + estimate > budget.cost_usd:
-                self._exhausted(Budget.COST, f"the next request may cost ${spent + estimate:.4f}; "
-                                f"${budget.cost_usd:.4f} left", call)
-        if budget.seconds is None:
-            return self.timeout
-        left = budget.seconds - call.elapsed()
-        if left <= 0:
-            self._exhausted(Budget.SECONDS, "no time left for another model request", call)
-        return min(self.timeout, left)
-
-    def _exhausted(self, budget: Budget, detail: str, call: _Call) -> NoReturn:
-        exc = BudgetExhausted(f"{self.name}: {budget.value} budget exhausted: {detail}", budget=budget,
-                              usage=call.usage)
-        exc.attempts = call.attempts
-        exc.hint = {Budget.TOKENS: "raise --max-tokens or lower max_completion_tokens",
-                    Budget.COST: "raise --max-cost", Budget.SECONDS: "raise --timeout"}.get(budget, "")
-        raise exc
-
     def _failed_cost(self) -> Optional[float]:
         # A failed request is not billed by the providers we know; keep "not priced" visible.
         return None if price_usd(self.name, 1, 1, self.price) is None else 0.0
 
-    def _after_failure(self, exc: Exception, call: _Call, budget: BudgetLeft) -> None:
+    def _after_failure(self, exc: Exception, call: ModelCall, budget: BudgetLeft) -> None:
         """Sleep before a transient retry; raise the ProposerError that ends the call otherwise."""
         category, cause = classify_exception(exc)
         call.causes.append(cause)
@@ -218,87 +229,152 @@ class LLMProposer:
             if call.malformed > 1:  # garbage twice: the server will not get better (errors_table)
                 category = "model"
         detail = describe(exc)
-        if self.api_key and self.api_key != DUMMY_KEY:  # a server may echo the key; whatever its name
+        if (
+            self.api_key and self.api_key != DUMMY_KEY
+        ):  # a server may echo the key; whatever its name
             detail = detail.replace(self.api_key, "[REDACTED]")
         if category == TRANSIENT and call.retries < self.max_retries:
-            wait = backoff_seconds(exc, call.retries, self.backoff_base, self.backoff_max, self.rng.random())
+            wait = backoff_seconds(
+                exc, call.retries, self.backoff_base, self.backoff_max, self.rng.random()
+            )
             if budget.seconds is not None and call.elapsed() + wait >= budget.seconds:
-                self._exhausted(Budget.SECONDS, f"a retry after {cause} would start after the "
-                                f"time budget ({wait:.1f} s wait)", call)
+                call.exhausted(
+                    Budget.SECONDS,
+                    f"a retry after {cause} would start after the time budget ({wait:.1f} s wait)",
+                )
             call.retries += 1
-            self._emit(ModelRetryEvent(model=self.name, cause=cause, attempt=call.attempts, wait=round(wait, 3),
-                                       error=detail))
+            self._emit(
+                ModelRetryEvent(
+                    model=self.name,
+                    cause=cause,
+                    attempt=call.attempts,
+                    wait=round(wait, 3),
+                    error=detail,
+                )
+            )
             self.sleep(wait)
             call.usage = call.usage + Usage(seconds=wait)
             return
         error_class = {TRANSIENT: TransientModelError, UNRECOVERABLE: UnrecoverableModelError}.get(
-            category, ModelError)
+            category, ModelError
+        )
         what = cause.replace("_", " ")
         if category == TRANSIENT:
             what += f", still failing after {call.retries} retries"
-        self._raise(error_class, f"{self.name}: {what}: {detail}",
-                    self._hint(cause), call, exc)
+        self._raise(error_class, f"{self.name}: {what}: {detail}", self._hint(cause), call, exc)
 
     def _hint(self, cause: str) -> str:
-        """``hint_for``'s fix, naming the variable the key really came from (or that it is unset)."""
+        """``hint_for``'s fix, naming the variable the key really came from (or that it is
+        unset)."""
         if not (self.api_key_env and "{key_env}" in HINTS.get(cause, "")):
             return hint_for(cause, self.name, self.api_base)
         unset = "" if os.environ.get(self.api_key_env, "").strip() else " (not set)"
-        return HINTS[cause].format(key_env=self.api_key_env + unset, model=self.name, api_base=self.api_base)
+        return HINTS[cause].format(
+            key_env=self.api_key_env + unset, model=self.name, api_base=self.api_base
+        )
 
-    def _accept(self, response: Any, messages: List[Dict[str, str]], prompt_tokens: int,
-                call: _Call, seconds: float) -> Proposal:
+    def _accept(
+        self,
+        response: Any,
+        messages: List[Dict[str, str]],
+        prompt_tokens: int,
+        call: ModelCall,
+        seconds: float,
+    ) -> Proposal:
         """Turn a completion into a Proposal; raise ModelError for an unusable answer."""
         content, finish, reasoning = answer_of(response)
         call.usage = call.usage + self._usage(response, content, reasoning, prompt_tokens, seconds)
         answer = visible(content)
         self._refuse_unusable(content, answer, finish, reasoning, call)
-        notes: Dict[str, Any] = {"finish_reason": finish, "attempts": call.attempts,
-                                 "retry_causes": call.causes, "edit_format": self.asked_format}
+        notes: Dict[str, Any] = {
+            "finish_reason": finish,
+            "attempts": call.attempts,
+            "retry_causes": call.causes,
+            "edit_format": self.asked_format,
+        }
         if reasoning or answer != content:
             notes["reasoning_chars"] = len(reasoning) + len(content) - len(answer)
         if reasoning:  # journalled (the journal redacts), never parsed
             notes["reasoning"] = reasoning[:MAX_REASONING_CHARS]
         if len(content) > MAX_ANSWER_CHARS:
             notes["truncated_from_chars"] = len(content)
-            self._emit(AnswerTruncatedEvent(model=self.name, chars=len(content), kept=MAX_ANSWER_CHARS))
+            self._emit(
+                AnswerTruncatedEvent(model=self.name, chars=len(content), kept=MAX_ANSWER_CHARS)
+            )
             content = content[:MAX_ANSWER_CHARS]
-        return Proposal(answer=content, engine=self.engine, model=self.name, usage=call.usage,
-                        prompt=tuple(messages), notes=notes)
+        return Proposal(
+            answer=content,
+            engine=self.engine,
+            model=self.name,
+            usage=call.usage,
+            prompt=tuple(messages),
+            notes=notes,
+        )
 
-    def _usage(self, response: Any, content: str, reasoning: str, prompt_tokens: int, seconds: float) -> Usage:
+    def _usage(
+        self, response: Any, content: str, reasoning: str, prompt_tokens: int, seconds: float
+    ) -> Usage:
         """One call's tokens (the server's count, else ours) and cost."""
         reported = getattr(response, "usage", None)
         used_prompt = getattr(reported, "prompt_tokens", None)
         used_completion = getattr(reported, "completion_tokens", None)
-        # Providers count reasoning in completion_tokens; counted here, it is counted too. A server that
-        # sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty answer is unknown.
-        counted = count_tokens(self.name, content) + (count_tokens(self.name, reasoning) if reasoning else 0)
-        used = (int(used_prompt) if used_prompt else prompt_tokens,
-                int(used_completion or 0) if used_completion or not counted else counted)
-        return Usage(used[0], used[1], response_cost(response, self.name, self.price, used), seconds, 1)
+        # Providers count reasoning in completion_tokens; counted here, it is counted too. A server
+        # that sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty
+        # answer is unknown.
+        counted = count_tokens(self.name, content) + (
+            count_tokens(self.name, reasoning) if reasoning else 0
+        )
+        used = (
+            int(used_prompt) if used_prompt else prompt_tokens,
+            int(used_completion or 0) if used_completion or not counted else counted,
+        )
+        return Usage(
+            used[0], used[1], response_cost(response, self.name, self.price, used), seconds, 1
+        )
 
-    def _refuse_unusable(self, content: str, answer: str, finish: Any, reasoning: str, call: _Call) -> None:
-        """ModelError for an answer no patch can come from: filtered, only thinking, empty, a refusal."""
+    def _refuse_unusable(
+        self, content: str, answer: str, finish: Any, reasoning: str, call: ModelCall
+    ) -> None:
+        """ModelError for an answer no patch can come from: filtered, only thinking, empty, a
+        refusal."""
         hint = "try another model"
         if finish == "content_filter":
-            self._raise(ModelError, f"{self.name}: the answer was stopped by a content filter", hint, call)
+            self._raise(
+                ModelError, f"{self.name}: the answer was stopped by a content filter", hint, call
+            )
         if not answer.strip() and (reasoning.strip() or content.strip()):
             thought = len(reasoning) + len(content)
-            self._raise(ModelError, f"{self.name}: the answer holds only thinking ({thought} characters, "
-                        f"finish_reason {finish!r}), no patch after it",
-                        "raise max_completion_tokens (a reasoning model spends them thinking first), "
-                        "or try another model", call)
+            self._raise(
+                ModelError,
+                f"{self.name}: the answer holds only thinking ({thought} characters, "
+                f"finish_reason {finish!r}), no patch after it",
+                "raise max_completion_tokens (a reasoning model spends them thinking first), "
+                "or try another model",
+                call,
+            )
         if not content.strip():
-            self._raise(ModelError, f"{self.name}: empty answer (finish_reason {finish!r})", hint, call)
+            self._raise(
+                ModelError, f"{self.name}: empty answer (finish_reason {finish!r})", hint, call
+            )
         if is_refusal(answer):
-            self._raise(ModelError, f"{self.name}: the model refused: {answer.strip()[:200]!r}", hint, call)
+            self._raise(
+                ModelError, f"{self.name}: the model refused: {answer.strip()[:200]!r}", hint, call
+            )
 
-    def _raise(self, error_class: Type[ProposerError], message: str, hint: str, call: _Call,
-               cause: Optional[BaseException] = None) -> NoReturn:
+    def _raise(
+        self,
+        error_class: Type[ProposerError],
+        message: str,
+        hint: str,
+        call: ModelCall,
+        cause: Optional[BaseException] = None,
+    ) -> NoReturn:
         exc: ProposerError = error_class(message, hint, usage=call.usage, attempts=call.attempts)
-        self._emit(ModelErrorEvent(model=self.name, error=error_class.__name__, message=message,
-                                   attempts=call.attempts))
+        self._emit(
+            ModelErrorEvent(
+                model=self.name, error=error_class.__name__, message=message, attempts=call.attempts
+            )
+        )
         raise exc from cause
 
     def _emit(self, record: ModelEvent) -> None:

@@ -53,11 +53,14 @@ comments such as `# rest unchanged`. Add no other code to the block.
 
 # The system prompt per edit format ("auto" starts with diffs; settings.EDIT_FORMATS).
 SYSTEM_PROMPTS: Dict[str, str] = {
-    "diff": _RULES + _DIFF_RULE + """\
+    "diff": _RULES
+    + _DIFF_RULE
+    + """\
 - If a diff is awkward you may answer with SEARCH/REPLACE blocks instead: the \
 file path on its own line, then `<<<<<<< SEARCH`, the exact current lines, \
 `=======`, the new lines, `>>>>>>> REPLACE`.
-""" + _MINIMAL,
+"""
+    + _MINIMAL,
     "search_replace": _RULES + _SEARCH_REPLACE_RULE + _MINIMAL,
     "whole": _RULES + _WHOLE_RULE + _MINIMAL,
 }
@@ -67,22 +70,34 @@ SYSTEM_PROMPT = SYSTEM_PROMPTS["diff"]
 _ASK_AGAIN = {
     "diff": "Answer again with a unified diff (or SEARCH/REPLACE blocks) only",
     "search_replace": "Answer again with SEARCH/REPLACE blocks only",
-    "whole": ("Answer again with the complete new version of each function you change, in a "
-              "```python block under its file path, every line written out,"),
+    "whole": (
+        "Answer again with the complete new version of each function you change, in a "
+        "```python block under its file path, every line written out,"
+    ),
 }
 RETRY_INSTRUCTION = (
-    "Your previous answer could not be used: {error}\n"
-    "{ask} against the current code {where}."
+    "Your previous answer could not be used: {error}\n{ask} against the current code {where}."
 )
 _WHERE = {True: "shown in the first message", False: "of the files named in the first message"}
 
-_LANGUAGES = {".py": "python", ".pyi": "python", ".toml": "toml", ".cfg": "ini", ".ini": "ini",
-              ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".js": "javascript",
-              ".ts": "typescript", ".sh": "sh"}
+_LANGUAGES = {
+    ".py": "python",
+    ".pyi": "python",
+    ".toml": "toml",
+    ".cfg": "ini",
+    ".ini": "ini",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".sh": "sh",
+}
 
 
-def render_messages(context: RepairContext, feedback: Optional[Feedback] = None,
-                    edit_format: str = "diff") -> List[Dict[str, str]]:
+def render_messages(
+    context: RepairContext, feedback: Optional[Feedback] = None, edit_format: str = "diff"
+) -> List[Dict[str, str]]:
     """Chat messages for one request: ``[system, user]``, plus the structural retry.
 
     ``edit_format`` ("diff", "search_replace", "whole"; "auto" is "diff")
@@ -91,14 +106,22 @@ def render_messages(context: RepairContext, feedback: Optional[Feedback] = None,
     answer), user(the error and the instruction to answer again)]``: four
     messages, the last one naming the error.
     """
-    messages = [{"role": "system", "content": SYSTEM_PROMPTS[edit_format]},
-                {"role": "user", "content": render_context(context)}]
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPTS[edit_format]},
+        {"role": "user", "content": render_context(context)},
+    ]
     if feedback is not None:
         ask = _ASK_AGAIN.get(edit_format, _ASK_AGAIN["diff"])
         messages.append({"role": "assistant", "content": feedback.answer})
         where = _WHERE[bool(context.slices)]  # never point at code the prompt did not show
-        messages.append({"role": "user", "content": RETRY_INSTRUCTION.format(error=feedback.error.strip(), ask=ask,
-                                                                             where=where)})
+        messages.append(
+            {
+                "role": "user",
+                "content": RETRY_INSTRUCTION.format(
+                    error=feedback.error.strip(), ask=ask, where=where
+                ),
+            }
+        )
     return messages
 
 
@@ -108,7 +131,11 @@ def render_context(context: RepairContext) -> str:
     Sections are Markdown headings in a fixed order; empty sections are left
     out. ``context.py`` measures this text's tokens for its budget.
     """
-    parts = [_tests_section(context), _failure_section(context), _code_section(context.slices, context.ranking)]
+    parts = [
+        _tests_section(context),
+        _failure_section(context),
+        _code_section(context.slices, context.ranking),
+    ]
     if context.last_attempt is not None:
         parts.append(last_attempt_section(context.last_attempt, context.message, context.slices))
     if context.notes:
@@ -121,7 +148,10 @@ def _tests_section(context: RepairContext) -> str:
     lines = ["## Failing tests"] + [f"- {test_id}" for test_id in context.failing_tests]
     if context.other_failing:
         lines.append("")
-        lines.append("Also failing, with another root cause as far as the evidence shows (not part of this task):")
+        lines.append(
+            "Also failing, with another root cause as far as the evidence shows (not part of this "
+            "task):"
+        )
         lines.extend(f"- {test_id}" for test_id in context.other_failing)
     return "\n".join(lines)
 
@@ -150,12 +180,20 @@ def _code_section(slices: Tuple[CodeSlice, ...], ranking: str = "") -> str:
 
 
 def _task_section(slices: Tuple[CodeSlice, ...]) -> str:
-    """The task, and the files the answer may change: those shown that are not tests (a function of another
-    project file may be answered too, under its path)."""
+    """The task, and the files the answer may change: those shown that are not tests (a function of
+    another project file may be answered too, under its path)."""
     editable = list(dict.fromkeys(s.path for s in slices if not s.read_only))
-    where = f" Files you may change: {', '.join(editable)} (or another non-test file of the project, named by its path)." if editable else ""
-    return ("## Task\nFix the code under test so that the failing tests pass and no passing test breaks."
-            f"{where} Answer with the patch only.")
+    where = (
+        f" Files you may change: {', '.join(editable)} (or another non-test file of the project, "
+        f"named by its path)."
+        if editable
+        else ""
+    )
+    return (
+        "## Task\nFix the code under test so that the failing tests pass and no passing test "
+        "breaks."
+        f"{where} Answer with the patch only."
+    )
 
 
 def _language(path: str) -> str:

@@ -1,4 +1,5 @@
-"""Reports of runs: one run in every format (text, Markdown, JSON, HTML, the console panel), the list of runs, stats.
+"""Reports of runs: one run in every format (text, Markdown, JSON, HTML, the console panel), the
+list of runs, stats.
 
 One model, ``RunReport``: the ``RunResult`` of a run and what only its journal
 knows (``model.py``), read back from ``<project>/.repairloop/runs/``
@@ -21,17 +22,44 @@ from repairloop.journal import JOURNAL, Shown, TestsSummary, resolve_run
 from repairloop.reports.formats import FORMATS, Format, format_names, formats_help, render
 from repairloop.reports.read import describe_event, load_run
 from repairloop.reports.run_report import IterationDetail, IterationReport, RunReport, RunStatus
-from repairloop.reports.stats import Stats, compute_stats, load_runs, parse_since, render_runs, render_stats, run_row
+from repairloop.reports.stats import (
+    Stats,
+    compute_stats,
+    load_runs,
+    parse_since,
+    render_runs,
+    render_stats,
+    run_row,
+)
 
 __all__ = [
-    "FORMATS", "Format", "IterationDetail", "IterationReport", "RunReport", "RunStatus", "Shown", "Stats",
-    "TestsSummary", "compute_stats", "describe_event", "find_run", "format_names", "formats_help", "load_run",
-    "load_runs", "parse_since", "render", "render_runs", "render_stats", "run_row",
+    "FORMATS",
+    "Format",
+    "IterationDetail",
+    "IterationReport",
+    "RunReport",
+    "RunStatus",
+    "Shown",
+    "Stats",
+    "TestsSummary",
+    "compute_stats",
+    "describe_event",
+    "find_run",
+    "format_names",
+    "formats_help",
+    "load_run",
+    "load_runs",
+    "parse_since",
+    "render",
+    "render_runs",
+    "render_stats",
+    "run_row",
 ]
 
 
 def find_run(project: Path, ref: Optional[str]) -> Path:
-    """The run directory for ``ref``: ``latest``/None, a run id or unique prefix, or a run directory's path.
+    """The run directory for ``ref``: ``latest``/None, a run id or unique prefix, or a run
+    directory's path.
 
     Raises ProjectError when there is no such run (``journal.resolve_run``).
     """

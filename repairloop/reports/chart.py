@@ -63,17 +63,30 @@ def _axes(frame: _Frame, points: Sequence[ChartPoint]) -> List[str]:
     bottom, right = HEIGHT - BOTTOM, WIDTH - RIGHT
     for share in (0.0, 0.5, 1.0):
         y = TOP + frame.plot_h * (1 - share)
-        parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{GRID_COLOUR}"/>')
+        parts.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="{GRID_COLOUR}"/>'
+        )
         failing = frame.max_failing * share
         if failing == int(failing):  # tests come whole: no "0.5 failing" tick
-            parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="{FAILING_COLOUR}">'
-                         f'{_fmt(failing)}</text>')
-        parts.append(f'<text x="{right + 6}" y="{y + 4:.1f}" fill="{TOKENS_COLOUR}">{_fmt(frame.max_tokens * share)}</text>')
+            parts.append(
+                f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" fill="{FAILING_COLOUR}">'
+                f"{_fmt(failing)}</text>"
+            )
+        parts.append(
+            f'<text x="{right + 6}" y="{y + 4:.1f}" '
+            f'fill="{TOKENS_COLOUR}">{_fmt(frame.max_tokens * share)}</text>'
+        )
     every = max(1, len(points) // 12)  # at most about a dozen labels under the axis
     for index, point in enumerate(points):
         if index % every == 0 or index == len(points) - 1:
-            parts.append(f'<text x="{frame.x(index):.1f}" y="{bottom + 16}" text-anchor="middle">{point.iteration}</text>')
-    parts.append(f'<text x="{LEFT + frame.plot_w / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">iteration</text>')
+            parts.append(
+                f'<text x="{frame.x(index):.1f}" y="{bottom + 16}" '
+                f'text-anchor="middle">{point.iteration}</text>'
+            )
+    parts.append(
+        f'<text x="{LEFT + frame.plot_w / 2:.1f}" y="{HEIGHT - 6}" '
+        f'text-anchor="middle">iteration</text>'
+    )
     return parts
 
 
@@ -87,16 +100,26 @@ def _series(frame: _Frame, points: Sequence[ChartPoint], failing: bool) -> List[
             continue
         x, y = frame.x(index), frame.y(value, frame.max_failing if failing else frame.max_tokens)
         coords.append(f"{x:.1f},{y:.1f}")
-        label = f"iteration {point.iteration}: {value:,} {'failing tests' if failing else 'prompt tokens'}"
-        circles.append(f'<circle class="pt-{name}" data-iteration="{point.iteration}" cx="{x:.1f}" cy="{y:.1f}" '
-                       f'r="4" fill="{colour}"><title>{escape(label)}</title></circle>')
+        label = (
+            f"iteration {point.iteration}: {value:,} "
+            f"{'failing tests' if failing else 'prompt tokens'}"
+        )
+        circles.append(
+            f'<circle class="pt-{name}" data-iteration="{point.iteration}" cx="{x:.1f}" '
+            f'cy="{y:.1f}" '
+            f'r="4" fill="{colour}"><title>{escape(label)}</title></circle>'
+        )
     dash = "" if failing else ' stroke-dasharray="5 3"'
-    line = f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{" ".join(coords)}"/>'
+    line = (
+        f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} '
+        f'points="{" ".join(coords)}"/>'
+    )
     return ([line] if len(coords) > 1 else []) + circles
 
 
 def chart_svg(points: Sequence[ChartPoint], baseline_failing: Optional[int] = None) -> str:
-    """An inline ``<svg>`` element (text; no xmlns, HTML5 needs none) with one point per iteration per series.
+    """An inline ``<svg>`` element (text; no xmlns, HTML5 needs none) with one point per iteration
+    per series.
 
     ``baseline_failing`` (tests failing before the first iteration) widens the
     left axis so that progress shows against where the run started. Returns ""
@@ -105,16 +128,26 @@ def chart_svg(points: Sequence[ChartPoint], baseline_failing: Optional[int] = No
     if not points:
         return ""
     known = [p.failing for p in points if p.failing is not None]
-    frame = _Frame(len(points), _nice_ceiling(max(known + [baseline_failing or 0, 1])),
-                   _nice_ceiling(max([p.prompt_tokens for p in points] + [1])))
-    parts = [f'<svg class="chart" width="{WIDTH}" height="{HEIGHT}" '
-             f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" font-family="sans-serif" font-size="11" '
-             f'aria-label="failing tests and prompt tokens per iteration">',
-             "<title>Failing tests (left axis) and prompt tokens (right axis) per iteration</title>"]
+    frame = _Frame(
+        len(points),
+        _nice_ceiling(max(known + [baseline_failing or 0, 1])),
+        _nice_ceiling(max([p.prompt_tokens for p in points] + [1])),
+    )
+    parts = [
+        f'<svg class="chart" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" font-family="sans-serif" font-size="11" '
+        f'aria-label="failing tests and prompt tokens per iteration">',
+        "<title>Failing tests (left axis) and prompt tokens (right axis) per iteration</title>",
+    ]
     parts += _axes(frame, points)
     parts += _series(frame, points, failing=True)
     parts += _series(frame, points, failing=False)
-    parts.append(f'<text x="{LEFT}" y="16" fill="{FAILING_COLOUR}">&#9679; failing tests (left)</text>')
-    parts.append(f'<text x="{LEFT + 170}" y="16" fill="{TOKENS_COLOUR}">&#9679; prompt tokens (right, dashed)</text>')
+    parts.append(
+        f'<text x="{LEFT}" y="16" fill="{FAILING_COLOUR}">&#9679; failing tests (left)</text>'
+    )
+    parts.append(
+        f'<text x="{LEFT + 170}" y="16" fill="{TOKENS_COLOUR}">&#9679; prompt tokens (right, '
+        f"dashed)</text>"
+    )
     parts.append("</svg>")
     return "\n".join(parts)

@@ -58,8 +58,14 @@ def make_console(stream: Any = None) -> Console:
     piped = not getattr(stream, "isatty", lambda: False)()
     # Piped output is read by programs and logs: wide, so paths and test ids stay on one line.
     # markup=False: test ids such as test_x[a-b] must not be read as rich markup tags.
-    return Console(file=stream, no_color=plain, highlight=False, markup=False, width=160 if piped else None,
-                   force_terminal=None if not plain else False)
+    return Console(
+        file=stream,
+        no_color=plain,
+        highlight=False,
+        markup=False,
+        width=160 if piped else None,
+        force_terminal=None if not plain else False,
+    )
 
 
 class ConsoleRenderer:
@@ -86,7 +92,9 @@ class ConsoleRenderer:
             line = Text(f"  #{it.number} {it.model}: ")
             line.append(it.decision.value, style=style)
             line.append(f" ({it.usage.tokens} tok{cost}, {it.seconds_total:.1f}s{sim}) {it.reason}")
-            for flag in it.flags:  # guard flags: test edits, scratch files dropped, suspected overfitting
+            for (
+                flag
+            ) in it.flags:  # guard flags: test edits, scratch files dropped, suspected overfitting
                 line.append(f"\n    {flag}", style="yellow")
             self.console.print(line)
 
@@ -108,7 +116,8 @@ class ConsoleRenderer:
 
 
 def render_result(console: Console, result: RunResult, *, show_patch: bool = True) -> None:
-    """The final panel of a live run: outcome, stop reason, totals, where the run is kept, and the diff.
+    """The final panel of a live run: outcome, stop reason, totals, where the run is kept, and the
+    diff.
 
     ``show_patch`` False leaves the diff out when the user has already been shown it
     (the --apply question, the CI summary), so a patch is printed once.
@@ -130,7 +139,9 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
     from rich.text import Text
 
     result = report.result
-    totals = result.totals  # the run's own figures (a journal's last line may come later: an --apply)
+    totals = (
+        result.totals
+    )  # the run's own figures (a journal's last line may come later: an --apply)
     cost = totals["cost_usd"]
     # Guard warnings (test edits allowed, suspected overfitting) come right under the outcome.
     warnings = [n for n in result.notes if n.startswith("WARNING")]
@@ -138,7 +149,8 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
         f"outcome: {report.outcome}",
         *warnings,
         f"stopped: {report.stop_reason} ({report.stop_detail})",
-        f"iterations: {totals['iterations']}, tokens: {totals['prompt_tokens'] + totals['completion_tokens']:,}, "
+        f"iterations: {totals['iterations']}, tokens: "
+        f"{totals['prompt_tokens'] + totals['completion_tokens']:,}, "
         f"cost: {usd(cost)}, time: {totals['seconds']['total']:.1f}s",
     ]
     if result.fixed_tests:
@@ -154,7 +166,9 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
     if stopped and result.evidence.plausible:
         lines.append("evidence: " + result.evidence.summary())
     if result.patch:
-        lines.append(f"patch: {result.run_dir}/fix.patch" + (" (applied)" if result.applied else ""))
+        lines.append(
+            f"patch: {result.run_dir}/fix.patch" + (" (applied)" if result.applied else "")
+        )
     lines.append(f"run: {result.run_dir}")
     style = "yellow" if warnings else _OUTCOME_STYLE.get(result.outcome, "") if stopped else "red"
     body = Text()
@@ -170,13 +184,17 @@ def _some(names: Sequence[str], most: int = 5) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def render_classification(console: Console, report: TestReport, failures: Sequence[Failure], kind: str) -> None:
+def render_classification(
+    console: Console, report: TestReport, failures: Sequence[Failure], kind: str
+) -> None:
     """``repairloop classify`` as text: the summary line, then one block per failure."""
     counts = ", ".join(f"{n} {name}" for name, n in summary_counts(report).items())
     console.print(f"{counts} -> kind: {kind}")
     for f in failures:
         where = f" at {f.location}" if f.location else ""
-        console.print(f"- {f.test_id}: {f.kind.value}{where}" + ("" if f.retryable else " (blocking)"))
+        console.print(
+            f"- {f.test_id}: {f.kind.value}{where}" + ("" if f.retryable else " (blocking)")
+        )
         if f.message:
             console.print(f"    {f.message.splitlines()[0][:200]}")
         if f.hint:
@@ -187,6 +205,8 @@ def summary_counts(report: TestReport) -> Dict[str, int]:
     """passed, failed, errors, skipped counts of one test report."""
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     for r in report.results:
-        key = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors"}.get(r.outcome.value, "skipped")
+        key = {"passed": "passed", "xpassed": "passed", "failed": "failed", "error": "errors"}.get(
+            r.outcome.value, "skipped"
+        )
         counts[key] += 1
     return counts

@@ -52,4 +52,6 @@ def render(report: RunReport, fmt: str = "text") -> str:
     for candidate in FORMATS:
         if candidate.name == fmt:
             return candidate.render(report)
-    raise ConfigError(f"unknown report format {fmt!r}", hint=f"use one of: {', '.join(format_names())}")
+    raise ConfigError(
+        f"unknown report format {fmt!r}", hint=f"use one of: {', '.join(format_names())}"
+    )

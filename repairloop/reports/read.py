@@ -48,7 +48,16 @@ from repairloop.journal import (
     read_events,
 )
 from repairloop.reports.run_report import IterationDetail, RunReport, RunStatus, seconds_between
-from repairloop.types import Failure, Iteration, Outcome, RunResult, SandboxStatus, StopReason, TestFiles, failure_kinds
+from repairloop.types import (
+    Failure,
+    Iteration,
+    Outcome,
+    RunResult,
+    SandboxStatus,
+    StopReason,
+    TestFiles,
+    failure_kinds,
+)
 
 
 def load_run(run_dir: Path) -> RunReport:
@@ -94,9 +103,16 @@ def build_report(run_dir: Path, entries: List[Entry], warnings: List[str]) -> Ru
     patch_file = run_dir / "fix.patch"
     patch = patch_file.read_text(encoding="utf-8") if patch_file.is_file() else None
     return RunReport(
-        result=_result(fold, run_dir, patch or None, seconds_between(started, ended)), status=fold.status,
-        project=fold.project, started=started, ended=ended, chain=fold.chain, baseline=fold.baseline,
-        details=tuple(fold.details), notes=tuple(fold.notes + fold.pending), warnings=tuple(warnings),
+        result=_result(fold, run_dir, patch or None, seconds_between(started, ended)),
+        status=fold.status,
+        project=fold.project,
+        started=started,
+        ended=ended,
+        chain=fold.chain,
+        baseline=fold.baseline,
+        details=tuple(fold.details),
+        notes=tuple(fold.notes + fold.pending),
+        warnings=tuple(warnings),
         test_files=fold.test_files,
     )
 
@@ -104,22 +120,34 @@ def build_report(run_dir: Path, entries: List[Entry], warnings: List[str]) -> Ru
 def _fold(fold: _Fold, event: ReadEvent) -> None:
     if isinstance(event, IterationEvent):
         fold.iterations.append(event.iteration)
-        fold.details.append(IterationDetail(event.shown, event.tests, event.answer, tuple(fold.pending)))
+        fold.details.append(
+            IterationDetail(event.shown, event.tests, event.answer, tuple(fold.pending))
+        )
         fold.pending = []
     elif isinstance(event, StartEvent):
-        fold.run_id, fold.project, fold.chain = event.run_id or fold.run_id, event.project, event.chain
+        fold.run_id, fold.project, fold.chain = (
+            event.run_id or fold.run_id,
+            event.project,
+            event.chain,
+        )
         globs = event.settings.get("test_globs")
-        fold.test_files = TestFiles(tuple(str(g) for g in globs)) if isinstance(globs, list) else None
+        fold.test_files = (
+            TestFiles(tuple(str(g) for g in globs)) if isinstance(globs, list) else None
+        )
     elif isinstance(event, TestFilesEvent):  # the baseline collected tests from files no glob names
         if fold.test_files is not None:
-            fold.test_files = TestFiles(fold.test_files.globs, fold.test_files.collected | frozenset(event.added))
+            fold.test_files = TestFiles(
+                fold.test_files.globs, fold.test_files.collected | frozenset(event.added)
+            )
     elif isinstance(event, BaselineEvent):
         fold.baseline = event.report
     elif isinstance(event, ClassifiedEvent):
         fold.failures = event.failures
     elif isinstance(event, StoppedEvent):
         fold.stopped, fold.status = event, RunStatus.STOPPED
-    elif isinstance(event, ResumedEvent):  # a resume replays the run from its baseline: start the iterations over
+    elif isinstance(
+        event, ResumedEvent
+    ):  # a resume replays the run from its baseline: start the iterations over
         fold.iterations, fold.details, fold.pending = [], [], []
         fold.stopped, fold.status, fold.detail = None, RunStatus.INCOMPLETE, ""
         fold.notes.append(describe_event(event))
@@ -130,9 +158,20 @@ def _fold(fold: _Fold, event: ReadEvent) -> None:
         fold.pending.append(describe_event(event))
 
 
-_RUN_NOTES = (FlakyEvent, InterruptedEvent, ErrorEvent, CrashedEvent, IntentEvent, DoneEvent, PushRefusedEvent,
-              SandboxEvent)
-_SILENT = (ProposalEvent, WorkspaceEvent)  # the answer is in the iteration event; the base commit is not news
+_RUN_NOTES = (
+    FlakyEvent,
+    InterruptedEvent,
+    ErrorEvent,
+    CrashedEvent,
+    IntentEvent,
+    DoneEvent,
+    PushRefusedEvent,
+    SandboxEvent,
+)
+_SILENT = (
+    ProposalEvent,
+    WorkspaceEvent,
+)  # the answer is in the iteration event; the base commit is not news
 
 
 def _fold_run_note(fold: _Fold, event: ReadEvent) -> None:
@@ -144,35 +183,60 @@ def _fold_run_note(fold: _Fold, event: ReadEvent) -> None:
         fold.applied = True
     elif fold.status is RunStatus.INCOMPLETE:  # what ended a run that never stopped
         if isinstance(event, InterruptedEvent):
-            fold.status, fold.detail = RunStatus.INTERRUPTED, "interrupted (Ctrl-C or a termination signal)"
+            fold.status, fold.detail = (
+                RunStatus.INTERRUPTED,
+                "interrupted (Ctrl-C or a termination signal)",
+            )
         elif isinstance(event, ErrorEvent):
             fold.status, fold.detail = RunStatus.ERROR, event.message
         elif isinstance(event, CrashedEvent):
             fold.status, fold.detail = RunStatus.ERROR, event.error
 
 
-def _result(fold: _Fold, run_dir: Path, patch: Optional[str], seconds: Optional[float]) -> RunResult:
-    """The RunResult the run ended with; a run that never stopped reads as interrupted, not fixed."""
+def _result(
+    fold: _Fold, run_dir: Path, patch: Optional[str], seconds: Optional[float]
+) -> RunResult:
+    """The RunResult the run ended with; a run that never stopped reads as interrupted, not
+    fixed."""
     stopped = fold.stopped
     flaky = stopped.flaky_tests if stopped is not None and stopped.flaky_tests else fold.flaky
     result = RunResult(
-        run_id=fold.run_id, outcome=Outcome.NOT_FIXED, stop_reason=StopReason.INTERRUPTED, stop_detail=fold.detail,
-        failure_kinds=failure_kinds(fold.failures, flaky), failures=fold.failures, iterations=tuple(fold.iterations),
-        patch=patch, run_dir=str(run_dir), flaky_tests=flaky, applied=fold.applied, seconds=seconds or 0.0,
+        run_id=fold.run_id,
+        outcome=Outcome.NOT_FIXED,
+        stop_reason=StopReason.INTERRUPTED,
+        stop_detail=fold.detail,
+        failure_kinds=failure_kinds(fold.failures, flaky),
+        failures=fold.failures,
+        iterations=tuple(fold.iterations),
+        patch=patch,
+        run_dir=str(run_dir),
+        flaky_tests=flaky,
+        applied=fold.applied,
+        seconds=seconds or 0.0,
         sandbox=fold.sandbox,
     )
     if stopped is None:
         return result
-    return replace(result, outcome=stopped.outcome, stop_reason=stopped.stop_reason, stop_detail=stopped.detail,
-                   fixed_tests=stopped.fixed_tests, still_failing=stopped.still_failing, notes=stopped.notes,
-                   seconds=result.seconds if stopped.seconds is None else stopped.seconds,
-                   evidence=stopped.evidence if stopped.evidence is not None else result.evidence)
+    return replace(
+        result,
+        outcome=stopped.outcome,
+        stop_reason=stopped.stop_reason,
+        stop_detail=stopped.detail,
+        fixed_tests=stopped.fixed_tests,
+        still_failing=stopped.still_failing,
+        notes=stopped.notes,
+        seconds=result.seconds if stopped.seconds is None else stopped.seconds,
+        evidence=stopped.evidence if stopped.evidence is not None else result.evidence,
+    )
 
 
 def describe_event(event: ReadEvent) -> str:
     """One sentence for a journal event that is not an iteration (retries, escalations, intents)."""
     if isinstance(event, ModelRetryEvent):
-        return f"{event.model}: retried after {event.cause} (attempt {event.attempt}, waited {event.wait} s)"
+        return (
+            f"{event.model}: retried after {event.cause} (attempt {event.attempt}, waited "
+            f"{event.wait} s)"
+        )
     if isinstance(event, ModelErrorEvent):
         return f"{event.model}: {event.error}: {event.message}"
     if isinstance(event, AnswerTruncatedEvent):
@@ -184,17 +248,25 @@ def describe_event(event: ReadEvent) -> str:
     if isinstance(event, ModelDroppedEvent):
         return f"dropped {event.model} for the rest of the run: {event.why}"
     if isinstance(event, ProofEvent):
-        held = f"{event.proof.held} of {event.proof.required} full-suite run(s) held on a fresh copy"
-        return "proof run: " + (held if event.proof.passed else f"failed ({held}): {event.proof.detail}")
+        held = (
+            f"{event.proof.held} of {event.proof.required} full-suite run(s) held on a fresh copy"
+        )
+        return "proof run: " + (
+            held if event.proof.passed else f"failed ({held}): {event.proof.detail}"
+        )
     if isinstance(event, (IntentEvent, DoneEvent)):
         files = ", ".join(event.files)
-        return f"{event.action} {'started' if isinstance(event, IntentEvent) else 'done'}" + (f": {files}" if files else "")
+        return f"{event.action} {'started' if isinstance(event, IntentEvent) else 'done'}" + (
+            f": {files}" if files else ""
+        )
     if isinstance(event, SandboxEvent):
         return ("WARNING: " if not event.confined else "") + event.status.describe()
     if isinstance(event, FlakyEvent):
         return "flaky, left alone: " + ", ".join(event.tests)
     if isinstance(event, InterruptedEvent):
-        return "interrupted (Ctrl-C or a termination signal); the user's files were left as they were"
+        return (
+            "interrupted (Ctrl-C or a termination signal); the user's files were left as they were"
+        )
     if isinstance(event, ErrorEvent):
         return f"error: {event.message}" + (f" (hint: {event.hint})" if event.hint else "")
     if isinstance(event, CrashedEvent):
@@ -202,8 +274,10 @@ def describe_event(event: ReadEvent) -> str:
     if isinstance(event, ProposalErrorEvent):
         return f"{event.model}: {event.error_class}: {event.message}"
     if isinstance(event, ResumedEvent):
-        return (f"resumed with `repairloop resume`: {event.answers} recorded answer(s) replayed; "
-                "the iterations shown are the resumed run's")
+        return (
+            f"resumed with `repairloop resume`: {event.answers} recorded answer(s) replayed; "
+            "the iterations shown are the resumed run's"
+        )
     if isinstance(event, UnknownEvent):
         return event.name
     return event.kind.value

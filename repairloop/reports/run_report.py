@@ -25,7 +25,8 @@ class RunStatus(str, enum.Enum):
 
     STOPPED = "stopped"  # a ``stopped`` event: the result's outcome and stop reason stand
     INCOMPLETE = "incomplete"  # no ``stopped`` event: the run is going on, or was killed
-    INTERRUPTED = "interrupted"  # Ctrl-C before the run could stop (journals of older versions; set-up, clean-up)
+    # Ctrl-C before the run could stop (journals of older versions; set-up, clean-up)
+    INTERRUPTED = "interrupted"
     ERROR = "error"  # a usage or project error, or a crash, ended it
 
 
@@ -72,8 +73,12 @@ class RunReport:
     chain: Tuple[str, ...] = ()
     baseline: Optional[TestsSummary] = None
     details: Tuple[IterationDetail, ...] = ()
-    notes: Tuple[str, ...] = ()  # the journal's events that are not an iteration's (interruptions, intents)
-    warnings: Tuple[str, ...] = ()  # about the journal itself (a torn last line, an unreadable event)
+    notes: Tuple[
+        str, ...
+    ] = ()  # the journal's events that are not an iteration's (interruptions, intents)
+    warnings: Tuple[
+        str, ...
+    ] = ()  # about the journal itself (a torn last line, an unreadable event)
     test_files: Optional[TestFiles] = None
 
     @classmethod
@@ -92,34 +97,42 @@ class RunReport:
 
     @property
     def stop_reason(self) -> str:
-        """The result's stop reason value; ``interrupted``, ``error`` or nothing for a run that never stopped."""
+        """The result's stop reason value; ``interrupted``, ``error`` or nothing for a run that
+        never stopped."""
         if self.status is RunStatus.STOPPED:
             return self.result.stop_reason.value
         return "" if self.status is RunStatus.INCOMPLETE else self.status.value
 
     @property
     def stop_detail(self) -> str:
-        """The stop's detail; for a run that never stopped, the error or interruption that ended it."""
+        """The stop's detail; for a run that never stopped, the error or interruption that ended
+        it."""
         return self.result.stop_detail
 
     @property
     def iterations(self) -> Tuple[IterationReport, ...]:
-        details = self.details + (IterationDetail(),) * (len(self.result.iterations) - len(self.details))
+        details = self.details + (IterationDetail(),) * (
+            len(self.result.iterations) - len(self.details)
+        )
         return tuple(IterationReport(it, d) for it, d in zip(self.result.iterations, details))
 
     @property
     def seconds(self) -> Optional[float]:
-        """Wall clock from the first to the last journal line; a live result's own seconds; None when unknown."""
+        """Wall clock from the first to the last journal line; a live result's own seconds; None
+        when unknown."""
         if not (self.started or self.ended):
             return self.result.seconds
         return seconds_between(self.started, self.ended)
 
     @property
     def totals(self) -> Dict[str, Any]:
-        """The result's totals, with ``seconds.total`` the report's ``seconds`` (None when unknown)."""
+        """The result's totals, with ``seconds.total`` the report's ``seconds`` (None when
+        unknown)."""
         totals = self.result.totals
         total = self.seconds
-        totals["seconds"] = dict(totals["seconds"], total=None if total is None else round(total, 3))
+        totals["seconds"] = dict(
+            totals["seconds"], total=None if total is None else round(total, 3)
+        )
         return totals
 
 

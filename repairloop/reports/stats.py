@@ -49,16 +49,20 @@ def _started(report: RunReport) -> Optional[datetime]:
 
 
 def parse_since(text: str) -> datetime:
-    """``YYYY-MM-DD`` or an ISO 8601 date-time (UTC unless it says otherwise). Raises ConfigError."""
+    """``YYYY-MM-DD`` or an ISO 8601 date-time (UTC unless it says otherwise). Raises
+    ConfigError."""
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ConfigError(f"--since {text!r} is not a date", hint="use YYYY-MM-DD, e.g. --since 2024-05-01") from None
+        raise ConfigError(
+            f"--since {text!r} is not a date", hint="use YYYY-MM-DD, e.g. --since 2024-05-01"
+        ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def run_row(report: RunReport) -> Dict[str, Any]:
-    """One line of ``repairloop runs``: id, date, outcome, stop reason, iterations, tokens, cost (USD)."""
+    """One line of ``repairloop runs``: id, date, outcome, stop reason, iterations, tokens, cost
+    (USD)."""
     totals = report.totals
     return {
         "run_id": report.run_id,
@@ -78,10 +82,23 @@ def render_runs(rows: Sequence[Dict[str, Any]]) -> str:
     table = [("run", "started (UTC)", "outcome", "stop reason", "iterations", "cost")]
     for row in rows:
         cost = usd(row["cost_usd"])
-        table.append((row["run_id"], row["started"][:19].replace("T", " "), row["outcome"],
-                      row["stop_reason"] or "-", str(row["iterations"]), cost))
+        table.append(
+            (
+                row["run_id"],
+                row["started"][:19].replace("T", " "),
+                row["outcome"],
+                row["stop_reason"] or "-",
+                str(row["iterations"]),
+                cost,
+            )
+        )
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table) + "\n"
+    return (
+        "\n".join(
+            "  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table
+        )
+        + "\n"
+    )
 
 
 def repaired_code(patch: str) -> Tuple[str, ...]:
@@ -105,7 +122,7 @@ def repaired_code(patch: str) -> Tuple[str, ...]:
             continue
         match = _HUNK.match(line)
         if match and path:
-            for owner in _enclosing_definitions(lines[index + 1:]):
+            for owner in _enclosing_definitions(lines[index + 1 :]):
                 owner = match.group(2).strip() if owner is None else owner
                 places.add(f"{path}: {owner}" if owner else path)
     return tuple(sorted(places))
@@ -205,7 +222,9 @@ def compute_stats(reports: Sequence[RunReport]) -> Stats:
         fixed=len(fixed),
         fix_rate=round(len(fixed) / len(needed), 3) if needed else None,
         iterations_per_fix=round(iterations / len(fixed), 2) if fixed else None,
-        median_iterations_fixed=statistics.median(len(r.iterations) for r in fixed) if fixed else None,
+        median_iterations_fixed=statistics.median(len(r.iterations) for r in fixed)
+        if fixed
+        else None,
         cost_usd=round(cost, 6),
         cost_per_fix=round(cost / len(fixed), 6) if fixed else None,
         unpriced_runs=sum(c is None for c in costs),
@@ -225,26 +244,37 @@ def _recurring(reports: Sequence[RunReport]) -> Tuple[List[Dict[str, Any]], List
         share = n / len(reports)
         if n >= 2 and share > RECURRING_SHARE:
             recurring.append({"code": place, "runs": n, "share": round(share, 3)})
-            # A definition heading ends with ':' (git's hunk heading); another ':' after it read as '::'.
-            upstream.append(f"{n} of {len(reports)} runs ({share:.0%}) repaired {place.rstrip(':')}. The fault "
-                            "keeps coming back, so the problem belongs upstream: fix it at its source (the code, "
-                            "its generator or the dependency) instead of repairing it run after run")
+            # A definition heading ends with ':' (git's hunk heading); another ':' after it read as
+            # '::'.
+            upstream.append(
+                f"{n} of {len(reports)} runs ({share:.0%}) repaired {place.rstrip(':')}. The fault "
+                "keeps coming back, so the problem belongs upstream: fix it at its source (the "
+                "code, its generator or the dependency) instead of repairing it run after run"
+            )
     return recurring, upstream
 
 
 def render_stats(stats: Stats) -> str:
     """The stats as plain text."""
+
     def share(value: Optional[float]) -> str:
         return "-" if value is None else f"{value:.0%}"
 
+    outcomes = ", ".join(f"{k} {n}" for k, n in stats.outcomes.items())
     lines = [
-        f"runs: {stats.runs} ({', '.join(f'{k} {n}' for k, n in stats.outcomes.items()) or 'none'})",
-        f"fix rate: {share(stats.fix_rate)} ({stats.fixed} fixed of {stats.needed_repair} runs with something to fix)",
-        f"iterations per fix: {stats.iterations_per_fix if stats.iterations_per_fix is not None else '-'} "
+        f"runs: {stats.runs} ({outcomes or 'none'})",
+        f"fix rate: {share(stats.fix_rate)} ({stats.fixed} fixed of {stats.needed_repair} runs "
+        f"with something to fix)",
+        f"iterations per fix: "
+        f"{stats.iterations_per_fix if stats.iterations_per_fix is not None else '-'} "
         f"(all iterations / fixes); median in a fixed run: "
         f"{stats.median_iterations_fixed if stats.median_iterations_fixed is not None else '-'}",
         f"cost: {usd(stats.cost_usd)} in all, {usd(stats.cost_per_fix)} per fix"
-        + (f" ({stats.unpriced_runs} run(s) with unpriced models: their cost is unknown)" if stats.unpriced_runs else ""),
+        + (
+            f" ({stats.unpriced_runs} run(s) with unpriced models: their cost is unknown)"
+            if stats.unpriced_runs
+            else ""
+        ),
         "stop reasons: " + (", ".join(f"{k} {n}" for k, n in stats.stop_reasons.items()) or "-"),
         "failure kinds: " + (", ".join(f"{k} {n}" for k, n in stats.failure_kinds.items()) or "-"),
     ]

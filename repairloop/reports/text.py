@@ -39,8 +39,15 @@ def tests_said(it: IterationReport) -> str:
     """What the test runs of this candidate said, in one line."""
     tests, record = it.detail.tests, it.record
     if tests is None:
-        return "not run (the candidate was never tested)" if record.decision is not Decision.KEPT else "not recorded"
-    text = f"{tests.passed} passed, {len(tests.failing)} failing (exit {tests.exit_code}, {tests.seconds} s)"
+        return (
+            "not run (the candidate was never tested)"
+            if record.decision is not Decision.KEPT
+            else "not recorded"
+        )
+    text = (
+        f"{tests.passed} passed, {len(tests.failing)} failing (exit {tests.exit_code}, "
+        f"{tests.seconds} s)"
+    )
     if tests.timed_out:
         text += ", timed out"
     if record.fixed:
@@ -51,27 +58,36 @@ def tests_said(it: IterationReport) -> str:
 
 
 def cost_line(it: Iteration) -> str:
-    return (f"{it.usage.prompt_tokens:,} prompt + {it.usage.completion_tokens:,} completion tokens, "
-            f"{usd(it.usage.cost_usd)}; seconds: {'engine' if it.engine == 'builtin' else 'model'} "
-            f"{it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, "
-            f"total {it.seconds_total:.2f}")
+    return (
+        f"{it.usage.prompt_tokens:,} prompt + {it.usage.completion_tokens:,} completion tokens, "
+        f"{usd(it.usage.cost_usd)}; seconds: {'engine' if it.engine == 'builtin' else 'model'} "
+        f"{it.seconds_model:.2f}, tests {it.seconds_tests:.2f}, total {it.seconds_total:.2f}"
+    )
 
 
 def totals_line(report: RunReport) -> str:
     t = report.totals
     run = "?" if t["seconds"]["total"] is None else f"{t['seconds']['total']:.1f}"
-    engines = any(i.engine == "builtin" for i in report.result.iterations)  # the offline engine's time is its own
+    engines = any(
+        i.engine == "builtin" for i in report.result.iterations
+    )  # the offline engine's time is its own
     engine = f", engine {t['seconds'].get('engine') or 0.0:.1f}" if engines else ""
-    return (f"{t['iterations']} iterations, {t['model_calls']} model calls, {t['prompt_tokens']:,} prompt + "
-            f"{t['completion_tokens']:,} completion tokens, cost {usd(t['cost_usd'])}; seconds: model "
-            f"{t['seconds']['model']:.1f}{engine}, tests {t['seconds']['tests']:.1f}, run {run}")
+    return (
+        f"{t['iterations']} iterations, {t['model_calls']} model calls, {t['prompt_tokens']:,} "
+        f"prompt + "
+        f"{t['completion_tokens']:,} completion tokens, cost {usd(t['cost_usd'])}; seconds: model "
+        f"{t['seconds']['model']:.1f}{engine}, tests {t['seconds']['tests']:.1f}, run {run}"
+    )
 
 
 def baseline_line(report: RunReport) -> str:
     base = report.baseline
     if base is None:
         return "no baseline recorded"
-    text = f"{base.passed} passed, {len(base.failing)} failing (exit {base.exit_code}, {base.seconds} s)"
+    text = (
+        f"{base.passed} passed, {len(base.failing)} failing (exit {base.exit_code}, "
+        f"{base.seconds} s)"
+    )
     return text + (": " + ", ".join(base.failing[:10]) if base.failing else "")
 
 
@@ -84,7 +100,8 @@ def header_facts(report: RunReport) -> List[str]:
         f"started: {report.started}",
         f"model chain: {', '.join(report.chain) or '-'}",
         f"outcome: {report.outcome}",
-        f"stopped: {report.stop_reason}" + (f" ({report.stop_detail})" if report.stop_detail else ""),
+        f"stopped: {report.stop_reason}"
+        + (f" ({report.stop_detail})" if report.stop_detail else ""),
         f"baseline: {baseline_line(report)}",
         f"failure kinds: {kinds}",
     ]
@@ -103,7 +120,10 @@ def render_text(report: RunReport) -> str:
     for it in report.iterations:
         record = it.record
         out.append("")
-        out.append(f"iteration {record.number}: {record.model} ({record.engine}) -> {record.decision.value}")
+        out.append(
+            f"iteration {record.number}: {record.model} ({record.engine}) -> "
+            f"{record.decision.value}"
+        )
         out.extend(_text_iteration(it))
     out += ["", "totals: " + totals_line(report)]
     out += [f"note: {n}" for n in report.notes] + [f"warning: {w}" for w in report.warnings]
@@ -117,8 +137,10 @@ def render_text(report: RunReport) -> str:
 def _text_iteration(it: IterationReport) -> List[str]:
     lines, record, shown = [], it.record, it.detail.shown
     if shown is not None:
-        lines.append(f"  shown: {len(shown.failing_tests)} failing test(s), {shown.tokens:,} tokens of context"
-                     + (f", trimmed: {', '.join(shown.trimmed)}" if shown.trimmed else ""))
+        lines.append(
+            f"  shown: {len(shown.failing_tests)} failing test(s), {shown.tokens:,} tokens of "
+            f"context" + (f", trimmed: {', '.join(shown.trimmed)}" if shown.trimmed else "")
+        )
         for part in (shown.message, shown.traceback):
             if part.strip():
                 lines.append(_indent(trim_lines(part), "    | "))
@@ -138,15 +160,21 @@ def render_markdown(report: RunReport) -> str:
     out = [f"# repairloop run {report.run_id}", ""] + [f"- {fact}" for fact in header_facts(report)]
     out += ["- totals: " + totals_line(report), ""]
     if report.iterations:
-        out += ["| # | model | decision | failing | prompt tok | compl. tok | cost | model/engine s | tests s | sim. max |",
-                "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        out += [
+            "| # | model | decision | failing | prompt tok | compl. tok | cost | model/engine s | "
+            "tests s | sim. max |",
+            "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for it in report.iterations:
             r = it.record
             sim = "-" if r.similarity_max is None else f"{r.similarity_max:.2f}"
             failing = "-" if r.tests_failed is None else str(r.tests_failed)
-            out.append(f"| {r.number} | {r.model} | {r.decision.value} | {failing} | {r.usage.prompt_tokens:,} | "
-                       f"{r.usage.completion_tokens:,} | {usd(r.usage.cost_usd)} | {r.seconds_model:.2f} | "
-                       f"{r.seconds_tests:.2f} | {sim} |")
+            out.append(
+                f"| {r.number} | {r.model} | {r.decision.value} | {failing} | "
+                f"{r.usage.prompt_tokens:,} | "
+                f"{r.usage.completion_tokens:,} | {usd(r.usage.cost_usd)} | {r.seconds_model:.2f} "
+                f"| {r.seconds_tests:.2f} | {sim} |"
+            )
         out.append("")
     for it in report.iterations:
         out += _md_iteration(it)
@@ -168,7 +196,12 @@ def _md_iteration(it: IterationReport) -> List[str]:
     out += [f"- flag: {f}" for f in record.flags] + [f"- note: {n}" for n in it.detail.notes]
     if shown is not None and (shown.message.strip() or shown.traceback.strip()):
         text = "\n".join(trim_lines(p) for p in (shown.message, shown.traceback) if p.strip())
-        out += ["", f"Shown to the model ({shown.tokens:,} tokens of context):", "", fence(text.rstrip())]
+        out += [
+            "",
+            f"Shown to the model ({shown.tokens:,} tokens of context):",
+            "",
+            fence(text.rstrip()),
+        ]
     if record.diff:
         out += ["", "Candidate:", "", fence(record.diff.rstrip(), "diff")]
     out.append("")

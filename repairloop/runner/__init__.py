@@ -87,7 +87,8 @@ def build_test_env(
     imports: Optional[ImportRedirect] = None,
     junit_witness: Optional[Path] = None,
 ) -> Dict[str, str]:
-    """The test process's environment: ``base`` plus the plugin, import redirection and quiet settings.
+    """The test process's environment: ``base`` plus the plugin, import redirection and quiet
+    settings.
 
     PYTHONPATH becomes ``<plugin dir>:<redirect hook dir>:<pythonpath...>:<base
     PYTHONPATH>``. ``imports`` sends the modules the user's environment
@@ -111,7 +112,9 @@ def build_test_env(
         addopts.append(f"--junitxml={shlex.quote(str(junit_witness))}")
     env["PYTEST_ADDOPTS"] = " ".join(part for part in addopts if part)
     env["REPAIRLOOP_RESULTS"] = str(results_file)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the workspace (run_tests removes any)
+    env["PYTHONDONTWRITEBYTECODE"] = (
+        "1"  # no __pycache__ written into the workspace (run_tests removes any)
+    )
     env["NO_COLOR"] = "1"
     env["PY_COLORS"] = "0"  # pytest's own switch; output is read by programs
     if coverage is not None:
@@ -159,21 +162,42 @@ def run_tests(
     """
     root = _checked_root(root, command)
     junit_path = _junit_file(root, junit_xml)
-    remove_bytecode(root)  # a .pyc an earlier run's code left in the tree never runs instead of its source
+    remove_bytecode(
+        root
+    )  # a .pyc an earlier run's code left in the tree never runs instead of its source
     with _Scratch(bool(coverage_source), scratch_dir) as scratch:
         extra = pytest_arguments(scratch.results) + tuple(test_ids)
         final = with_arguments(command, extra) if is_pytest_command(command) else command
-        coverage = (tuple(coverage_source or ()), scratch.coverage_file) if scratch.coverage_file else None
-        run_env = build_test_env(os.environ if env is None else env, root, results_file=scratch.results_file,
-                                 pythonpath=pythonpath, coverage=coverage, imports=imports, junit_witness=scratch.witness)
-        runnable = wrapped(final, wrap, root, scratch.outputs(junit_path if wrap is not None else None), run_env,
-                            readonly)
-        done = run_process(runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit)
+        coverage = (
+            (tuple(coverage_source or ()), scratch.coverage_file) if scratch.coverage_file else None
+        )
+        run_env = build_test_env(
+            os.environ if env is None else env,
+            root,
+            results_file=scratch.results_file,
+            pythonpath=pythonpath,
+            coverage=coverage,
+            imports=imports,
+            junit_witness=scratch.witness,
+        )
+        runnable = wrapped(
+            final,
+            wrap,
+            root,
+            scratch.outputs(junit_path if wrap is not None else None),
+            run_env,
+            readonly,
+        )
+        done = run_process(
+            runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit
+        )
         if junit_path is not None and (junit_path.is_symlink() or not within(junit_path, root)):
             junit_path = None  # turned into a link out of the tree while the tests ran: never read
         plugin = read_plugin_results(scratch.results_file, root)
         report = assemble(final, done, plugin, junit_path, root, timeout)
-        report = witnessed(report, plugin, scratch.witness, root, is_pytest_command(command), command)
+        report = witnessed(
+            report, plugin, scratch.witness, root, is_pytest_command(command), command
+        )
         data = scratch.coverage_data()
         if data is not None:
             scratch.keep_coverage = True
@@ -182,16 +206,22 @@ def run_tests(
 
 
 def remove_bytecode(root: Path) -> List[str]:
-    """Delete every compiled bytecode file (``*.pyc``, ``*.pyo``) under ``root``, virtualenvs and ``.git``
-    left alone; returns their project-relative paths.
+    """Delete every compiled bytecode file (``*.pyc``, ``*.pyo``) under ``root``, virtualenvs and
+    ``.git`` left alone; returns their project-relative paths.
 
-    Test runs write none (``PYTHONDONTWRITEBYTECODE``), so any found was written by a run's own code:
-    an unchecked hash-based .pyc (PEP 552) would otherwise run instead of its source, or of a test.
+    Test runs write none (``PYTHONDONTWRITEBYTECODE``), so any found was written by a run's own
+    code: an unchecked hash-based .pyc (PEP 552) would otherwise run instead of its source, or of a
+    test.
     """
     removed: List[str] = []
     for directory, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in NOT_PROJECT_DIRS and d not in (".git", ".repairloop")
-                   and not os.path.islink(os.path.join(directory, d))]
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in NOT_PROJECT_DIRS
+            and d not in (".git", ".repairloop")
+            and not os.path.islink(os.path.join(directory, d))
+        ]
         for name in files:
             if is_bytecode(name):
                 path = Path(directory) / name
@@ -204,9 +234,9 @@ def remove_bytecode(root: Path) -> List[str]:
 
 
 def _junit_file(root: Path, junit_xml: Optional[str]) -> Optional[Path]:
-    """The JUnit XML file of this run in ``root``, emptied of any earlier run's; None when unset or when
-    the tree's own files (a symbolic link a test made) lead it outside ``root``: repairloop never
-    deletes, creates or binds a file outside the tree under test for it."""
+    """The JUnit XML file of this run in ``root``, emptied of any earlier run's; None when unset or
+    when the tree's own files (a symbolic link a test made) lead it outside ``root``: repairloop
+    never deletes, creates or binds a file outside the tree under test for it."""
     if not junit_xml or os.path.isabs(junit_xml) or ".." in Path(junit_xml).parts:
         return None
     path = root / junit_xml
@@ -218,7 +248,8 @@ def _junit_file(root: Path, junit_xml: Optional[str]) -> Optional[Path]:
 
 
 class _Scratch:
-    """The temporary directories of one run: results (removed after), coverage (kept when it has data)."""
+    """The temporary directories of one run: results (removed after), coverage (kept when it has
+    data)."""
 
     def __init__(self, coverage: bool, under: Optional[Path] = None) -> None:
         if under is not None:
@@ -226,19 +257,25 @@ class _Scratch:
         self.results = Path(tempfile.mkdtemp(prefix="repairloop-results-", dir=under))
         self.results_file = self.results / "results.jsonl"
         self.witness = self.results / JUNIT_NAME
-        self._coverage = Path(tempfile.mkdtemp(prefix="repairloop-coverage-", dir=under)) if coverage else None
+        self._coverage = (
+            Path(tempfile.mkdtemp(prefix="repairloop-coverage-", dir=under)) if coverage else None
+        )
         self.coverage_file = self._coverage / ".coverage" if self._coverage is not None else None
         self.keep_coverage = False
 
     def coverage_data(self) -> Optional[Path]:
-        """The per-test line data the run wrote: coverage.py's, else the plugin's own tracer's (None: none)."""
+        """The per-test line data the run wrote: coverage.py's, else the plugin's own tracer's
+        (None: none)."""
         if self.coverage_file is None:
             return None
-        found = [f for f in (self.coverage_file, self.coverage_file.parent / LINES_NAME) if f.is_file()]
+        found = [
+            f for f in (self.coverage_file, self.coverage_file.parent / LINES_NAME) if f.is_file()
+        ]
         return found[0] if found else None
 
     def outputs(self, junit: Optional[Path] = None) -> List[Path]:
-        """What a sandboxed run must be able to write; ``junit`` is created empty, for the command to fill."""
+        """What a sandboxed run must be able to write; ``junit`` is created empty, for the command
+        to fill."""
         found = [self.results] + ([self._coverage] if self._coverage is not None else [])
         if junit is not None and junit.parent.is_dir():
             junit.touch()
@@ -267,5 +304,3 @@ def _checked_root(root: Path, command: Union[Sequence[str], str]) -> Path:
             hint="pass --test-cmd 'CMD' or set test_cmd in [tool.repairloop]",
         )
     return absolute
-
-

@@ -1,4 +1,5 @@
-"""A TestReport from what one run left: the plugin's records, a JUnit file, the exit code, the witness.
+"""A TestReport from what one run left: the plugin's records, a JUnit file, the exit code, the
+witness.
 
 ``assemble`` picks the best source of per-test results (the finished plugin,
 JUnit XML, the partial plugin, nothing); ``witnessed`` adds whether the run
@@ -85,9 +86,16 @@ def assemble(
     )
 
 
-def witnessed(report: TestReport, plugin: PluginResults, witness: Path, root: Path, pytest_like: bool,
-               command: Union[Sequence[str], str]) -> TestReport:
-    """``report`` with ``complete`` and ``distrust`` set from the plugin's end record and pytest's JUnit witness.
+def witnessed(
+    report: TestReport,
+    plugin: PluginResults,
+    witness: Path,
+    root: Path,
+    pytest_like: bool,
+    command: Union[Sequence[str], str],
+) -> TestReport:
+    """``report`` with ``complete`` and ``distrust`` set from the plugin's end record and pytest's
+    JUnit witness.
 
     A pytest run that never wrote the plugin's end record stopped early (a
     crash, ``os._exit``, a kill): it is incomplete whatever its exit code. A

@@ -109,7 +109,12 @@ def project_python(project: Path) -> str:
         found = shutil.which(name)
         # Asking means running it here, on the host: never a program of the project's (a relative or
         # in-project PATH entry would find one).
-        if found and os.path.isabs(found) and not within(Path(found), root) and _imports_pytest(found):
+        if (
+            found
+            and os.path.isabs(found)
+            and not within(Path(found), root)
+            and _imports_pytest(found)
+        ):
             return found
     return sys.executable
 
@@ -121,14 +126,22 @@ _FIND_PYTEST = "import importlib.util, sys; sys.exit(importlib.util.find_spec('p
 
 @functools.lru_cache(maxsize=8)
 def _imports_pytest(python: str) -> bool:
-    """Whether the user's ``python`` (from PATH, outside the project) has pytest. It runs on the host, so
-    nothing of the current directory (the project's checkout) may reach it: an empty working directory,
-    ``-E``, pytest found rather than imported, and no environment but PATH and HOME (no secret)."""
+    """Whether the user's ``python`` (from PATH, outside the project) has pytest. It runs on the
+    host, so nothing of the current directory (the project's checkout) may reach it: an empty
+    working directory, ``-E``, pytest found rather than imported, and no environment but PATH and
+    HOME (no
+    secret)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL")}
     with tempfile.TemporaryDirectory(prefix="repairloop-find-pytest-") as empty:
         try:
-            done = subprocess.run([python, "-E", "-c", _FIND_PYTEST], capture_output=True, timeout=30, cwd=empty,
-                                  env=env, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [python, "-E", "-c", _FIND_PYTEST],
+                capture_output=True,
+                timeout=30,
+                cwd=empty,
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.SubprocessError):
             return False
     return done.returncode == 0
@@ -186,9 +199,11 @@ def default_test_command(project: Path) -> Tuple[str, ...]:
     )
     if not found:
         raise ProjectError(
-            f"found no tests in {root}: no tests/ or test/ directory, no test_*.py or *_test.py file and no "
+            f"found no tests in {root}: no tests/ or test/ directory, no test_*.py or *_test.py "
+            f"file and no "
             "pytest configuration, so there is no test command to run",
-            hint="add tests, or pass --test-cmd 'CMD' (or set test_cmd in [tool.repairloop]) if they run another way",
+            hint="add tests, or pass --test-cmd 'CMD' (or set test_cmd in [tool.repairloop]) if "
+            "they run another way",
         )
     return (project_python(root), "-m", "pytest")
 
@@ -229,7 +244,8 @@ def interpreter_of(command: Union[Sequence[str], str], project: Path) -> str:
 
 
 def _located(program: str, project: Path) -> Optional[str]:
-    """``program`` as an absolute path: relative to ``project`` when it has a slash, else from PATH."""
+    """``program`` as an absolute path: relative to ``project`` when it has a slash, else from
+    PATH."""
     if os.sep in program or (os.altsep and os.altsep in program):
         path = Path(program) if os.path.isabs(program) else Path(project).absolute() / program
         return str(path) if path.exists() else None

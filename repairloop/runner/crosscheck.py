@@ -16,7 +16,9 @@ from typing import Iterable, Optional, Set
 
 from repairloop.types import TestResult
 
-JUNIT_NAME = "pytest-junit.xml"  # written in the runner's private scratch directory, never in the workspace
+JUNIT_NAME = (
+    "pytest-junit.xml"  # written in the runner's private scratch directory, never in the workspace
+)
 
 
 def _name(test_id: str) -> str:
@@ -31,7 +33,9 @@ def _failing_names(results: Iterable[TestResult]) -> Set[str]:
     return {_name(r.test_id) for r in results if r.failed}
 
 
-def disagreement(plugin: Iterable[TestResult], junit: Optional[Iterable[TestResult]], *, expected: bool) -> str:
+def disagreement(
+    plugin: Iterable[TestResult], junit: Optional[Iterable[TestResult]], *, expected: bool
+) -> str:
     """Why the plugin's results cannot be trusted, or "" when the witnesses agree.
 
     ``junit`` is None when pytest wrote no JUnit file; that only matters when

@@ -30,7 +30,9 @@ from repairloop.types import InterpreterQuery, relative_to
 REDIRECT_DIR = Path(os.path.abspath(__file__)).parent / "plugin" / "redirect"
 IMPORTS_ENV = "REPAIRLOOP_IMPORTS"  # read by plugin/redirect/repairloop_imports.py
 PROBE_TIMEOUT = 60.0  # seconds
-_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist", "site-packages", "tests", "test"})
+_SKIP_DIRS = frozenset(
+    {"node_modules", "__pycache__", "build", "dist", "site-packages", "tests", "test"}
+)
 
 # Runs in the test interpreter: argv[1] is {"roots": [...], "names": [...]}; prints
 # {name: [kind, [absolute paths]]} for every name that resolves inside a root.
@@ -41,10 +43,15 @@ cwd = os.getcwd()
 sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
 roots = [r.rstrip(os.sep) + os.sep for r in args["roots"]]
 # A virtual environment inside the project (.venv) is installed packages, not the project's code.
-envs = {f(p).rstrip(os.sep) + os.sep for p in (sys.prefix, sys.exec_prefix) for f in (os.path.abspath, os.path.realpath)}
+envs = {
+    f(p).rstrip(os.sep) + os.sep
+    for p in (sys.prefix, sys.exec_prefix)
+    for f in (os.path.abspath, os.path.realpath)
+}
 def inside(path):
     for form in {os.path.abspath(path), os.path.realpath(path)}:
-        installed = any((form + os.sep).startswith(e) for e in envs) or {"site-packages", "dist-packages"} & set(form.split(os.sep))
+        installed = any((form + os.sep).startswith(e) for e in envs)
+        installed = installed or {"site-packages", "dist-packages"} & set(form.split(os.sep))
         if not installed and any((form + os.sep).startswith(r) for r in roots):
             return True
     return False
@@ -141,7 +148,9 @@ def candidate_names(project: Path) -> List[str]:
     return sorted(n for n in names if n.isidentifier())
 
 
-def probe_imports(ask: InterpreterQuery, project: Path, *, timeout: float = PROBE_TIMEOUT) -> ImportRedirect:
+def probe_imports(
+    ask: InterpreterQuery, project: Path, *, timeout: float = PROBE_TIMEOUT
+) -> ImportRedirect:
     """Ask the test interpreter (``ask``, confined like a test run) which project modules it imports
     from ``project``.
 

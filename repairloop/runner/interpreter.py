@@ -33,7 +33,8 @@ class ProjectInterpreter:
     scratch_dir: Optional[Path] = None
 
     def __call__(self, args: Sequence[str], timeout: float) -> Optional[str]:
-        """What the interpreter printed on stdout, or None when it failed, timed out or could not start."""
+        """What the interpreter printed on stdout, or None when it failed, timed out or could not
+        start."""
         if self.scratch_dir is not None:
             self.scratch_dir.mkdir(parents=True, exist_ok=True)
         here = Path(tempfile.mkdtemp(prefix="repairloop-ask-", dir=self.scratch_dir))
@@ -42,8 +43,16 @@ class ProjectInterpreter:
             runnable = wrapped([self.python, *args], self.wrap, here, (), env)
             # Not proc.run_process: a bounded one-shot query needs no output cap; a sandbox's
             # PID namespace ends whatever it started when bwrap is killed.
-            done = subprocess.run(list(runnable), capture_output=True, text=True, env=env, cwd=here,
-                                  timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+            done = subprocess.run(
+                list(runnable),
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=here,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError, ValueError):
             return None
         finally:

@@ -116,7 +116,11 @@ def _result(case: ET.Element, root: Path, roots: Tuple[str, ...]) -> TestResult:
             frames = _frames(text, roots)
             syntax = _SYNTAX_FILE.findall(text)
             if exc_type in _SYNTAX_TYPES and syntax:
-                frames.append(Frame(relative_to(syntax[-1][0], roots) or syntax[-1][0], int(syntax[-1][1]), ""))
+                frames.append(
+                    Frame(
+                        relative_to(syntax[-1][0], roots) or syntax[-1][0], int(syntax[-1][1]), ""
+                    )
+                )
             phase = _phase(node, case.get("classname", ""))
             return TestResult(
                 test_id=test_id,

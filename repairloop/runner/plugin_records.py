@@ -76,7 +76,9 @@ def _result(record: Dict[str, Any], roots: Tuple[str, ...]) -> Optional[TestResu
         exc_module=clean_text(record.get("exc_module", "")),
         causes=tuple(clean_text(c) for c in record.get("causes") or () if c),
         endpoint=clean_text(record.get("endpoint", "")),
-        doctest=str(record.get("doctest") or "") if record.get("doctest") in ("module", "text") else "",
+        doctest=str(record.get("doctest") or "")
+        if record.get("doctest") in ("module", "text")
+        else "",
     )
 
 
@@ -113,7 +115,9 @@ def _in_progress(records: List[Dict[str, Any]]) -> Optional[str]:
     if not starts:
         return None
     last = starts[-1]
-    if any(r.get("kind") == "session_start" for r in records):  # a plugin that writes "finish" records
+    if any(
+        r.get("kind") == "session_start" for r in records
+    ):  # a plugin that writes "finish" records
         finished = any(r.get("kind") == "finish" and r.get("nodeid") == last for r in records)
         return None if finished else str(last)
     for record in records:

@@ -1,4 +1,5 @@
-"""A warm test process: pytest imports and collects the suite once, then runs each candidate's tests in a fork.
+"""A warm test process: pytest imports and collects the suite once, then runs each candidate's tests
+in a fork.
 
 ``WarmProcess`` starts the project's own pytest command (its interpreter, its
 arguments, the bundled plugin, the same environment, import redirection and
@@ -35,7 +36,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from repairloop.runner import CommandWrapper, ImportRedirect, build_test_env, pytest_arguments, wrapped
+from repairloop.runner import (
+    CommandWrapper,
+    ImportRedirect,
+    build_test_env,
+    pytest_arguments,
+    wrapped,
+)
 from repairloop.runner.assemble import assemble
 from repairloop.runner.command import is_pytest_command, with_arguments
 from repairloop.runner.plugin_records import read_plugin_results
@@ -62,12 +69,22 @@ class WarmProcess:
     when that reason was files changed under the server (``restart`` it).
     """
 
-    def __init__(self, root: Path, command: Union[Sequence[str], str], *, env: Mapping[str, str],
-                 imports: Optional[ImportRedirect] = None, wrap: Optional[CommandWrapper] = None,
-                 readonly: Sequence[Path] = (), start_timeout: Callable[[], float] = lambda: 120.0,
-                 scratch_dir: Optional[Path] = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        command: Union[Sequence[str], str],
+        *,
+        env: Mapping[str, str],
+        imports: Optional[ImportRedirect] = None,
+        wrap: Optional[CommandWrapper] = None,
+        readonly: Sequence[Path] = (),
+        start_timeout: Callable[[], float] = lambda: 120.0,
+        scratch_dir: Optional[Path] = None,
+    ) -> None:
         self.root = Path(root).absolute()
-        self.scratch_dir = scratch_dir  # where its temporary directory goes (a run's registered one)
+        self.scratch_dir = (
+            scratch_dir  # where its temporary directory goes (a run's registered one)
+        )
         self.command = command
         self.env = env
         self.imports = imports
@@ -107,7 +124,9 @@ class WarmProcess:
         if self.refused:
             return False
         if self._starts >= MAX_STARTS:
-            self.refused = f"the warm server was started {self._starts} times; the tests now run fresh"
+            self.refused = (
+                f"the warm server was started {self._starts} times; the tests now run fresh"
+            )
             return False
         self._starts += 1
         self.last_start = self.start()
@@ -116,7 +135,8 @@ class WarmProcess:
         return self.last_start.ready
 
     def start(self) -> WarmStart:
-        """Start the server and wait until it collected the suite; never raises for the project's faults."""
+        """Start the server and wait until it collected the suite; never raises for the project's
+        faults."""
         began = time.monotonic()
         if not is_pytest_command(self.command):
             return WarmStart(False, "the test command is not pytest")
@@ -138,7 +158,11 @@ class WarmProcess:
         weakref.finalize(self, _stop, self._proc, ours)
         hello = self._answer(self.start_timeout())
         if not hello or not hello.get("ready"):
-            why = str(hello.get("why")) if hello else f"the warm server did not start: {self._log_tail()}"
+            why = (
+                str(hello.get("why"))
+                if hello
+                else f"the warm server did not start: {self._log_tail()}"
+            )
             self.close()
             return WarmStart(False, why, time.monotonic() - began)
         return WarmStart(True, "", time.monotonic() - began, int(hello.get("collected") or 0))
@@ -146,22 +170,37 @@ class WarmProcess:
     def _launch(self, theirs: socket.socket) -> "subprocess.Popen[bytes]":
         assert self._scratch is not None
         final = with_arguments(self.command, pytest_arguments(self._scratch))
-        env = build_test_env(self.env, self.root, results_file=self._scratch / "server.jsonl", imports=self.imports)
+        env = build_test_env(
+            self.env, self.root, results_file=self._scratch / "server.jsonl", imports=self.imports
+        )
         env[WARM_FD_ENV] = str(theirs.fileno())
-        env[SKIP_ENV] = os.pathsep.join(str(self.root / d) for d in (".venv", "venv", ".tox", ".nox"))
+        env[SKIP_ENV] = os.pathsep.join(
+            str(self.root / d) for d in (".venv", "venv", ".tox", ".nox")
+        )
         if self.wrap is not None:
-            env[CONFINED_ENV] = "1"  # a PID namespace of its own: the server may end every stray process in it
+            env[CONFINED_ENV] = (
+                "1"  # a PID namespace of its own: the server may end every stray process in it
+            )
         runnable = wrapped(final, self.wrap, self.root, [self._scratch], env, self.readonly)
         log = open(self._scratch / "server.log", "wb")  # handed to the child, closed below
         try:
             return subprocess.Popen(
-                runnable if isinstance(runnable, str) else list(runnable), shell=isinstance(runnable, str),
-                cwd=str(self.root), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(theirs.fileno(),), start_new_session=True)
+                runnable if isinstance(runnable, str) else list(runnable),
+                shell=isinstance(runnable, str),
+                cwd=str(self.root),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+            )
         finally:
             log.close()
 
-    def run(self, test_ids: Sequence[str], changed: Sequence[str], timeout: float) -> Optional[TestReport]:
+    def run(
+        self, test_ids: Sequence[str], changed: Sequence[str], timeout: float
+    ) -> Optional[TestReport]:
         """The report of ``test_ids`` run with the tree as it is now, ``changed`` (paths relative to
         the tree) being the candidate's files; None (and ``why``) when it must run fresh instead.
 
@@ -171,42 +210,75 @@ class WarmProcess:
         """
         self.why, self.stale = "", False
         if self._proc is None:
-            return self._refuse(self.refused or "the warm server is not running (it restarts before the next candidate)")
+            return self._refuse(
+                self.refused
+                or "the warm server is not running (it restarts before the next candidate)"
+            )
         assert self._scratch is not None and self._channel is not None
         self._requests += 1
         # Names no earlier child can guess: one that planted a file (a FIFO, a link) where the next
         # request writes must not be able to stall or steer it.
         name = f"run-{self._requests}-{secrets.token_hex(8)}"
         results, output = self._scratch / f"{name}.jsonl", self._scratch / f"{name}.out"
-        request = {"id": name, "tests": list(test_ids), "changed": list(changed),
-                   "results": str(results), "output": str(output), "timeout": timeout}
+        request = {
+            "id": name,
+            "tests": list(test_ids),
+            "changed": list(changed),
+            "results": str(results),
+            "output": str(output),
+            "timeout": timeout,
+        }
         try:
             self._channel.sendall((json.dumps(request) + "\n").encode("utf-8"))
             answer = self._answer(timeout + ANSWER_GRACE)
         except OSError as error:
-            answer = {"ran": False, "stale": True, "why": f"the warm server's channel broke: {error}"}
+            answer = {
+                "ran": False,
+                "stale": True,
+                "why": f"the warm server's channel broke: {error}",
+            }
         if answer is not None and answer.get("id") != name:  # not this request's answer: trust none
-            answer = {"ran": False, "stale": True, "why": "the warm server answered another request"}
+            answer = {
+                "ran": False,
+                "stale": True,
+                "why": "the warm server answered another request",
+            }
         try:
             return self._report(answer, test_ids, results, output, timeout)
         finally:
             for path in (results, output):
                 path.unlink(missing_ok=True)
 
-    def _report(self, answer: Optional[Dict[str, Any]], test_ids: Sequence[str], results: Path, output: Path,
-                timeout: float) -> Optional[TestReport]:
+    def _report(
+        self,
+        answer: Optional[Dict[str, Any]],
+        test_ids: Sequence[str],
+        results: Path,
+        output: Path,
+        timeout: float,
+    ) -> Optional[TestReport]:
         if answer is None:
             self.close()
-            return self._refuse(f"the warm server stopped answering: {self._log_tail()}", stale=True)
+            return self._refuse(
+                f"the warm server stopped answering: {self._log_tail()}", stale=True
+            )
         if not answer.get("ran"):
             if answer.get("stale"):
                 self.close()
-            return self._refuse(str(answer.get("why") or "refused"), stale=bool(answer.get("stale")))
+            return self._refuse(
+                str(answer.get("why") or "refused"), stale=bool(answer.get("stale"))
+            )
         plugin = read_plugin_results(results, self.root)
         timed_out = bool(answer.get("timed_out"))
         status = answer.get("status")
-        done = ProcessResult(None if timed_out or status is None else int(status), _tail(output),
-                             float(answer.get("seconds") or 0.0), timed_out, None, 0)
+        done = ProcessResult(
+            None if timed_out or status is None else int(status),
+            _tail(output),
+            float(answer.get("seconds") or 0.0),
+            timed_out,
+            None,
+            0,
+        )
         argv = with_arguments(self.command, tuple(test_ids))
         report = assemble(argv, done, plugin, None, self.root, timeout)
         if not plugin.finished and not timed_out:
@@ -219,7 +291,8 @@ class WarmProcess:
         return None
 
     def _answer(self, timeout: float) -> Optional[Dict[str, Any]]:
-        """The server's next message, or None when it ended or said nothing within ``timeout`` seconds."""
+        """The server's next message, or None when it ended or said nothing within ``timeout``
+        seconds."""
         assert self._channel is not None
         self._channel.settimeout(timeout)
         try:

@@ -23,12 +23,25 @@ class CommandWrapper(Protocol):
     tests and the files that configure them).
     """
 
-    def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
-                 env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]: ...
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        tree: Path,
+        outputs: Sequence[Path],
+        env: Mapping[str, str],
+        readonly: Sequence[Path] = (),
+    ) -> List[str]: ...
 
 
-def wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], tree: Path,
-             outputs: Sequence[Path], env: Mapping[str, str], readonly: Sequence[Path] = ()) -> Union[Sequence[str], str]:
+def wrapped(
+    command: Union[Sequence[str], str],
+    wrap: Optional[CommandWrapper],
+    tree: Path,
+    outputs: Sequence[Path],
+    env: Mapping[str, str],
+    readonly: Sequence[Path] = (),
+) -> Union[Sequence[str], str]:
     """``command`` as ``wrap`` makes it; a program that is not found stays unwrapped, so the
     run still ends as 127 "command not found" (nothing of it runs, confined or not)."""
     if wrap is None:
@@ -39,5 +52,10 @@ def wrapped(command: Union[Sequence[str], str], wrap: Optional[CommandWrapper], 
     program = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
     if program is None or not os.path.exists(os.path.join(tree, program)):
         return command
-    return wrap([argv[0] if os.sep in argv[0] else program, *argv[1:]], tree=tree, outputs=outputs, env=env,
-                readonly=readonly)
+    return wrap(
+        [argv[0] if os.sep in argv[0] else program, *argv[1:]],
+        tree=tree,
+        outputs=outputs,
+        env=env,
+        readonly=readonly,
+    )

@@ -39,7 +39,24 @@ from repairloop.settings.schema import (
 from repairloop.settings.trust import TRUST, Trust, pull_request_event, user_config_file
 
 __all__ = [
-    "DEFAULT_MODEL_BY_KEY", "EDIT_FORMATS", "ENV_PREFIX", "FIELD_NAMES", "INTERNAL_ENV", "KEYS_DOC", "TRUST",
-    "Layers", "Settings", "Trust", "check_flags", "edit_format_for", "load_layers", "load_settings", "model_chain",
-    "pull_request_event", "read_env_layer", "read_project_layer", "unknown_env_warnings", "user_config_file",
+    "DEFAULT_MODEL_BY_KEY",
+    "EDIT_FORMATS",
+    "ENV_PREFIX",
+    "FIELD_NAMES",
+    "INTERNAL_ENV",
+    "KEYS_DOC",
+    "TRUST",
+    "Layers",
+    "Settings",
+    "Trust",
+    "check_flags",
+    "edit_format_for",
+    "load_layers",
+    "load_settings",
+    "model_chain",
+    "pull_request_event",
+    "read_env_layer",
+    "read_project_layer",
+    "unknown_env_warnings",
+    "user_config_file",
 ]

@@ -1,4 +1,5 @@
-"""Loading the settings in layers: defaults < user file < project file (trusted keys) < environment < flags.
+"""Loading the settings in layers: defaults < user file < project file (trusted keys) < environment
+< flags.
 
 Unknown keys are errors that name the key and the file they came from; unknown
 ``REPAIRLOOP_*`` variables are only warned about (:func:`unknown_env_warnings`).
@@ -16,8 +17,20 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 from pydantic import ValidationError
 
 from repairloop.errors import ConfigError
-from repairloop.settings.schema import DEFAULT_MODEL_BY_KEY, ENV_PREFIX, FIELD_NAMES, INTERNAL_ENV, KEYS_DOC, Settings
-from repairloop.settings.trust import ignored_notice, project_may_set, pull_request_event, user_config_file
+from repairloop.settings.schema import (
+    DEFAULT_MODEL_BY_KEY,
+    ENV_PREFIX,
+    FIELD_NAMES,
+    INTERNAL_ENV,
+    KEYS_DOC,
+    Settings,
+)
+from repairloop.settings.trust import (
+    ignored_notice,
+    project_may_set,
+    pull_request_event,
+    user_config_file,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -42,8 +55,10 @@ def _validation_hint(err: ValidationError, origin: str) -> str:
     key = str(item["loc"][0]) if item["loc"] else ""
     if item["type"] == "extra_forbidden":
         if key == "tool" and origin.endswith("repairloop.toml"):
-            return (f"{origin} takes the keys at its top level: drop the [tool.repairloop] line "
-                    "(that table is for pyproject.toml)")
+            return (
+                f"{origin} takes the keys at its top level: drop the [tool.repairloop] line "
+                "(that table is for pyproject.toml)"
+            )
         close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
         guess = f"did you mean '{close[0]}'? " if close else ""
         return f"{guess}fix or remove it in {origin}; every key is listed in {KEYS_DOC}"
@@ -54,7 +69,11 @@ def _validation_hint(err: ValidationError, origin: str) -> str:
     text = "unset" if default is None else repr(default)
     text = text if len(text) <= 60 else text[:57] + "..."  # the glob lists are long
     note = "" if "default" in str(field.description) else f" (default: {text})"
-    where = "the flag (repairloop run --help lists the flags)" if "flags" in origin else f"it in {origin}"
+    where = (
+        "the flag (repairloop run --help lists the flags)"
+        if "flags" in origin
+        else f"it in {origin}"
+    )
     return f"'{key}': {field.description}{note}; fix {where}"
 
 
@@ -63,12 +82,15 @@ def _check(values: Mapping[str, Any], origin: str) -> Dict[str, Any]:
     try:
         Settings(**values)
     except ValidationError as err:
-        raise ConfigError(_validation_message(err, origin), hint=_validation_hint(err, origin)) from None
+        raise ConfigError(
+            _validation_message(err, origin), hint=_validation_hint(err, origin)
+        ) from None
     return dict(values)
 
 
 def check_flags(flags: Mapping[str, Any]) -> Dict[str, Any]:
-    """The flags the user gave (None: not given), validated alone. Raises ConfigError naming the flag's key."""
+    """The flags the user gave (None: not given), validated alone. Raises ConfigError naming the
+    flag's key."""
     return _check({k: v for k, v in flags.items() if v is not None}, "the command-line flags")
 
 
@@ -82,13 +104,16 @@ def unknown_env_warnings(environ: Mapping[str, str]) -> List[str]:
     known = [name.upper() for name in FIELD_NAMES]
     warnings = []
     for name in sorted(environ):
-        rest = name[len(ENV_PREFIX):]
+        rest = name[len(ENV_PREFIX) :]
         if not name.startswith(ENV_PREFIX) or rest in known or name in INTERNAL_ENV:
             continue
-        # Compared without the prefix, which every name shares and which would make any two look alike.
+        # Compared without the prefix, which every name shares and which would make any two look
+        # alike.
         close = difflib.get_close_matches(rest, known + ["DEBUG"], n=1)
         guess = f"; did you mean {ENV_PREFIX}{close[0]}?" if close else ""
-        warnings.append(f"repairloop: warning: {name} is not a repairloop setting and is ignored{guess}")
+        warnings.append(
+            f"repairloop: warning: {name} is not a repairloop setting and is ignored{guess}"
+        )
     return warnings
 
 
@@ -103,13 +128,15 @@ def _read_toml_table(path: Path, *, pyproject: bool) -> Optional[Dict[str, Any]]
     return dict(table) if isinstance(table, dict) else None
 
 
-def read_project_layer(project: Path, environ: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
-    """The keys of ``repairloop.toml`` (or else ``[tool.repairloop]`` of ``pyproject.toml``) that the project
-    may set (``settings.trust``), and one notice per key ignored.
+def read_project_layer(
+    project: Path, environ: Mapping[str, str]
+) -> Tuple[Dict[str, Any], List[str]]:
+    """The keys of ``repairloop.toml`` (or else ``[tool.repairloop]`` of ``pyproject.toml``) that
+    the project may set (``settings.trust``), and one notice per key ignored.
 
     Keys of class ``user`` are always ignored, keys of class ``spend`` on a pull-request event; they
-    are dropped before validation, so a hostile value is ignored, not an error. Raises ConfigError on
-    unreadable TOML, unknown keys or invalid values of the keys kept.
+    are dropped before validation, so a hostile value is ignored, not an error. Raises ConfigError
+    on unreadable TOML, unknown keys or invalid values of the keys kept.
     """
     own = project / "repairloop.toml"
     pyproject = project / "pyproject.toml"
@@ -124,10 +151,12 @@ def read_project_layer(project: Path, environ: Mapping[str, str]) -> Tuple[Dict[
     return {}, []
 
 
-def filter_project_values(values: Mapping[str, Any], origin: str,
-                          environ: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
-    """``values`` from a project's file (``origin`` names it) without the keys it may not set, validated,
-    and the notices for the keys dropped (``trust.ignored_notice``). Raises ConfigError."""
+def filter_project_values(
+    values: Mapping[str, Any], origin: str, environ: Mapping[str, str]
+) -> Tuple[Dict[str, Any], List[str]]:
+    """``values`` from a project's file (``origin`` names it) without the keys it may not set,
+    validated, and the notices for the keys dropped (``trust.ignored_notice``). Raises
+    ConfigError."""
     pull_request = bool(pull_request_event(environ))
     user_file = user_config_file(environ) or Path("~/.config/repairloop/config.toml")
     kept = {k: v for k, v in values.items() if project_may_set(k, pull_request)}
@@ -146,8 +175,11 @@ def read_user_layer(project: Path, environ: Mapping[str, str]) -> Tuple[Dict[str
     if path is None or not path.is_file():
         return {}, []
     if _inside(path, project):
-        return {}, [f"repairloop: notice: {path} is ignored: it lies inside the project under repair, whose "
-                    "files never choose its settings; keep your configuration outside the project"]
+        return {}, [
+            f"repairloop: notice: {path} is ignored: it lies inside the project under repair, "
+            f"whose "
+            "files never choose its settings; keep your configuration outside the project"
+        ]
     data = _read_toml_table(path, pyproject=False) or {}
     return _check(data, str(path)), []
 
@@ -168,7 +200,9 @@ def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
         if raw is None:
             continue
         annotation = str(Settings.model_fields[name].annotation)
-        listed = annotation.startswith(("typing.List", "List", "list"))  # not a Dict of lists (model_prices)
+        listed = annotation.startswith(
+            ("typing.List", "List", "list")
+        )  # not a Dict of lists (model_prices)
         value = [p.strip() for p in raw.split(",") if p.strip()] if listed else raw
         # One variable at a time, so an error names the variable to fix.
         values.update(_check({name: value}, f"the environment variable {ENV_PREFIX}{name.upper()}"))
@@ -177,7 +211,8 @@ def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
 
 @dataclass(frozen=True)
 class Layers:
-    """The merged settings of a run, the keys some layer set, and the notices for project keys ignored."""
+    """The merged settings of a run, the keys some layer set, and the notices for project keys
+    ignored."""
 
     settings: Settings
     given: FrozenSet[str]
@@ -191,11 +226,13 @@ def load_layers(
     *,
     project_values: Optional[Tuple[Mapping[str, Any], str]] = None,
 ) -> Layers:
-    """Merge, lowest first: the defaults, the user's configuration file, the project's file (the keys it
-    may set), ``REPAIRLOOP_*`` variables, ``flags`` (only options the user gave; None: not given).
+    """Merge, lowest first: the defaults, the user's configuration file, the project's file (the
+    keys it may set), ``REPAIRLOOP_*`` variables, ``flags`` (only options the user gave; None: not
+    given).
 
-    ``project_values`` (values, origin) replaces the project's file (a resumed run's recorded settings,
-    which lie in the project too). Raises ConfigError naming the key and its source on any invalid value.
+    ``project_values`` (values, origin) replaces the project's file (a resumed run's recorded
+    settings, which lie in the project too). Raises ConfigError naming the key and its source on any
+    invalid value.
     """
     environ = os.environ if environ is None else environ
     user, notices = read_user_layer(project, environ)
@@ -218,7 +255,8 @@ def load_settings(
 
 
 def edit_format_for(settings: Settings, model: str) -> str:
-    """The edit format asked of ``model``: its ``model_edit_formats`` entry, else ``edit_format``."""
+    """The edit format asked of ``model``: its ``model_edit_formats`` entry, else
+    ``edit_format``."""
     return settings.model_edit_formats.get(model, settings.edit_format)
 
 

@@ -40,22 +40,55 @@ class Trust(str, Enum):
 
 _USER = (
     "junit_xml",  # a file repairloop deletes, creates and binds writable into the sandbox
-    "api_base", "api_key_env",  # where requests, and the key with them, go
-    "sandbox", "sandbox_bwrap", "sandbox_network", "sandbox_env_allow",
-    "sandbox_memory_mb", "sandbox_disk_mb", "allow_unconfined_pr",
+    "api_base",
+    "api_key_env",  # where requests, and the key with them, go
+    "sandbox",
+    "sandbox_bwrap",
+    "sandbox_network",
+    "sandbox_env_allow",
+    "sandbox_memory_mb",
+    "sandbox_disk_mb",
+    "allow_unconfined_pr",
 )
 _SPEND = (
-    "models", "max_cost", "max_tokens", "model_prices", "max_iterations", "timeout",
-    "max_completion_tokens", "context_tokens", "downgrade_at", "model_timeout", "model_retries",
-    "model_backoff", "workers",
+    "models",
+    "max_cost",
+    "max_tokens",
+    "model_prices",
+    "max_iterations",
+    "timeout",
+    "max_completion_tokens",
+    "context_tokens",
+    "downgrade_at",
+    "model_timeout",
+    "model_retries",
+    "model_backoff",
+    "workers",
     "final_runs",  # the proof runs past the run's deadline: each one is a whole suite
 )
 _PROJECT = (
-    "test_cmd", "test_timeout", "per_test_timeout", "confirm_runs", "fallback_to_builtin", "localise",
-    "edit_format", "model_edit_formats", "similarity_threshold", "patience", "retry_kinds",
-    "allow_test_edits", "test_globs", "protected_globs", "source_dirs", "max_files",
-    "max_changed_lines", "fuzzy_threshold", "warm", "builtin_candidates",
-    "builtin_candidate_timeout", "builtin_extra_search",
+    "test_cmd",
+    "test_timeout",
+    "per_test_timeout",
+    "confirm_runs",
+    "fallback_to_builtin",
+    "localise",
+    "edit_format",
+    "model_edit_formats",
+    "similarity_threshold",
+    "patience",
+    "retry_kinds",
+    "allow_test_edits",
+    "test_globs",
+    "protected_globs",
+    "source_dirs",
+    "max_files",
+    "max_changed_lines",
+    "fuzzy_threshold",
+    "warm",
+    "builtin_candidates",
+    "builtin_candidate_timeout",
+    "builtin_extra_search",
 )
 TRUST: Dict[str, Trust] = {
     **dict.fromkeys(_USER, Trust.USER),
@@ -65,8 +98,8 @@ TRUST: Dict[str, Trust] = {
 
 # Why a project may not set a key of each class, for the notice.
 _WHY = {
-    Trust.USER: "the project under repair never chooses how it is confined, where requests go or what runs "
-                "on the host",
+    Trust.USER: "the project under repair never chooses how it is confined, where requests go or "
+    "what runs on the host",
     Trust.SPEND: "on a pull-request event the pull request does not choose what the run spends",
 }
 
@@ -92,9 +125,13 @@ def project_may_set(key: str, pull_request: bool) -> bool:
 
 
 def ignored_notice(key: str, origin: str, user_file: Path) -> str:
-    """The one line that says a project file's ``key`` was ignored, why, and how the user sets it."""
-    return (f"repairloop: notice: '{key}' in {origin} is ignored: {_WHY[TRUST[key]]}; set it with "
-            f"{ENV_PREFIX}{key.upper()}, a flag where `repairloop run --help` has one, or in {user_file}")
+    """The one line that says a project file's ``key`` was ignored, why, and how the user sets
+    it."""
+    return (
+        f"repairloop: notice: '{key}' in {origin} is ignored: {_WHY[TRUST[key]]}; set it with "
+        f"{ENV_PREFIX}{key.upper()}, a flag where `repairloop run --help` has one, or in "
+        f"{user_file}"
+    )
 
 
 def user_config_file(environ: Mapping[str, str]) -> Optional[Path]:

@@ -22,7 +22,13 @@ from repairloop.types.kinds import (
     TestOutcome,
 )
 from repairloop.types.localisation import FAR, LineKey, Localisation, Suspect, SuspectFunction
-from repairloop.types.loop_events import IterationEnded, LoopEvent, PhaseStarted, RunNote, RunStopped
+from repairloop.types.loop_events import (
+    IterationEnded,
+    LoopEvent,
+    PhaseStarted,
+    RunNote,
+    RunStopped,
+)
 from repairloop.types.model_events import (
     AnswerTruncatedEvent,
     EditFormatSwitchedEvent,

@@ -28,20 +28,35 @@ class SandboxStatus:
     passed: Tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """One line for the console, the CI summary and the report: where candidate code ran, whether
-        it had the network, and which secret-looking variables it was not given (or was)."""
+        """One line for the console, the CI summary and the report: where candidate code ran,
+        whether it had the network, and which secret-looking variables it was not given (or was)."""
         if self.confined:
-            line = f"sandbox: {self.detail}; network {'open (sandbox_network)' if self.network else 'off'}"
+            line = (
+                f"sandbox: {self.detail}; network "
+                f"{'open (sandbox_network)' if self.network else 'off'}"
+            )
         else:
-            line = f"candidate code ran UNCONFINED (with your permissions, files, network and processes): {self.detail}"
+            line = (
+                f"candidate code ran UNCONFINED (with your permissions, files, network and "
+                f"processes): {self.detail}"
+            )
         if self.withheld:
-            names = ", ".join(self.withheld[:8]) + (f" and {len(self.withheld) - 8} more" if len(self.withheld) > 8 else "")
+            names = ", ".join(self.withheld[:8]) + (
+                f" and {len(self.withheld) - 8} more" if len(self.withheld) > 8 else ""
+            )
             line += f"; environment without {names}"
         if self.passed:
             line += f"; passed on request (sandbox_env_allow): {', '.join(self.passed)}"
         return line
 
     def to_json(self) -> Dict[str, Any]:
-        return {"confined": self.confined, "backend": self.backend, "detail": self.detail,
-                "network": self.network, "program": self.program, "origin": self.origin,
-                "env_withheld": list(self.withheld), "env_passed": list(self.passed)}
+        return {
+            "confined": self.confined,
+            "backend": self.backend,
+            "detail": self.detail,
+            "network": self.network,
+            "program": self.program,
+            "origin": self.origin,
+            "env_withheld": list(self.withheld),
+            "env_passed": list(self.passed),
+        }

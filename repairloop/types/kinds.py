@@ -1,4 +1,5 @@
-"""The enums of repairloop: failure kinds, test outcomes, run outcomes, stop reasons, budgets, decisions, exit codes."""
+"""The enums of repairloop: failure kinds, test outcomes, run outcomes, stop reasons, budgets,
+decisions, exit codes."""
 
 from __future__ import annotations
 
@@ -54,11 +55,14 @@ class StopReason(str, enum.Enum):
     STAGNATION = "stagnation"
     NO_PROGRESS = "no_progress"
     INTERRUPTED = "interrupted"
-    PROOF_FAILED = "proof_failed"  # the reported patch did not hold up on a fresh copy of the start state
+    PROOF_FAILED = (
+        "proof_failed"  # the reported patch did not hold up on a fresh copy of the start state
+    )
 
 
 class Budget(str, enum.Enum):
-    """The run's budgets (DESIGN.md stop policy, rule 3): what a budget gate or the stop policy counts."""
+    """The run's budgets (DESIGN.md stop policy, rule 3): what a budget gate or the stop policy
+    counts."""
 
     ITERATIONS = "iterations"
     TOKENS = "tokens"
@@ -71,7 +75,8 @@ class ChainMove(str, enum.Enum):
 
     STAY = "stay"  # keep asking the current link
     NEXT = "next"  # go on with the next link (model error, transient failure, engine exhausted)
-    DROP = "drop"  # the current link is unusable for the rest of the run (authentication, unknown model)
+    # the current link is unusable for the rest of the run (authentication, unknown model)
+    DROP = "drop"
 
 
 class Decision(str, enum.Enum):
@@ -104,16 +109,22 @@ class ResultSource(str, enum.Enum):
 
 
 class FlagKind(str, enum.Enum):
-    """Why an accepted candidate is flagged for the user (DESIGN.md "The verdict"; README "Guards")."""
+    """Why an accepted candidate is flagged for the user (DESIGN.md "The verdict"; README
+    "Guards")."""
 
     TEST_EDIT = "test_edit"  # it edits a test file, allowed by --allow-test-edits
     DROPPED_SCRATCH = "dropped_scratch"  # a scratch file it created was left out
-    SUSPECTED_OVERFITTING = "suspected_overfitting"  # a branch compares with the failing test's literals
-    COMPENSATES = "compensates"  # it changes data the failing assertion compares, not the code computing it
+    SUSPECTED_OVERFITTING = (
+        "suspected_overfitting"  # a branch compares with the failing test's literals
+    )
+    COMPENSATES = (
+        "compensates"  # it changes data the failing assertion compares, not the code computing it
+    )
 
 
 class JournalKind(str, enum.Enum):
-    """The ``event`` of a journal line: one record class each (``journal.events``, ``types.model_events``).
+    """The ``event`` of a journal line: one record class each (``journal.events``,
+    ``types.model_events``).
 
     A journal line is ``{"event": <kind>, "ts": <ISO UTC>, ...fields}``; a kind
     not listed here (a newer repairloop's) is read back as an unknown event.

@@ -18,7 +18,8 @@ FAR = 10**6  # distance of a line in a file with no failing frame
 
 @dataclass(frozen=True)
 class Suspect:
-    """A suspicious line: ``path`` relative to the project root, 1-based ``line``, ``score`` in 0..1.
+    """A suspicious line: ``path`` relative to the project root, 1-based ``line``, ``score`` in
+    0..1.
 
     ``failed``/``passed`` count the failing and passing tests that executed it
     (zero for traceback localisation); ``distance`` is in lines to the nearest
@@ -33,16 +34,23 @@ class Suspect:
     distance: int = FAR
 
     def to_json(self) -> Dict[str, object]:
-        return {"path": self.path, "line": self.line, "score": round(self.score, 4),
-                "failed": self.failed, "passed": self.passed}  # fmt: skip
+        return {
+            "path": self.path,
+            "line": self.line,
+            "score": round(self.score, 4),
+            "failed": self.failed,
+            "passed": self.passed,
+        }
 
 
 @dataclass(frozen=True)
 class SuspectFunction:
-    """A suspicious function: ``path`` (project-relative), qualified ``name`` (``Class.method``; a class for
-    a line of its body; ``<module>`` for module-level code), its lines ``start``..``end`` (1-based, decorators
-    included), ``score`` (its most suspicious line's, 0..1), those suspicious ``lines`` (most suspicious
-    first) and the failing ``tests`` that ran them (empty when localised from the traceback)."""
+    """A suspicious function: ``path`` (project-relative), qualified ``name`` (``Class.method``; a
+    class for a line of its body; ``<module>`` for module-level code), its lines ``start``..``end``
+    (1-based, decorators included), ``score`` (its most suspicious line's, 0..1), those suspicious
+    ``lines`` (most suspicious first) and the failing ``tests`` that ran them (empty when localised
+    from the
+    traceback)."""
 
     path: str
     name: str
@@ -51,11 +59,18 @@ class SuspectFunction:
     score: float
     lines: Tuple[int, ...] = ()
     tests: FrozenSet[str] = frozenset()
-    kind: str = "function"  # "function", "class" (a line of its body outside any method) or "module"
+    kind: str = (
+        "function"  # "function", "class" (a line of its body outside any method) or "module"
+    )
 
     def to_json(self) -> Dict[str, object]:
-        return {"path": self.path, "name": self.name, "lines": f"{self.start}-{self.end}",
-                "score": round(self.score, 4), "suspicious": list(self.lines[:5])}
+        return {
+            "path": self.path,
+            "name": self.name,
+            "lines": f"{self.start}-{self.end}",
+            "score": round(self.score, 4),
+            "suspicious": list(self.lines[:5]),
+        }
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,9 @@ class Localisation:
     note: str = ""
     tool: str = ""
     ran_by: Mapping[LineKey, FrozenSet[str]] = field(default_factory=dict)
-    report: Optional[TestReport] = None  # the run the line data came from (None: no run, the traceback only)
+    report: Optional[TestReport] = (
+        None  # the run the line data came from (None: no run, the traceback only)
+    )
     functions: Tuple[SuspectFunction, ...] = ()  # the suspects' functions, most suspicious first
 
     def top_function(self, test_id: str) -> Optional[SuspectFunction]:

@@ -10,8 +10,8 @@ from repairloop.types.run import Iteration, RunResult
 
 @dataclass(frozen=True)
 class PhaseStarted:
-    """A step of the run starts (the baseline, the flaky check, an iteration, the proof); ``iteration``
-    is the number of the iteration it starts, if it is one."""
+    """A step of the run starts (the baseline, the flaky check, an iteration, the proof);
+    ``iteration`` is the number of the iteration it starts, if it is one."""
 
     message: str
     iteration: Optional[int] = None
@@ -19,7 +19,8 @@ class PhaseStarted:
 
 @dataclass(frozen=True)
 class RunNote:
-    """Something worth telling the user now: where candidate code runs, how the baseline went, a hand-over."""
+    """Something worth telling the user now: where candidate code runs, how the baseline went, a
+    hand-over."""
 
     message: str
 
@@ -37,7 +38,8 @@ class IterationEnded:
 
 @dataclass(frozen=True)
 class RunStopped:
-    """The run ended (always the last event of a run): its RunResult; ``message`` says why or what --apply did."""
+    """The run ended (always the last event of a run): its RunResult; ``message`` says why or what
+    --apply did."""
 
     result: RunResult
     message: str = ""

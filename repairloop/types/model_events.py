@@ -17,7 +17,8 @@ from repairloop.types.kinds import JournalKind
 
 @dataclass(frozen=True)
 class ModelRetryEvent:
-    """A transient failure, retried after ``wait`` seconds (``attempt`` is the failed attempt's number)."""
+    """A transient failure, retried after ``wait`` seconds (``attempt`` is the failed attempt's
+    number)."""
 
     kind: ClassVar[JournalKind] = JournalKind.MODEL_RETRY
     model: str
@@ -50,7 +51,8 @@ class AnswerTruncatedEvent:
 
 @dataclass(frozen=True)
 class EditFormatSwitchedEvent:
-    """After a structural error the model is asked for another edit format for the rest of the run."""
+    """After a structural error the model is asked for another edit format for the rest of the
+    run."""
 
     kind: ClassVar[JournalKind] = JournalKind.EDIT_FORMAT_SWITCHED
     model: str
@@ -69,6 +71,20 @@ class ParamDroppedEvent:
     error: str = ""
 
 
-ModelEvent = Union[ModelRetryEvent, ModelErrorEvent, AnswerTruncatedEvent, EditFormatSwitchedEvent, ParamDroppedEvent]
-OnModelEvent = Callable[[ModelEvent], None]  # a proposer's ``on_event``: the chain journals what it gets
-MODEL_EVENTS = (ModelRetryEvent, ModelErrorEvent, AnswerTruncatedEvent, EditFormatSwitchedEvent, ParamDroppedEvent)
+ModelEvent = Union[
+    ModelRetryEvent,
+    ModelErrorEvent,
+    AnswerTruncatedEvent,
+    EditFormatSwitchedEvent,
+    ParamDroppedEvent,
+]
+OnModelEvent = Callable[
+    [ModelEvent], None
+]  # a proposer's ``on_event``: the chain journals what it gets
+MODEL_EVENTS = (
+    ModelRetryEvent,
+    ModelErrorEvent,
+    AnswerTruncatedEvent,
+    EditFormatSwitchedEvent,
+    ParamDroppedEvent,
+)

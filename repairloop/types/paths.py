@@ -1,4 +1,5 @@
-"""Which project files are tests or protected: the default globs, the one glob rule, ``TestFiles``."""
+"""Which project files are tests or protected: the default globs, the one glob rule,
+``TestFiles``."""
 
 from __future__ import annotations
 
@@ -14,32 +15,79 @@ from repairloop.types.reports import TestReport
 
 # Files that are tests, read-only to candidates (settings' ``test_globs`` default).
 DEFAULT_TEST_GLOBS: Tuple[str, ...] = (
-    "tests/**", "test/**", "test_*.py", "**/test_*.py", "*_test.py", "**/*_test.py",
-    "conftest.py", "**/conftest.py",
+    "tests/**",
+    "test/**",
+    "test_*.py",
+    "**/test_*.py",
+    "*_test.py",
+    "**/*_test.py",
+    "conftest.py",
+    "**/conftest.py",
 )
 
 # Test configuration, CI configuration and dependency pins: never edited by a candidate,
 # even with allow_test_edits (settings' ``protected_globs`` default).
 DEFAULT_PROTECTED_GLOBS: Tuple[str, ...] = (
-    "pytest.ini", "**/pytest.ini", "tox.ini", "**/tox.ini", "noxfile.py", ".coveragerc",
-    ".github/**", ".gitlab-ci.yml", ".gitlab/**", ".circleci/**", ".travis.yml",
-    "azure-pipelines.yml", ".azure-pipelines/**", "Jenkinsfile", ".buildkite/**",
-    "bitbucket-pipelines.yml", ".drone.yml", ".woodpecker.yml", ".woodpecker/**", ".ci/**",
-    ".pre-commit-config.yaml", "requirements*.txt", "**/requirements*.txt", "requirements/**",
-    "constraints*.txt", "**/constraints*.txt", "Pipfile", "Pipfile.lock", "poetry.lock",
-    "pdm.lock", "uv.lock", "setup.py", "environment.yml", "environment.yaml",
+    "pytest.ini",
+    "**/pytest.ini",
+    "tox.ini",
+    "**/tox.ini",
+    "noxfile.py",
+    ".coveragerc",
+    ".github/**",
+    ".gitlab-ci.yml",
+    ".gitlab/**",
+    ".circleci/**",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    ".azure-pipelines/**",
+    "Jenkinsfile",
+    ".buildkite/**",
+    "bitbucket-pipelines.yml",
+    ".drone.yml",
+    ".woodpecker.yml",
+    ".woodpecker/**",
+    ".ci/**",
+    ".pre-commit-config.yaml",
+    "requirements*.txt",
+    "**/requirements*.txt",
+    "requirements/**",
+    "constraints*.txt",
+    "**/constraints*.txt",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "pdm.lock",
+    "uv.lock",
+    "setup.py",
+    "environment.yml",
+    "environment.yaml",
     # Every other file pytest reads configuration or code from before any test runs (pytest 9 reads
     # pytest.toml and .pytest.toml), and what the interpreter runs at every start.
-    ".pytest.ini", "pytest.toml", ".pytest.toml", "conftest.py", "sitecustomize.py", "usercustomize.py", "*.pth",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    "conftest.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
 )
 
 
 # Directories whose files are not the project's own code: installed packages, virtual environments.
 NOT_PROJECT_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox"})
 # What a copy of the project leaves out (the workspace of a non-git project, the offline engine's
-# copies): repositories' and runs' data, environments, caches, bytecode, build metadata (*.egg-info).
-NOT_COPIED = NOT_PROJECT_DIRS | {".git", ".repairloop", "__pycache__", ".pytest_cache", ".mypy_cache",
-                                 ".hypothesis", "node_modules"}
+# copies): repositories' and runs' data, environments, caches, bytecode, build metadata
+# (*.egg-info).
+NOT_COPIED = NOT_PROJECT_DIRS | {
+    ".git",
+    ".repairloop",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".hypothesis",
+    "node_modules",
+}
 
 
 def copy_ignore(directory: str, names: Sequence[str]) -> Set[str]:
@@ -61,9 +109,11 @@ MAX_SOURCE_BYTES = 2_000_000
 
 
 def _open_inside(root: Path, rel: str, flags: int, mode: int = 0o644) -> int:
-    """A file descriptor of ``root/rel`` opened without following a symbolic link at any step: the copies
-    and the workspace are trees the project's tests can write, and a link there may lead anywhere on the
-    host. Raises OSError (ELOOP, ENOTDIR) for a link, and ValueError for a path that leaves ``root``."""
+    """A file descriptor of ``root/rel`` opened without following a symbolic link at any step: the
+    copies and the workspace are trees the project's tests can write, and a link there may lead
+    anywhere on the host. Raises OSError (ELOOP, ENOTDIR) for a link, and ValueError for a path that
+    leaves
+    ``root``."""
     parts = PurePosixPath(rel).parts
     if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
         raise ValueError(f"{rel!r} is not a path inside the project")
@@ -79,7 +129,8 @@ def _open_inside(root: Path, rel: str, flags: int, mode: int = 0o644) -> int:
 
 
 def read_inside(root: Path, rel: str, limit: int = MAX_SOURCE_BYTES) -> Optional[str]:
-    """The text of the regular file ``root/rel`` (no link followed, at most ``limit`` bytes); None otherwise."""
+    """The text of the regular file ``root/rel`` (no link followed, at most ``limit`` bytes); None
+    otherwise."""
     try:
         fd = _open_inside(root, rel, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
@@ -96,10 +147,11 @@ def read_inside(root: Path, rel: str, limit: int = MAX_SOURCE_BYTES) -> Optional
 
 
 def write_inside(root: Path, rel: str, text: str) -> None:
-    """Write ``text`` to the regular file ``root/rel`` (created if missing) without following a link at any step.
+    """Write ``text`` to the regular file ``root/rel`` (created if missing) without following a link
+    at any step.
 
-    Raises OSError when a link or anything but a regular file stands in the way (a copy is then not to be
-    trusted: the offline engine makes it again), ValueError for a path that leaves ``root``.
+    Raises OSError when a link or anything but a regular file stands in the way (a copy is then not
+    to be trusted: the offline engine makes it again), ValueError for a path that leaves ``root``.
     """
     fd = _open_inside(root, rel, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)
     with os.fdopen(fd, "wb") as handle:
@@ -110,7 +162,8 @@ def write_inside(root: Path, rel: str, text: str) -> None:
 
 
 def is_bytecode(path: str) -> bool:
-    """True for a compiled Python file (``.pyc``, ``.pyo``): code that runs in place of its source."""
+    """True for a compiled Python file (``.pyc``, ``.pyo``): code that runs in place of its
+    source."""
     return path.endswith((".pyc", ".pyo"))
 
 
@@ -132,16 +185,18 @@ def _glob_forms(glob: str) -> Tuple[str, ...]:
     for form in forms:  # grows while it is walked: every ``**/`` of every form is dropped once
         for k in range(len(form)):
             if form.startswith("**/", k) and (k == 0 or form[k - 1] == "/"):
-                shorter = form[:k] + form[k + 3:]
+                shorter = form[:k] + form[k + 3 :]
                 if shorter not in forms:
                     forms.append(shorter)
     return tuple(forms)
 
 
 def relative_to(path: str, roots: Sequence[str]) -> Optional[str]:
-    """``path`` relative (POSIX) to the first of ``roots`` that holds it; a relative path as it is (POSIX);
-    None for an absolute path outside every root. The one rule for making paths project-relative: give the
-    root as given and resolved (``root_forms``), as pytest and the tracers may report either."""
+    """``path`` relative (POSIX) to the first of ``roots`` that holds it; a relative path as it is
+    (POSIX); None for an absolute path outside every root. The one rule for making paths
+    project-relative: give the root as given and resolved (``root_forms``), as pytest and the
+    tracers may report
+    either."""
     if not os.path.isabs(path):
         return path.replace(os.sep, "/")
     for root in roots:
@@ -151,12 +206,14 @@ def relative_to(path: str, roots: Sequence[str]) -> Optional[str]:
 
 
 def resolved(path: str) -> str:
-    """An absolute ``path`` with its symbolic links resolved (the tracers report real paths); a relative one as it is."""
+    """An absolute ``path`` with its symbolic links resolved (the tracers report real paths); a
+    relative one as it is."""
     return os.path.realpath(path) if os.path.isabs(path) else path
 
 
 def root_forms(root: Path) -> Tuple[str, ...]:
-    """``root`` absolute as given, and resolved (no duplicate): the forms a reported path may start with."""
+    """``root`` absolute as given, and resolved (no duplicate): the forms a reported path may start
+    with."""
     return tuple(dict.fromkeys([str(Path(root).absolute()), str(Path(root).resolve())]))
 
 
@@ -170,7 +227,8 @@ def project_relative(path: str) -> str:
 
 
 def matches_globs(path: str, globs: Sequence[str]) -> bool:
-    """True when the project-relative ``path`` matches one of ``globs``; the one glob rule of repairloop.
+    """True when the project-relative ``path`` matches one of ``globs``; the one glob rule of
+    repairloop.
 
     The semantics of every path glob in the settings (``test_globs``,
     ``protected_globs``):
@@ -225,7 +283,8 @@ class TestFiles:
         return project_relative(path) in self.collected or matches_globs(path, self.globs)
 
     def has_doctests(self, path: str) -> bool:
-        """True for a source module (not a test file) whose docstrings' examples the runner collected."""
+        """True for a source module (not a test file) whose docstrings' examples the runner
+        collected."""
         return project_relative(path) in self.doctests and not self.is_test(path)
 
     def with_collected(self, report: TestReport) -> "TestFiles":
@@ -243,11 +302,17 @@ class TestFiles:
             if "::" not in result.test_id:
                 continue
             path = project_relative(result.test_id.split("::", 1)[0])
-            named = path.endswith(".py") or result.doctest == "text"  # not a JUnit class name (pkg.mod.Test)
+            named = (
+                path.endswith(".py") or result.doctest == "text"
+            )  # not a JUnit class name (pkg.mod.Test)
             if named and not path.startswith(("/", "../")) and path != "..":
                 kinds.setdefault(path, set()).add(result.doctest or "test")
         modules = {f for f, k in kinds.items() if k == {"module"} and f.endswith(".py")}
-        return TestFiles(self.globs, self.collected | frozenset(set(kinds) - modules), self.doctests | frozenset(modules))
+        return TestFiles(
+            self.globs,
+            self.collected | frozenset(set(kinds) - modules),
+            self.doctests | frozenset(modules),
+        )
 
     @property
     def beyond_globs(self) -> Tuple[str, ...]:
@@ -256,21 +321,23 @@ class TestFiles:
 
 
 def iter_python_files(root: Path) -> Iterator[str]:
-    """Project-relative ``/`` paths of the ``.py`` files under ``root``, sorted, ignored dirs pruned."""
+    """Project-relative ``/`` paths of the ``.py`` files under ``root``, sorted, ignored dirs
+    pruned."""
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(
-            d for d in dirs
+            d
+            for d in dirs
             if not copy_ignore(folder, [d])
             and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))  # any virtualenv
-        )  # fmt: skip
+        )
         for name in sorted(files):
             if name.endswith(".py"):
                 yield Path(folder, name).relative_to(root).as_posix()
 
 
 def read_sources(root: Path, is_test: Callable[[str], bool]) -> Dict[str, str]:
-    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}``; links, files that are not
-    regular, undecodable or too big are skipped (``types.read_inside``)."""
+    """Text of every non-test ``.py`` file under ``root``: ``{relative path: text}``; links, files
+    that are not regular, undecodable or too big are skipped (``types.read_inside``)."""
     sources: Dict[str, str] = {}
     for path in iter_python_files(root):
         if is_test(path):

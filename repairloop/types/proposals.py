@@ -1,4 +1,5 @@
-"""What a proposer is shown and what it answers: the context, its budget, the proposal, the Proposer protocol."""
+"""What a proposer is shown and what it answers: the context, its budget, the proposal, the Proposer
+protocol."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ class CodeSlice:
 
 @dataclass(frozen=True)
 class FailureSnapshot:
-    """One failing test's failure in brief: its exception type, the first line of its message, and its project
-    frames (``path:line in function``), to tell whether a candidate changed the failure."""
+    """One failing test's failure in brief: its exception type, the first line of its message, and
+    its project frames (``path:line in function``), to tell whether a candidate changed the
+    failure."""
 
     test_id: str
     exc_type: str = ""
@@ -39,8 +41,9 @@ class FailureSnapshot:
 
 @dataclass(frozen=True)
 class LastAttempt:
-    """The previous candidate and what it did, shown in the next prompt: ``before`` are the failures of the
-    tests it was to fix as they were, ``after`` as its test run left them (the ones still failing)."""
+    """The previous candidate and what it did, shown in the next prompt: ``before`` are the failures
+    of the tests it was to fix as they were, ``after`` as its test run left them (the ones still
+    failing)."""
 
     diff: str
     decision: Decision
@@ -70,7 +73,9 @@ class RepairContext:
     tokens: int = 0
     trimmed: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
-    ranking: str = ""  # how the code shown was chosen and ordered ("per-test coverage"; "": the traceback)
+    ranking: str = (
+        ""  # how the code shown was chosen and ordered ("per-test coverage"; "": the traceback)
+    )
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,11 @@ class Usage:
 
     def __add__(self, other: "Usage") -> "Usage":
         # An unpriced call makes the sum unknown: never report a partial cost as the total.
-        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else self.cost_usd + other.cost_usd
+        )
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
@@ -100,10 +109,16 @@ class Usage:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Usage":
-        """The Usage a journal holds (its fields by name; missing ones read as zero, cost as unknown)."""
+        """The Usage a journal holds (its fields by name; missing ones read as zero, cost as
+        unknown)."""
         cost = data.get("cost_usd")
-        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
-                   None if cost is None else float(cost), float(data.get("seconds") or 0.0), int(data.get("calls") or 0))
+        return cls(
+            int(data.get("prompt_tokens") or 0),
+            int(data.get("completion_tokens") or 0),
+            None if cost is None else float(cost),
+            float(data.get("seconds") or 0.0),
+            int(data.get("calls") or 0),
+        )
 
     @classmethod
     def total(cls, usages: Iterable["Usage"]) -> "Usage":
@@ -136,7 +151,8 @@ class ProposalRequest:
     budget: BudgetLeft = field(default_factory=BudgetLeft)
     feedback: Optional[Feedback] = None
     iteration: int = 1
-    # The run's fault localisation for the code as it is now (the loop's; None: the proposer does its own).
+    # The run's fault localisation for the code as it is now (the loop's; None: the proposer does
+    # its own).
     localisation: Optional["Localisation"] = None
 
 
@@ -155,10 +171,12 @@ class Proposal:
     model: str
     usage: Usage = field(default_factory=Usage)
     prompt: Tuple[Dict[str, str], ...] = ()
-    notes: Dict[str, Any] = field(default_factory=dict)  # for the journal only; the loop reads the fields below
-    # The proposer ran the whole suite with this candidate in its own sandboxed copy and it passed there
-    # (the offline engine's answers): the loop skips its quick run of the failing tests alone, which could
-    # only repeat that, and judges the candidate by its own fresh full run as always.
+    notes: Dict[str, Any] = field(
+        default_factory=dict
+    )  # for the journal only; the loop reads the fields below
+    # The proposer ran the whole suite with this candidate in its own sandboxed copy and it passed
+    # there (the offline engine's answers): the loop skips its quick run of the failing tests alone,
+    # which could only repeat that, and judges the candidate by its own fresh full run as always.
     validated: bool = False
     candidates: int = 1  # candidate edits behind this answer (the offline engine tries many)
     degraded: str = ""  # why the proposer's fault localisation was weak ("" when it was not)
@@ -179,13 +197,14 @@ class Proposer(Protocol):
 
 
 class InterpreterQuery(Protocol):
-    """Asks the project's own interpreter a question about its environment, confined like a test run.
+    """Asks the project's own interpreter a question about its environment, confined like a test
+    run.
 
-    ``args`` follow the interpreter (``["-c", code, arg]``); ``timeout`` is in seconds. Returns what it
-    printed on stdout, or None when it could not run, failed or timed out. Implemented by
-    ``runner.ProjectInterpreter`` (in the sandbox, with the test runs' filtered environment): the host
-    process never executes a program the project supplies (DESIGN.md, "Workspace, sandbox and side
-    effects").
+    ``args`` follow the interpreter (``["-c", code, arg]``); ``timeout`` is in seconds. Returns what
+    it printed on stdout, or None when it could not run, failed or timed out. Implemented by
+    ``runner.ProjectInterpreter`` (in the sandbox, with the test runs' filtered environment): the
+    host process never executes a program the project supplies (DESIGN.md, "Workspace, sandbox and
+    side effects").
     """
 
     def __call__(self, args: Sequence[str], timeout: float) -> Optional[str]: ...

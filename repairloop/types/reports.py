@@ -1,4 +1,5 @@
-"""What a run of the test command reports: per-test results, the whole report, classified failures."""
+"""What a run of the test command reports: per-test results, the whole report, classified
+failures."""
 
 from __future__ import annotations
 
@@ -39,9 +40,13 @@ class TestResult:
     output: str = ""
     longrepr: str = ""
     exc_module: str = ""  # the exception class's module ("redis.exceptions"; "builtins")
-    causes: Tuple[str, ...] = ()  # "module.Type: message" of what it was raised from, outermost first
+    causes: Tuple[
+        str, ...
+    ] = ()  # "module.Type: message" of what it was raised from, outermost first
     endpoint: str = ""  # "host:port" a failed connection tried, when the frames held it
-    doctest: str = ""  # "module" (a module's docstring examples) or "text" (a text file's) for a doctest item
+    doctest: str = (
+        ""  # "module" (a module's docstring examples) or "text" (a text file's) for a doctest item
+    )
 
     @property
     def failed(self) -> bool:
@@ -89,9 +94,14 @@ class TestReport:
 
     @cached_property
     def passed_only(self) -> FrozenSet[str]:
-        """Test ids reported ``passed`` (not xpassed, skipped, xfailed) and never failing: what "fixed" needs."""
+        """Test ids reported ``passed`` (not xpassed, skipped, xfailed) and never failing: what
+        "fixed" needs."""
         failing = set(self.failing_ids)
-        return frozenset(r.test_id for r in self.results if r.outcome is TestOutcome.PASSED and r.test_id not in failing)
+        return frozenset(
+            r.test_id
+            for r in self.results
+            if r.outcome is TestOutcome.PASSED and r.test_id not in failing
+        )
 
     @cached_property
     def passed_ids(self) -> Tuple[str, ...]:
@@ -115,7 +125,13 @@ class TestReport:
         found (127), a killed run, or any failing result is never green; what
         the tests print is never read for this verdict.
         """
-        if self.timed_out or self.exit_code != 0 or self.failing or not self.complete or self.distrust:
+        if (
+            self.timed_out
+            or self.exit_code != 0
+            or self.failing
+            or not self.complete
+            or self.distrust
+        ):
             return False
         if self.source is ResultSource.EXIT_CODE:
             return True
@@ -136,7 +152,8 @@ class Failure:
     frames: Tuple[Frame, ...] = ()
 
     def to_json(self, *, full: bool = False) -> Dict[str, Any]:
-        """DESIGN.md's ``classify --json`` record; ``full`` adds the exception type and frames (the journal's)."""
+        """DESIGN.md's ``classify --json`` record; ``full`` adds the exception type and frames (the
+        journal's)."""
         data: Dict[str, Any] = {
             "test_id": self.test_id,
             "kind": self.kind.value,
@@ -147,7 +164,9 @@ class Failure:
         }
         if full:
             data["exc_type"] = self.exc_type
-            data["frames"] = [{"path": f.path, "line": f.line, "function": f.function} for f in self.frames]
+            data["frames"] = [
+                {"path": f.path, "line": f.line, "function": f.function} for f in self.frames
+            ]
         return data
 
     @classmethod
@@ -156,15 +175,25 @@ class Failure:
 
         Raises ValueError for an unknown kind, TypeError/KeyError for a record that is not one.
         """
-        frames = tuple(Frame(str(f["path"]), int(f["line"]), str(f.get("function") or ""))
-                       for f in data.get("frames") or ())
-        return cls(test_id=str(data["test_id"]), kind=FailureKind(data["kind"]), retryable=bool(data.get("retryable")),
-                   message=str(data.get("message") or ""), location=data.get("location"),
-                   hint=str(data.get("hint") or ""), exc_type=data.get("exc_type"), frames=frames)
+        frames = tuple(
+            Frame(str(f["path"]), int(f["line"]), str(f.get("function") or ""))
+            for f in data.get("frames") or ()
+        )
+        return cls(
+            test_id=str(data["test_id"]),
+            kind=FailureKind(data["kind"]),
+            retryable=bool(data.get("retryable")),
+            message=str(data.get("message") or ""),
+            location=data.get("location"),
+            hint=str(data.get("hint") or ""),
+            exc_type=data.get("exc_type"),
+            frames=frames,
+        )
 
 
 def failure_kinds(failures: Sequence[Failure], flaky: Sequence[str]) -> Dict[str, int]:
-    """Kind -> count at the baseline; a flaky test counts as flaky, not as the logic failure it looked like.
+    """Kind -> count at the baseline; a flaky test counts as flaky, not as the logic failure it
+    looked like.
 
     The live run (``ending.build_result``) and a report read from a journal count the same way.
     """

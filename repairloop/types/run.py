@@ -23,7 +23,8 @@ class Flag:
 
     @classmethod
     def parse(cls, text: str) -> "Flag":
-        """The Flag ``str(flag)`` wrote (journals, reports). Raises ValueError for an unknown kind."""
+        """The Flag ``str(flag)`` wrote (journals, reports). Raises ValueError for an unknown
+        kind."""
         kind, _, detail = text.partition(": ")
         return cls(FlagKind(kind), detail)
 
@@ -54,7 +55,9 @@ class Iteration:
     seconds_tests: float = 0.0
     seconds_total: float = 0.0
     attempts: int = 1
-    candidates: int = 1  # candidate patches tried: 1 per model answer; the offline engine tries many
+    candidates: int = (
+        1  # candidate patches tried: 1 per model answer; the offline engine tries many
+    )
     flags: Tuple[Flag, ...] = ()  # notes on an accepted candidate (patch.guards / patch.overfit)
 
     def __post_init__(self) -> None:
@@ -84,10 +87,14 @@ class Iteration:
         }
 
     def _seconds(self) -> Dict[str, float]:
-        """``model``, ``tests``, ``total``; the offline engine's search (its own test runs included) is
-        ``engine`` time, not a model's."""
+        """``model``, ``tests``, ``total``; the offline engine's search (its own test runs included)
+        is ``engine`` time, not a model's."""
         proposing = round(self.seconds_model, 3)
-        own = {"model": 0.0, "engine": proposing} if self.engine == "builtin" else {"model": proposing}
+        own = (
+            {"model": 0.0, "engine": proposing}
+            if self.engine == "builtin"
+            else {"model": proposing}
+        )
         return {**own, "tests": round(self.seconds_tests, 3), "total": round(self.seconds_total, 3)}
 
     @classmethod
@@ -100,19 +107,32 @@ class Iteration:
         seconds = data.get("seconds") or {}
         engine, attempts = str(data.get("engine") or ""), int(data.get("attempts") or 1)
         cost = data.get("cost_usd")
-        usage = Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
-                      None if cost is None else float(cost), float(seconds.get("model") or seconds.get("engine") or 0.0),
-                      attempts if engine == "llm" else 0)
+        usage = Usage(
+            int(data.get("prompt_tokens") or 0),
+            int(data.get("completion_tokens") or 0),
+            None if cost is None else float(cost),
+            float(seconds.get("model") or seconds.get("engine") or 0.0),
+            attempts if engine == "llm" else 0,
+        )
         return cls(
-            number=int(data.get("number") or 0), engine=engine, model=str(data.get("model") or ""), usage=usage,
-            decision=Decision(data["decision"]), reason=str(data.get("reason") or ""), diff=str(data.get("diff") or ""),
+            number=int(data.get("number") or 0),
+            engine=engine,
+            model=str(data.get("model") or ""),
+            usage=usage,
+            decision=Decision(data["decision"]),
+            reason=str(data.get("reason") or ""),
+            diff=str(data.get("diff") or ""),
             similarity_to_previous=_number(data.get("similarity_to_previous")),
             similarity_max=_number(data.get("similarity_max")),
             tests_failed=None if data.get("tests_failed") is None else int(data["tests_failed"]),
-            fixed=tuple(data.get("fixed") or ()), broke=tuple(data.get("broke") or ()),
-            seconds_model=usage.seconds, seconds_tests=float(seconds.get("tests") or 0.0),
-            seconds_total=float(seconds.get("total") or 0.0), attempts=attempts,
-            candidates=int(data.get("candidates") or 1), flags=tuple(Flag.parse(f) for f in data.get("flags") or ()),
+            fixed=tuple(data.get("fixed") or ()),
+            broke=tuple(data.get("broke") or ()),
+            seconds_model=usage.seconds,
+            seconds_tests=float(seconds.get("tests") or 0.0),
+            seconds_total=float(seconds.get("total") or 0.0),
+            attempts=attempts,
+            candidates=int(data.get("candidates") or 1),
+            flags=tuple(Flag.parse(f) for f in data.get("flags") or ()),
         )
 
 
@@ -122,9 +142,9 @@ def _number(value: Any) -> Optional[float]:
 
 @dataclass(frozen=True)
 class Proof:
-    """What the proof run of a reported patch showed (``proof.prove``): ``held`` of ``required`` full-suite
-    runs held on a fresh copy of the start state, ``guards`` passed on the whole patch, ``detail`` why not;
-    ``seconds`` of test time."""
+    """What the proof run of a reported patch showed (``proof.prove``): ``held`` of ``required``
+    full-suite runs held on a fresh copy of the start state, ``guards`` passed on the whole patch,
+    ``detail`` why not; ``seconds`` of test time."""
 
     passed: bool
     held: int
@@ -134,18 +154,31 @@ class Proof:
     seconds: float = 0.0
 
     def to_json(self) -> Dict[str, Any]:
-        return {"passed": self.passed, "held": self.held, "required": self.required, "guards": self.guards,
-                "detail": self.detail, "seconds": round(self.seconds, 3)}
+        return {
+            "passed": self.passed,
+            "held": self.held,
+            "required": self.required,
+            "guards": self.guards,
+            "detail": self.detail,
+            "seconds": round(self.seconds, 3),
+        }
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Proof":
-        return cls(bool(data.get("passed")), int(data.get("held") or 0), int(data.get("required") or 0),
-                   bool(data.get("guards", True)), str(data.get("detail") or ""), float(data.get("seconds") or 0.0))
+        return cls(
+            bool(data.get("passed")),
+            int(data.get("held") or 0),
+            int(data.get("required") or 0),
+            bool(data.get("guards", True)),
+            str(data.get("detail") or ""),
+            float(data.get("seconds") or 0.0),
+        )
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """How strong the evidence for a reported patch is (DESIGN.md "The verdict"; README "How a run stops").
+    """How strong the evidence for a reported patch is (DESIGN.md "The verdict"; README "How a run
+    stops").
 
     ``plausible``: the failing tests passed with the patch in the loop's
     workspace; ``proof``: what its proof run on a fresh copy showed (None:
@@ -169,31 +202,51 @@ class Evidence:
             return "plausible (the tests pass with the patch); not proven"
         if not self.proof.passed:
             return f"plausible in the workspace, but the proof run failed: {self.proof.detail}"
-        flags = f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
-        return (f"plausible and proven: the full suite passed {self.proof.held} of {self.proof.required} time(s) "
-                f"on a fresh copy with only this patch, guards passed on the whole patch{flags}. "
-                "Tests passing is not proof of correctness: review it")
+        flags = (
+            f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
+        )
+        return (
+            f"plausible and proven: the full suite passed {self.proof.held} of "
+            f"{self.proof.required} time(s) "
+            f"on a fresh copy with only this patch, guards passed on the whole patch{flags}. "
+            "Tests passing is not proof of correctness: review it"
+        )
 
     def _partial_summary(self) -> str:
-        what = "a partial fix: some failing tests pass with it, others still fail, none that passed breaks"
+        what = (
+            "a partial fix: some failing tests pass with it, others still fail, none that "
+            "passed breaks"
+        )
         if self.proof is None:
             return what + "; not proven"
         if not self.proof.passed:
             return f"{what} in the workspace, but the proof run failed: {self.proof.detail}"
-        flags = f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
-        return (f"{what}; proven: {self.proof.held} of {self.proof.required} full-suite run(s) on a fresh copy with "
-                f"only this patch showed the same, guards passed on the whole patch{flags}. Review it")
+        flags = (
+            f"; {len(self.flags)} flag(s) raised, read them" if self.flags else "; no flags raised"
+        )
+        return (
+            f"{what}; proven: {self.proof.held} of {self.proof.required} full-suite run(s) on a "
+            f"fresh copy with "
+            f"only this patch showed the same, guards passed on the whole patch{flags}. Review it"
+        )
 
     def to_json(self) -> Dict[str, Any]:
-        return {"plausible": self.plausible, "proof": self.proof.to_json() if self.proof else None,
-                "flags": list(self.flags),
-                "partial": self.partial}
+        return {
+            "plausible": self.plausible,
+            "proof": self.proof.to_json() if self.proof else None,
+            "flags": list(self.flags),
+            "partial": self.partial,
+        }
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Evidence":
         proof = data.get("proof")
-        return cls(bool(data.get("plausible")), Proof.from_json(proof) if isinstance(proof, dict) else None,
-                   tuple(str(f) for f in data.get("flags") or ()), bool(data.get("partial")))
+        return cls(
+            bool(data.get("plausible")),
+            Proof.from_json(proof) if isinstance(proof, dict) else None,
+            tuple(str(f) for f in data.get("flags") or ()),
+            bool(data.get("partial")),
+        )
 
 
 @dataclass(frozen=True)
@@ -226,7 +279,9 @@ class RunResult:
         usage = Usage()
         for it in self.iterations:
             usage = usage + it.usage
-        engine = [i for i in self.iterations if i.engine == "builtin"]  # its time is "engine", present when it ran
+        engine = [
+            i for i in self.iterations if i.engine == "builtin"
+        ]  # its time is "engine", present when it ran
         return {
             "iterations": len(self.iterations),
             "prompt_tokens": usage.prompt_tokens,
@@ -234,7 +289,9 @@ class RunResult:
             "cost_usd": usage.cost_usd,
             "model_calls": usage.calls,
             "seconds": {
-                "model": round(sum(i.seconds_model for i in self.iterations if i.engine != "builtin"), 3),
+                "model": round(
+                    sum(i.seconds_model for i in self.iterations if i.engine != "builtin"), 3
+                ),
                 **({"engine": round(sum(i.seconds_model for i in engine), 3)} if engine else {}),
                 "tests": round(sum(i.seconds_tests for i in self.iterations), 3),
                 "total": round(self.seconds, 3),

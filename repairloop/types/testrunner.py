@@ -19,12 +19,15 @@ from repairloop.types.confinement_status import SandboxStatus
 from repairloop.types.proposals import InterpreterQuery
 from repairloop.types.reports import TestReport
 
-TestCommand = Union[Tuple[str, ...], str]  # an argv, or a shell command line (``--test-cmd "make check"``)
+TestCommand = Union[
+    Tuple[str, ...], str
+]  # an argv, or a shell command line (``--test-cmd "make check"``)
 
 
 @dataclass(frozen=True)
 class WarmStart:
-    """How a warm process's start went: ``ready``, or ``why`` not; ``seconds`` it took; ``collected`` tests."""
+    """How a warm process's start went: ``ready``, or ``why`` not; ``seconds`` it took;
+    ``collected`` tests."""
 
     ready: bool
     why: str = ""
@@ -58,13 +61,16 @@ class WarmTestProcess(Protocol):
 
     def ready(self) -> bool: ...
 
-    def run(self, test_ids: Sequence[str], changed: Sequence[str], timeout: float) -> Optional[TestReport]: ...
+    def run(
+        self, test_ids: Sequence[str], changed: Sequence[str], timeout: float
+    ) -> Optional[TestReport]: ...
 
     def close(self) -> None: ...
 
 
 class TestRunner(Protocol):
-    """Runs the project's tests in any copy of it (the workspace, an engine's scratch copy, the proof's).
+    """Runs the project's tests in any copy of it (the workspace, an engine's scratch copy, the
+    proof's).
 
     Read-only facts:
 
@@ -105,12 +111,20 @@ class TestRunner(Protocol):
     @property
     def scratch_dir(self) -> Optional[Path]: ...
 
-    def run(self, root: Path, test_ids: Sequence[str] = (), *, coverage: bool = False, timeout: Optional[float] = None,
-            past_deadline: bool = False, protect: Sequence[str] = ()) -> TestReport:
-        """One run in ``root``: ``test_ids`` (() for all), within ``timeout`` seconds (None: the runner's own)
-        and the seconds left in the run unless ``past_deadline`` (the proof run is never cut short).
-        ``coverage`` records per-test coverage (``TestReport.coverage_file``); ``protect`` are
-        project-relative files the run may not change."""
+    def run(
+        self,
+        root: Path,
+        test_ids: Sequence[str] = (),
+        *,
+        coverage: bool = False,
+        timeout: Optional[float] = None,
+        past_deadline: bool = False,
+        protect: Sequence[str] = (),
+    ) -> TestReport:
+        """One run in ``root``: ``test_ids`` (() for all), within ``timeout`` seconds (None: the
+        runner's own) and the seconds left in the run unless ``past_deadline`` (the proof run is
+        never cut short). ``coverage`` records per-test coverage (``TestReport.coverage_file``);
+        ``protect`` are project-relative files the run may not change."""
         ...
 
     def deadline(self) -> float:
@@ -118,13 +132,13 @@ class TestRunner(Protocol):
         ...
 
     def time_limit(self, timeout: Optional[float] = None, past_deadline: bool = False) -> float:
-        """Seconds one run may take: ``timeout`` (None: the runner's own), within ``deadline()`` (at least
-        1 s) unless ``past_deadline``."""
+        """Seconds one run may take: ``timeout`` (None: the runner's own), within ``deadline()`` (at
+        least 1 s) unless ``past_deadline``."""
         ...
 
     def for_candidates(self, baseline: TestReport) -> Tuple["TestRunner", str]:
-        """(this runner with a short per-test timeout for candidate runs, chosen from ``baseline``; a sentence
-        saying so, "" when no test hung at the baseline)."""
+        """(this runner with a short per-test timeout for candidate runs, chosen from ``baseline``;
+        a sentence saying so, "" when no test hung at the baseline)."""
         ...
 
     def plain(self) -> "TestRunner":
@@ -132,5 +146,6 @@ class TestRunner(Protocol):
         ...
 
     def warm(self, root: Path, protect: Sequence[str] = ()) -> WarmTestProcess:
-        """A warm test process for ``root``, not started, run like ``run`` with ``protect`` read-only."""
+        """A warm test process for ``root``, not started, run like ``run`` with ``protect``
+        read-only."""
         ...

@@ -20,7 +20,8 @@ from repairloop.types.reports import TestReport
 
 
 def passes(test_id: str, report: TestReport) -> bool:
-    """Reported ``passed``; a module that failed to collect passes when its tests now run and all pass."""
+    """Reported ``passed``; a module that failed to collect passes when its tests now run and all
+    pass."""
     if test_id in report.passed_only:
         return True
     if "::" in test_id:
@@ -31,9 +32,9 @@ def passes(test_id: str, report: TestReport) -> bool:
 
 @dataclass(frozen=True)
 class CandidateVerdict:
-    """The run's verdict on a candidate: ``fixed`` and ``still_failing`` split the tests that failed before;
-    ``broke`` are new failures; ``failing`` every test failing after it but the tolerated ones; ``error``
-    why the run judges nothing ("" when it does)."""
+    """The run's verdict on a candidate: ``fixed`` and ``still_failing`` split the tests that failed
+    before; ``broke`` are new failures; ``failing`` every test failing after it but the tolerated
+    ones; ``error`` why the run judges nothing ("" when it does)."""
 
     fixed: Tuple[str, ...]
     broke: Tuple[str, ...]
@@ -47,14 +48,24 @@ class CandidateVerdict:
         return bool(self.fixed) and not self.broke and not self.error
 
 
-def judge_run(report: TestReport, failing: Sequence[str], tolerated: Collection[str] = ()) -> CandidateVerdict:
-    """The verdict of ``report`` (a run with the candidate applied) on the tests ``failing`` before it,
-    ``tolerated`` failures not counting as broken (see the module docstring)."""
+def judge_run(
+    report: TestReport, failing: Sequence[str], tolerated: Collection[str] = ()
+) -> CandidateVerdict:
+    """The verdict of ``report`` (a run with the candidate applied) on the tests ``failing`` before
+    it, ``tolerated`` failures not counting as broken (see the module docstring)."""
     if report.source is ResultSource.EXIT_CODE:
         fixed = tuple(failing) if report.green else ()
-        return CandidateVerdict(fixed, (), tuple(t for t in failing if t not in fixed), () if report.green else tuple(failing))
+        return CandidateVerdict(
+            fixed,
+            (),
+            tuple(t for t in failing if t not in fixed),
+            () if report.green else tuple(failing),
+        )
     if report.exit_code not in (0, 1) or (report.exit_code == 1 and not report.failing):
-        error = f"the test suite exited with code {report.exit_code} without a failing test to explain it"
+        error = (
+            f"the test suite exited with code {report.exit_code} without a failing test to "
+            f"explain it"
+        )
         return CandidateVerdict((), (), tuple(failing), tuple(failing), error)
     still = tuple(t for t in failing if not passes(t, report))
     after = tuple(sorted((set(report.failing_ids) | set(still)) - set(tolerated)))

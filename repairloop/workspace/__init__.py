@@ -19,7 +19,6 @@ files. Ignored files (build outputs, ``.env``) are not in a git workspace.
 git stores.
 """
 
-
 from repairloop.workspace.gitcmd import GitFailed, hash_file
 from repairloop.workspace.repository import check_repository, ensure_excluded
 from repairloop.workspace.stale import clean_stale_workspaces
@@ -27,6 +26,14 @@ from repairloop.workspace.tree import StartState, Workspace, open_workspace
 from repairloop.workspace.user_tree import apply_to_user_tree, patch_state
 
 __all__ = [
-    "GitFailed", "StartState", "Workspace", "apply_to_user_tree", "check_repository",
-    "clean_stale_workspaces", "ensure_excluded", "hash_file", "open_workspace", "patch_state",
+    "GitFailed",
+    "StartState",
+    "Workspace",
+    "apply_to_user_tree",
+    "check_repository",
+    "clean_stale_workspaces",
+    "ensure_excluded",
+    "hash_file",
+    "open_workspace",
+    "patch_state",
 ]

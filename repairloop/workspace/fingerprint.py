@@ -1,4 +1,5 @@
-"""Fingerprints of the files that decide a verdict (tests, test configuration), taken around every run.
+"""Fingerprints of the files that decide a verdict (tests, test configuration), taken around every
+run.
 
 A candidate's code runs while its tests run and can rewrite a test file (an
 assertion turned into ``pass``) or add one (a ``conftest.py``) before pytest
@@ -21,12 +22,14 @@ from repairloop.workspace.gitcmd import hash_file
 # Directories a fingerprint never walks into: repositories' data, caches, environments.
 _SKIPPED = NOT_COPIED - {"__pycache__"}  # bytecode is fingerprinted
 
-Fingerprint = Dict[str, str]  # project-relative POSIX path -> sha256 of the bytes (or the symlink target)
+Fingerprint = Dict[
+    str, str
+]  # project-relative POSIX path -> sha256 of the bytes (or the symlink target)
 
 
 def fingerprint(root: Path, guarded: Callable[[str], bool]) -> Fingerprint:
-    """sha256 of every file under ``root`` whose project-relative path ``guarded`` accepts, and of every
-    compiled bytecode file.
+    """sha256 of every file under ``root`` whose project-relative path ``guarded`` accepts, and of
+    every compiled bytecode file.
 
     Symbolic links are fingerprinted by their target text and never followed
     into directories. Unreadable files hash as "unreadable".
@@ -46,7 +49,10 @@ def fingerprint(root: Path, guarded: Callable[[str], bool]) -> Fingerprint:
 
 
 def changed_files(before: Fingerprint, after: Fingerprint) -> List[str]:
-    """Paths created, deleted or changed between two fingerprints, sorted; bytecode only when created or
-    changed (a run starts by removing what an earlier one left)."""
-    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)
-                  and not (is_bytecode(p) and p not in after))
+    """Paths created, deleted or changed between two fingerprints, sorted; bytecode only when
+    created or changed (a run starts by removing what an earlier one left)."""
+    return sorted(
+        p
+        for p in set(before) | set(after)
+        if before.get(p) != after.get(p) and not (is_bytecode(p) and p not in after)
+    )

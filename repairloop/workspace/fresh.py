@@ -18,11 +18,14 @@ from repairloop.workspace.tree import Workspace
 
 @contextlib.contextmanager
 def start_copy(ws: Workspace) -> Iterator[Path]:
-    """Yield a directory holding exactly the start state of ``ws`` (its project root, not the repository top).
+    """Yield a directory holding exactly the start state of ``ws`` (its project root, not the
+    repository top).
 
     Raises WorkspaceError (from git) when the start-state commit cannot be read.
     """
-    tmp = Path(tempfile.mkdtemp(prefix="repairloop-proof-", dir=ws.scratch))  # registered: see open_workspace
+    tmp = Path(
+        tempfile.mkdtemp(prefix="repairloop-proof-", dir=ws.scratch)
+    )  # registered: see open_workspace
     try:
         yield ws.export_start(tmp / "tree")
     finally:

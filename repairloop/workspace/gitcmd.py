@@ -16,17 +16,40 @@ from repairloop.errors import ProjectError, WorkspaceError
 # file-system monitor (``core.fsmonitor`` names a command git runs on every status or ls-files: in a
 # repository's own config it is the repository's choice, not the user's), no signing prompts.
 _BASE_CONFIG = (
-    "-c", "core.quotepath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-    "-c", "commit.gpgsign=false",
+    "-c",
+    "core.quotepath=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgsign=false",
 )
 # Commands inside the workspace also store bytes as they are, so diff() is byte-exact.
-_WS_CONFIG = ("-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
-              "-c", "user.name=repairloop", "-c", "user.email=repairloop@localhost")
+_WS_CONFIG = (
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+    "-c",
+    "user.name=repairloop",
+    "-c",
+    "user.email=repairloop@localhost",
+)
 # Variables that point git at another repository or index. A pre-commit hook runs
 # with GIT_INDEX_FILE set: inherited, it would make our commands use the user's index.
-_REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-             "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE", "GIT_QUARANTINE_PATH")
+_REPO_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_QUARANTINE_PATH",
+)
 _ENV_LOCK = threading.Lock()
 EXCLUDE_LINE = ".repairloop/"
 
@@ -36,8 +59,10 @@ class GitFailed(WorkspaceError):
 
     def __init__(self, args: Tuple[str, ...], status: object, stderr: str) -> None:
         words = [a for i, a in enumerate(args) if a != "-c" and (i == 0 or args[i - 1] != "-c")]
-        super().__init__(f"git {' '.join(words[:2])} failed (exit {status}): {stderr}",
-                         hint="run the same git command in the project to see why")
+        super().__init__(
+            f"git {' '.join(words[:2])} failed (exit {status}): {stderr}",
+            hint="run the same git command in the project to see why",
+        )
         self.status = status
         self.stderr = stderr
 
@@ -54,8 +79,13 @@ def _repo_env_scrubbed() -> Iterator[None]:
             os.environ.update(saved)
 
 
-def run_git(cwd: Path, *args: str, env: Optional[Dict[str, str]] = None, strip: bool = True,
-         workspace: bool = False) -> str:
+def run_git(
+    cwd: Path,
+    *args: str,
+    env: Optional[Dict[str, str]] = None,
+    strip: bool = True,
+    workspace: bool = False,
+) -> str:
     """Run ``git args`` in ``cwd`` through GitPython; stdout as text (surrogateescape).
 
     Raises GitFailed on a non-zero exit, ProjectError when git is not installed.

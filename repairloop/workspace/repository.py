@@ -14,41 +14,57 @@ from repairloop.workspace.gitcmd import EXCLUDE_LINE, GitFailed, run_git
 def locate(project: Path) -> Optional[Tuple[Path, str]]:
     """(repository top level, project's prefix inside it) or None for a non-git dir."""
     try:
-        bare, inside = run_git(project, "rev-parse", "--is-bare-repository",
-                            "--is-inside-work-tree").split("\n")[:2]
+        bare, inside = run_git(
+            project, "rev-parse", "--is-bare-repository", "--is-inside-work-tree"
+        ).split("\n")[:2]
     except GitFailed as exc:
         if "not a git repository" in exc.stderr:
             return None
-        raise ProjectError(f"git cannot read {project}: {exc.stderr}",
-                           hint="fix the repository (for 'dubious ownership': "
-                                "git config --global --add safe.directory <path>)") from exc
+        raise ProjectError(
+            f"git cannot read {project}: {exc.stderr}",
+            hint="fix the repository (for 'dubious ownership': "
+            "git config --global --add safe.directory <path>)",
+        ) from exc
     if bare == "true" or inside != "true":
-        raise ProjectError(f"{project} is a bare repository or a .git directory, not a working tree",
-                           hint="run repairloop in a checkout (git clone <repo> <dir>)")
-    top, prefix = (run_git(project, "rev-parse", "--show-toplevel", "--show-prefix", strip=False)
-                   .split("\n")[:2])
+        raise ProjectError(
+            f"{project} is a bare repository or a .git directory, not a working tree",
+            hint="run repairloop in a checkout (git clone <repo> <dir>)",
+        )
+    top, prefix = run_git(
+        project, "rev-parse", "--show-toplevel", "--show-prefix", strip=False
+    ).split("\n")[:2]
     return Path(top), prefix.rstrip("/")
 
 
-_IN_PROGRESS = (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"),
-                ("rebase-apply", "a rebase or git am"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
-                ("REVERT_HEAD", "a revert"))
+_IN_PROGRESS = (
+    ("MERGE_HEAD", "a merge"),
+    ("rebase-merge", "a rebase"),
+    ("rebase-apply", "a rebase or git am"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick"),
+    ("REVERT_HEAD", "a revert"),
+)
 
 
 def _check_git_state(project: Path) -> None:
     try:
         run_git(project, "rev-parse", "-q", "--verify", "HEAD^{commit}")
     except GitFailed as exc:
-        raise ProjectError(f"the git repository at {project} has no commits yet",
-                           hint="commit once first (git add -A && git commit -m initial)") from exc
+        raise ProjectError(
+            f"the git repository at {project} has no commits yet",
+            hint="commit once first (git add -A && git commit -m initial)",
+        ) from exc
     names = [arg for name, _ in _IN_PROGRESS for arg in ("--git-path", name)]
     for (_, label), rel in zip(_IN_PROGRESS, run_git(project, "rev-parse", *names).split("\n")):
         if (project / rel).exists():
-            raise ProjectError(f"{label} is in progress in {project}",
-                               hint="finish it or abort it (git status says how), then run again")
+            raise ProjectError(
+                f"{label} is in progress in {project}",
+                hint="finish it or abort it (git status says how), then run again",
+            )
     if run_git(project, "ls-files", "-u"):
-        raise ProjectError(f"{project} has unresolved merge conflicts",
-                           hint="resolve them (git status lists them), then run again")
+        raise ProjectError(
+            f"{project} has unresolved merge conflicts",
+            hint="resolve them (git status lists them), then run again",
+        )
 
 
 def check_repository(project: Path) -> None:
@@ -63,7 +79,9 @@ def check_repository(project: Path) -> None:
     """
     project = Path(project)
     if not project.is_dir():
-        raise ProjectError(f"{project} is not a directory", hint="pass the project's root directory")
+        raise ProjectError(
+            f"{project} is not a directory", hint="pass the project's root directory"
+        )
     if locate(project) is not None:
         _check_git_state(project)
         _check_state_untracked(project)
@@ -76,28 +94,37 @@ def check_repository(project: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise ProjectError(f"cannot write to {project} ({exc.strerror}); repairloop keeps its runs "
-                           "in .repairloop/ there",
-                           hint="make the directory writable, or run on a writable clone") from exc
+        raise ProjectError(
+            f"cannot write to {project} ({exc.strerror}); repairloop keeps its runs "
+            "in .repairloop/ there",
+            hint="make the directory writable, or run on a writable clone",
+        ) from exc
 
 
 def _check_state_untracked(project: Path) -> None:
     tracked = run_git(project, "ls-files", "-z", "--", EXCLUDE_LINE)
     if tracked:
-        raise ProjectError(f"the repository at {project} tracks files under .repairloop/ "
-                           f"({tracked.split(chr(0))[0]}...): repairloop keeps its own runs there and would take "
-                           "these for its own", hint="remove them from the repository (git rm -r --cached .repairloop)")
+        raise ProjectError(
+            f"the repository at {project} tracks files under .repairloop/ "
+            f"({tracked.split(chr(0))[0]}...): repairloop keeps its own runs there and would take "
+            "these for its own",
+            hint="remove them from the repository (git rm -r --cached .repairloop)",
+        )
 
 
 def _check_state_links(project: Path) -> None:
     state = project / ".repairloop"
-    linked = [p for p in (state, state / "runs", state / "worktrees", state / "lock") if p.is_symlink()]
+    linked = [
+        p for p in (state, state / "runs", state / "worktrees", state / "lock") if p.is_symlink()
+    ]
     if state.is_dir() and not state.is_symlink() and (state / "runs").is_dir():
         linked += [p for p in (state / "runs").iterdir() if p.is_symlink()]
     if linked:
-        raise ProjectError(f"{linked[0]} is a symbolic link: repairloop writes its runs, lock and workspaces "
-                           "there, and never through a link out of the project",
-                           hint=f"remove the link (rm {linked[0]}), then run again")
+        raise ProjectError(
+            f"{linked[0]} is a symbolic link: repairloop writes its runs, lock and workspaces "
+            "there, and never through a link out of the project",
+            hint=f"remove the link (rm {linked[0]}), then run again",
+        )
 
 
 def ensure_excluded(project: Path) -> bool:

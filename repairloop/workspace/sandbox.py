@@ -1,4 +1,5 @@
-"""The sandbox that test runs go through: bubblewrap (``bwrap``) on Linux, or an honest "unconfined".
+"""The sandbox that test runs go through: bubblewrap (``bwrap``) on Linux, or an honest
+"unconfined".
 
 Candidate code is untrusted (DESIGN.md, "Workspace, sandbox and side
 effects"): a model's answer, or text in the repository steering it, can put
@@ -16,7 +17,8 @@ test run, the final proof and the offline engine's scratch copies run as::
           --bind <tree>            the workspace (or scratch copy) under test: writable, so that
                                    what a run changes there is seen afterwards (``fingerprint``:
                                    a rewritten test rejects the candidate); the reported patch is
-                                   the kept candidates' own edits, so files tests write never ride along
+                                   the kept candidates' own edits, so files tests write never ride
+                                   along
           --ro-bind <tests>        the test files and the files that configure them, unwritable
           --bind <outputs>         the runner's result files, coverage data and JUnit XML
           --unshare-all            new user, PID, network (loopback only), IPC, UTS namespaces
@@ -45,14 +47,30 @@ from repairloop.types import SandboxStatus
 
 # Credential stores under $HOME that candidate code has no business reading (what the
 # common tools document as their credential files); each is replaced by an empty one.
-HIDDEN_IN_HOME = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".gnupg",
-                  ".kube", ".netrc", ".git-credentials", ".pypirc", ".npmrc", ".config/hub",
-                  ".local/share/keyrings", ".password-store")
+HIDDEN_IN_HOME = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker",
+    ".gnupg",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".config/hub",
+    ".local/share/keyrings",
+    ".password-store",
+)
 # Runs the command with memory (KiB of address space) and file-size (512-byte blocks,
 # POSIX sh) limits; `exec` keeps the command's exit status and signals as they are.
 _LIMITS = 'ulimit -v {mem} && ulimit -f {fsize} && exec "$@"'
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-RESOLVER_DIR = "/run/systemd/resolve"  # systemd-resolved's resolv.conf (Ubuntu's /etc/resolv.conf target)
+RESOLVER_DIR = (
+    "/run/systemd/resolve"  # systemd-resolved's resolv.conf (Ubuntu's /etc/resolv.conf target)
+)
 
 
 @dataclass(frozen=True)
@@ -65,9 +83,15 @@ class SandboxPolicy:
     network: bool = False
     memory_mb: int = 8192
     disk_mb: int = 2048
-    hidden: Tuple[Path, ...] = ()  # trees shown empty (the user's repository), besides HIDDEN_IN_HOME
-    readable: Tuple[Path, ...] = ()  # kept readable inside a hidden tree or /tmp (the project's virtualenvs)
-    project: Optional[Path] = None  # the user's project, inside ``hidden``: what ``Sandbox.showing`` shows
+    hidden: Tuple[
+        Path, ...
+    ] = ()  # trees shown empty (the user's repository), besides HIDDEN_IN_HOME
+    readable: Tuple[
+        Path, ...
+    ] = ()  # kept readable inside a hidden tree or /tmp (the project's virtualenvs)
+    project: Optional[Path] = (
+        None  # the user's project, inside ``hidden``: what ``Sandbox.showing`` shows
+    )
 
 
 class Sandbox:
@@ -77,17 +101,24 @@ class Sandbox:
     CI summary and the report). Call it as the runner's command wrapper.
     """
 
-    def __init__(self, status: SandboxStatus, policy: SandboxPolicy, bwrap: Optional[str] = None,
-                 *, sized_tmp: bool = True) -> None:
+    def __init__(
+        self,
+        status: SandboxStatus,
+        policy: SandboxPolicy,
+        bwrap: Optional[str] = None,
+        *,
+        sized_tmp: bool = True,
+    ) -> None:
         self.status = status
         self.policy = policy
         self.bwrap = bwrap
         self.sized_tmp = sized_tmp
 
     def showing(self) -> "Sandbox":
-        """This sandbox with the user's project (``policy.project``) readable instead of hidden, and every
-        git directory still hidden (a CI checkout's ``.git/config`` holds its token; the rest of a
-        repository the project is a part of stays hidden): the user's own world, before any candidate."""
+        """This sandbox with the user's project (``policy.project``) readable instead of hidden, and
+        every git directory still hidden (a CI checkout's ``.git/config`` holds its token; the rest
+        of a repository the project is a part of stays hidden): the user's own world, before any
+        candidate."""
         tree = self.policy.project
         if tree is None:
             return self
@@ -95,8 +126,15 @@ class Sandbox:
         policy = replace(self.policy, hidden=hidden, readable=self.policy.readable + (tree,))
         return Sandbox(self.status, policy, self.bwrap, sized_tmp=self.sized_tmp)
 
-    def __call__(self, argv: Sequence[str], *, tree: Path, outputs: Sequence[Path],
-                 env: Mapping[str, str], readonly: Sequence[Path] = ()) -> List[str]:
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        tree: Path,
+        outputs: Sequence[Path],
+        env: Mapping[str, str],
+        readonly: Sequence[Path] = (),
+    ) -> List[str]:
         """The argv that runs ``argv`` in ``tree`` confined (unchanged when unconfined).
 
         ``tree`` is writable except the ``readonly`` files in it (the tests and
@@ -107,11 +145,21 @@ class Sandbox:
         """
         if self.bwrap is None:
             return list(argv)
-        return [self.bwrap, *self.arguments(tree, outputs, env, program_path(argv), readonly), "--",
-                *self._limited(argv)]
+        return [
+            self.bwrap,
+            *self.arguments(tree, outputs, env, program_path(argv), readonly),
+            "--",
+            *self._limited(argv),
+        ]
 
-    def arguments(self, tree: Path, outputs: Sequence[Path], env: Mapping[str, str],
-                  program: Sequence[str] = (), readonly: Sequence[Path] = ()) -> List[str]:
+    def arguments(
+        self,
+        tree: Path,
+        outputs: Sequence[Path],
+        env: Mapping[str, str],
+        program: Sequence[str] = (),
+        readonly: Sequence[Path] = (),
+    ) -> List[str]:
         """bwrap's options for one run (see the module docstring for the layout); ``program`` is the
         command's interpreter (``program_path``), kept readable where /tmp covers it."""
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -133,11 +181,15 @@ class Sandbox:
         bound = needed_paths(env, hidden, self.policy.readable, program)
         for path in bound:
             args += ["--ro-bind", str(path), str(path)]
-        for path in hidden:  # hidden again where a bind above shows a tree holding it (the project's .git)
+        for (
+            path
+        ) in hidden:  # hidden again where a bind above shows a tree holding it (the project's .git)
             if path.is_dir() and not path.is_symlink() and any(b in path.parents for b in bound):
                 args += ["--tmpfs", str(path)]
         args += ["--bind", str(tree), str(tree)]
-        for path in readonly:  # the tests and their configuration: the candidate's code may not rewrite them
+        for path in (
+            readonly
+        ):  # the tests and their configuration: the candidate's code may not rewrite them
             if path.is_file() and not path.is_symlink():
                 args += ["--ro-bind", str(path), str(path)]
         for path in outputs:
@@ -151,7 +203,9 @@ class Sandbox:
         mem, disk = self.policy.memory_mb, self.policy.disk_mb
         if not mem and not disk:
             return list(argv)
-        script = _LIMITS.format(mem=mem * 1024 if mem else "unlimited", fsize=disk * 2048 if disk else "unlimited")
+        script = _LIMITS.format(
+            mem=mem * 1024 if mem else "unlimited", fsize=disk * 2048 if disk else "unlimited"
+        )
         return ["/bin/sh", "-c", script, "sh", *argv]
 
 
@@ -161,10 +215,10 @@ def _run_dirs() -> List[str]:
 
 
 def program_path(argv: Sequence[str]) -> List[str]:
-    """The absolute path of the program the command runs (``/x/venv/bin/python -m pytest``, or the first
-    word of an ``sh -c`` script after its ``VAR=value`` assignments), if it names one that exists: kept
-    readable where /tmp covers it. Nothing else the command names (arguments, test ids: the project's
-    words) is ever bound into the sandbox."""
+    """The absolute path of the program the command runs (``/x/venv/bin/python -m pytest``, or the
+    first word of an ``sh -c`` script after its ``VAR=value`` assignments), if it names one that
+    exists: kept readable where /tmp covers it. Nothing else the command names (arguments, test ids:
+    the project's words) is ever bound into the sandbox."""
     words = list(argv[:1])
     if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash", "dash") and argv[1] == "-c":
         try:
@@ -175,12 +229,12 @@ def program_path(argv: Sequence[str]) -> List[str]:
 
 
 def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Path]:
-    """Existing credential stores under ``$HOME``, the CI runner's own files, and ``trees`` (files or
-    directories; never ``/`` or ``$HOME`` itself).
+    """Existing credential stores under ``$HOME``, the CI runner's own files, and ``trees`` (files
+    or directories; never ``/`` or ``$HOME`` itself).
 
-    The runner's files: ``$RUNNER_TEMP`` on GitHub Actions (the event, the step's output and environment
-    files, a checkout's persisted credentials). Which places hold secrets is a list, so a heuristic: the
-    README says so.
+    The runner's files: ``$RUNNER_TEMP`` on GitHub Actions (the event, the step's output and
+    environment files, a checkout's persisted credentials). Which places hold secrets is a list, so
+    a heuristic: the README says so.
     """
     paths: List[Path] = []
     home = env.get("HOME") or ""
@@ -189,13 +243,22 @@ def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Pat
     runner = [Path(env["RUNNER_TEMP"])] if os.path.isabs(env.get("RUNNER_TEMP") or "") else []
     for tree in [*trees, *runner]:
         under_tmp = Path("/tmp") in tree.parents  # /tmp is private in the sandbox anyway
-        if os.path.lexists(tree) and not under_tmp and tree not in (Path("/"), Path(home or "/")) and tree not in paths:
+        if (
+            os.path.lexists(tree)
+            and not under_tmp
+            and tree not in (Path("/"), Path(home or "/"))
+            and tree not in paths
+        ):
             paths.append(tree)
     return paths
 
 
-def needed_paths(env: Mapping[str, str], hidden: Sequence[Path], trusted: Sequence[Path] = (),
-                 program: Sequence[str] = ()) -> List[Path]:
+def needed_paths(
+    env: Mapping[str, str],
+    hidden: Sequence[Path],
+    trusted: Sequence[Path] = (),
+    program: Sequence[str] = (),
+) -> List[Path]:
     """Directories that must stay readable although /tmp or a hidden tree covers them.
 
     ``trusted`` are bound wherever they lie (the project's virtualenvs, repairloop's choice); the
@@ -205,15 +268,27 @@ def needed_paths(env: Mapping[str, str], hidden: Sequence[Path], trusted: Sequen
     checkout's ``.git``. Never ``/`` nor ``/tmp`` itself.
     """
     covered = [Path("/tmp"), *hidden]
-    found: List[Path] = [p for p in trusted if p.exists() and any(p == c or c in p.parents for c in covered)]
-    entries = [*program, *(env.get("PATH") or "").split(os.pathsep), *(env.get("PYTHONPATH") or "").split(os.pathsep)]
+    found: List[Path] = [
+        p for p in trusted if p.exists() and any(p == c or c in p.parents for c in covered)
+    ]
+    entries = [
+        *program,
+        *(env.get("PATH") or "").split(os.pathsep),
+        *(env.get("PYTHONPATH") or "").split(os.pathsep),
+    ]
     for entry in entries:
         if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
             continue
-        path = _venv_root(Path(entry)) or (Path(entry) if Path(entry).is_dir() else Path(entry).parent)
+        path = _venv_root(Path(entry)) or (
+            Path(entry) if Path(entry).is_dir() else Path(entry).parent
+        )
         inside_trusted = any(path == t or t in path.parents for t in trusted)
         under_hidden = any(path == h or h in path.parents or path in h.parents for h in hidden)
-        if path in found or path in (Path("/"), Path("/tmp")) or (under_hidden and not inside_trusted):
+        if (
+            path in found
+            or path in (Path("/"), Path("/tmp"))
+            or (under_hidden and not inside_trusted)
+        ):
             continue
         if Path("/tmp") in path.parents:
             found.append(path)

@@ -38,13 +38,20 @@ def _kill_processes_in(directory: Path) -> None:
 
 
 def _ours(tmp: Path, project: Path) -> bool:
-    """Whether ``tmp`` can be a workspace ``open_workspace`` made: see ``clean_stale_workspaces``."""
-    return (tmp.name.startswith("repairloop-ws-") and tmp.parent == Path(tempfile.gettempdir())
-            and not tmp.is_symlink() and not within(project, tmp) and not within(tmp, project))
+    """Whether ``tmp`` can be a workspace ``open_workspace`` made: see
+    ``clean_stale_workspaces``."""
+    return (
+        tmp.name.startswith("repairloop-ws-")
+        and tmp.parent == Path(tempfile.gettempdir())
+        and not tmp.is_symlink()
+        and not within(project, tmp)
+        and not within(tmp, project)
+    )
 
 
-def clean_stale_workspaces(project: Path, registry_dir: Path, *,
-                           is_alive: Callable[[int], bool]) -> List[str]:
+def clean_stale_workspaces(
+    project: Path, registry_dir: Path, *, is_alive: Callable[[int], bool]
+) -> List[str]:
     """Remove the workspaces of runs whose pid is dead; return their directories.
 
     Only directories named ``repairloop-ws-*`` directly in the temporary directory

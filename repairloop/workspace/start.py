@@ -41,14 +41,24 @@ class WorkspaceGit:
         self.git_dir = git_dir
         self.top = top
 
-    def __call__(self, cwd: Path, *args: str, strip: bool = True, index: Optional[Path] = None) -> str:
+    def __call__(
+        self, cwd: Path, *args: str, strip: bool = True, index: Optional[Path] = None
+    ) -> str:
         """Run ``git args`` with ``cwd`` (inside the work tree) as the current directory; ``index``
-        is a temporary index file to use instead of the repository's (the work tree stays untouched)."""
+        is a temporary index file to use instead of the repository's (the work tree stays
+        untouched)."""
         env = {"GIT_CEILING_DIRECTORIES": str(self.top.parent)}
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
-        return run_git(cwd, f"--git-dir={self.git_dir}", f"--work-tree={self.top}", *args,
-                       env=env, strip=strip, workspace=True)
+        return run_git(
+            cwd,
+            f"--git-dir={self.git_dir}",
+            f"--work-tree={self.top}",
+            *args,
+            env=env,
+            strip=strip,
+            workspace=True,
+        )
 
     def init(self, exclude_from: Optional[Path]) -> None:
         """Create the repository; copy the user's ``info/exclude`` lines so ignoring is the same.
@@ -74,7 +84,15 @@ class WorkspaceGit:
         """Stage exactly ``paths`` (forced: a tracked file may match .gitignore) and commit."""
         listing = self.git_dir / "start-paths"
         listing.write_bytes(b"".join(os.fsencode(p) + b"\0" for p in paths))
-        self(self.top, "--literal-pathspecs", "add", "--force", "--pathspec-from-file", str(listing), "--pathspec-file-nul")
+        self(
+            self.top,
+            "--literal-pathspecs",
+            "add",
+            "--force",
+            "--pathspec-from-file",
+            str(listing),
+            "--pathspec-file-nul",
+        )
         listing.unlink()
         return self.commit_all(message)
 
@@ -83,8 +101,11 @@ def start_files(top: Path) -> List[str]:
     """Paths (relative to ``top``) of the start state: tracked files present in the working tree,
     untracked non-ignored files, and directories (``/``-ended) of submodules and nested repos."""
     out = run_git(top, "ls-files", "-z", "--cached", "--others", "--exclude-standard", strip=False)
-    gitlinks = [line.split("\t", 1)[1] + "/" for line in
-                zsplit(run_git(top, "ls-files", "-s", "-z", strip=False)) if line.startswith("160000 ")]
+    gitlinks = [
+        line.split("\t", 1)[1] + "/"
+        for line in zsplit(run_git(top, "ls-files", "-s", "-z", strip=False))
+        if line.startswith("160000 ")
+    ]
     links = {g.rstrip("/") for g in gitlinks}
     paths = [p for p in dict.fromkeys(zsplit(out)) if p not in links] + gitlinks
     return [p for p in paths if p.split("/")[0] != ".repairloop"]
@@ -99,8 +120,11 @@ def copy_start_files(src_top: Path, dst_top: Path, paths: List[str]) -> List[str
         if rel.endswith("/"):
             if src.is_dir() and not src.is_symlink():
                 shutil.copytree(src, dst, symlinks=True, ignore=copy_ignore, dirs_exist_ok=True)
-                copied.extend(p.relative_to(dst_top).as_posix() for p in dst.rglob("*")
-                              if p.is_file() or p.is_symlink())
+                copied.extend(
+                    p.relative_to(dst_top).as_posix()
+                    for p in dst.rglob("*")
+                    if p.is_file() or p.is_symlink()
+                )
             continue
         if not (src.is_symlink() or src.is_file()):
             continue  # deleted in the working tree, or a directory where the index has a file
@@ -130,16 +154,21 @@ def write_bundle(git: WorkspaceGit, bundle: Path) -> None:
 
 
 def restore_bundle(git: WorkspaceGit, bundle: Path, base: str) -> None:
-    """Fill a fresh workspace with commit ``base`` from ``bundle``; WorkspaceError when it is gone."""
+    """Fill a fresh workspace with commit ``base`` from ``bundle``; WorkspaceError when it is
+    gone."""
     if not bundle.is_file():
-        raise WorkspaceError(f"the run's start state ({bundle.name}) is missing from its run directory",
-                             hint="start a new run instead of resuming")
+        raise WorkspaceError(
+            f"the run's start state ({bundle.name}) is missing from its run directory",
+            hint="start a new run instead of resuming",
+        )
     try:
         git(git.top, "fetch", "-q", str(bundle), "HEAD")
         git(git.top, "reset", "-q", "--hard", base)
     except GitFailed as exc:
-        raise WorkspaceError(f"cannot restore the run's start state {base[:12]}: {exc.stderr}",
-                             hint="start a new run instead of resuming") from exc
+        raise WorkspaceError(
+            f"cannot restore the run's start state {base[:12]}: {exc.stderr}",
+            hint="start a new run instead of resuming",
+        ) from exc
 
 
 def copy_plain_project(project: Path, top: Path) -> None:

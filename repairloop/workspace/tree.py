@@ -42,17 +42,26 @@ class Workspace:
     """The project's isolated copy. ``root`` is where tests run (a subdirectory of
     the work tree when the project is one of a larger repository)."""
 
-    def __init__(self, project: Path, root: Path, baseline: str, start: StartState, *,
-                 git: WorkspaceGit, relative: bool = False) -> None:
+    def __init__(
+        self,
+        project: Path,
+        root: Path,
+        baseline: str,
+        start: StartState,
+        *,
+        git: WorkspaceGit,
+        relative: bool = False,
+    ) -> None:
         self.project = project
         self.root = root
         self.start = start
         self._baseline = baseline  # the workspace commit of the start state
         self._relative = relative  # root is a subdirectory of the work tree
         self._git = git
-        # The run's other temporary directories (test results, the offline engine's copies, the proof
-        # run's copy) go here, beside the work tree in the registered directory: a killed run's are
-        # removed with its workspace by the next run or `repairloop clean`. Set by open_workspace.
+        # The run's other temporary directories (test results, the offline engine's copies, the
+        # proof run's copy) go here, beside the work tree in the registered directory: a killed
+        # run's are removed with its workspace by the next run or `repairloop clean`. Set by
+        # open_workspace.
         self.scratch: Optional[Path] = None
 
     @property
@@ -67,9 +76,16 @@ class Workspace:
 
     def _path(self, rel: str) -> Path:
         p = Path(rel)
-        if p.is_absolute() or ".." in p.parts or not p.parts or not within(self.root / p, self.root):
-            raise WorkspaceError(f"path {rel!r} is not inside the project",
-                                 hint="use a path relative to the project root")
+        if (
+            p.is_absolute()
+            or ".." in p.parts
+            or not p.parts
+            or not within(self.root / p, self.root)
+        ):
+            raise WorkspaceError(
+                f"path {rel!r} is not inside the project",
+                hint="use a path relative to the project root",
+            )
         return self.root / p
 
     def read_text(self, rel: str) -> str:
@@ -94,12 +110,25 @@ class Workspace:
         created and deleted files included; "" when nothing changed."""
         self._git(self.root, "add", "-A")  # so created files show
         relative = "--relative" if self._relative else "--no-relative"
-        return self._git(self.root, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-                         "--no-renames", "--unified=3", "--src-prefix=a/", "--dst-prefix=b/", relative,
-                         self._baseline, strip=False)
+        return self._git(
+            self.root,
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--unified=3",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            relative,
+            self._baseline,
+            strip=False,
+        )
 
     def export_start(self, dest: Path) -> Path:
-        """Write the start state's files under ``dest`` (nothing else is touched); return the project root there.
+        """Write the start state's files under ``dest`` (nothing else is touched); return the
+        project root there.
 
         A temporary index: ``read-tree`` of the start commit, then ``checkout-index``
         (which, unlike ``git archive``, honours no ``export-ignore``).
@@ -107,14 +136,18 @@ class Workspace:
         with tempfile.TemporaryDirectory(prefix="repairloop-index-") as tmp:
             index = Path(tmp) / "index"
             self._git(self.root, "read-tree", self._baseline, index=index)
-            self._git(self.top, "checkout-index", "--all", "--force", f"--prefix={dest}/", index=index)
+            self._git(
+                self.top, "checkout-index", "--all", "--force", f"--prefix={dest}/", index=index
+            )
         root = dest / self.root.relative_to(self.top) if self._relative else dest
         root.mkdir(parents=True, exist_ok=True)
         return root
 
     def diff_of(self, texts: Mapping[str, Optional[str]]) -> str:
-        """The unified diff (as ``diff`` gives it) from the start state to it with only ``texts`` changed:
-        project-relative path -> new text, None for deleted. The work tree and index stay as they are."""
+        """The unified diff (as ``diff`` gives it) from the start state to it with only ``texts``
+        changed: project-relative path -> new text, None for deleted. The work tree and index stay
+        as they
+        are."""
         with tempfile.TemporaryDirectory(prefix="repairloop-index-") as tmp:
             index = Path(tmp) / "index"
             self._git(self.root, "read-tree", self._baseline, index=index)
@@ -128,12 +161,34 @@ class Workspace:
                 blob.write_bytes(text.encode("utf-8"))
                 sha = self._git(self.top, "hash-object", "-w", "--no-filters", str(blob))
                 staged = self._git(self.top, "ls-files", "-s", "--", path, index=index)
-                mode = staged.split(" ", 1)[0] if staged else "100644"  # an executable stays executable
-                self._git(self.top, "update-index", "--add", "--cacheinfo", f"{mode},{sha},{path}", index=index)
+                mode = (
+                    staged.split(" ", 1)[0] if staged else "100644"
+                )  # an executable stays executable
+                self._git(
+                    self.top,
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    f"{mode},{sha},{path}",
+                    index=index,
+                )
             relative = "--relative" if self._relative else "--no-relative"
-            return self._git(self.root, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-                             "--no-renames", "--unified=3", "--src-prefix=a/", "--dst-prefix=b/", relative,
-                             self._baseline, strip=False, index=index)
+            return self._git(
+                self.root,
+                "diff",
+                "--cached",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-renames",
+                "--unified=3",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                relative,
+                self._baseline,
+                strip=False,
+                index=index,
+            )
 
     def checkpoint(self) -> str:
         """A token (a commit sha in the workspace) for the current state."""
@@ -156,8 +211,9 @@ class Workspace:
         return target
 
 
-def _create_git(project: Path, top_src: Path, prefix: str, tmp: Path, top: Path,
-                bundle: Optional[Path]) -> Workspace:
+def _create_git(
+    project: Path, top_src: Path, prefix: str, tmp: Path, top: Path, bundle: Optional[Path]
+) -> Workspace:
     git = WorkspaceGit(tmp / "git", top)
     head = run_git(project, "rev-parse", "HEAD")
     top.mkdir()
@@ -168,8 +224,14 @@ def _create_git(project: Path, top_src: Path, prefix: str, tmp: Path, top: Path,
         write_bundle(git, bundle)
     root = top / prefix if prefix else top
     root.mkdir(parents=True, exist_ok=True)
-    return Workspace(project, root, baseline, StartState(head, _start_hashes(git, root)),
-                     git=git, relative=bool(prefix))
+    return Workspace(
+        project,
+        root,
+        baseline,
+        StartState(head, _start_hashes(git, root)),
+        git=git,
+        relative=bool(prefix),
+    )
 
 
 def _start_hashes(git: WorkspaceGit, root: Path) -> Dict[str, str]:
@@ -179,8 +241,15 @@ def _start_hashes(git: WorkspaceGit, root: Path) -> Dict[str, str]:
     return hashes(root, rels)
 
 
-def _recreate_git(project: Path, prefix: str, tmp: Path, top: Path, base: str, start: StartState,
-                  bundle: Optional[Path]) -> Workspace:
+def _recreate_git(
+    project: Path,
+    prefix: str,
+    tmp: Path,
+    top: Path,
+    base: str,
+    start: StartState,
+    bundle: Optional[Path],
+) -> Workspace:
     """A workspace at a recorded start state (resume): the user's current files play no part."""
     git = WorkspaceGit(tmp / "git", top)
     top.mkdir()
@@ -219,13 +288,22 @@ def _register(entry: Path, data: Dict[str, object]) -> None:
         tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, entry)
     except OSError as exc:
-        raise WorkspaceError(f"cannot write the workspace registry {entry}: {exc}",
-                             hint="check that .repairloop/ in the project is writable") from exc
+        raise WorkspaceError(
+            f"cannot write the workspace registry {entry}: {exc}",
+            hint="check that .repairloop/ in the project is writable",
+        ) from exc
 
 
 @contextlib.contextmanager
-def open_workspace(project: Path, *, run_id: str, registry_dir: Path, base: Optional[str] = None,
-                   start: Optional[StartState] = None, bundle: Optional[Path] = None) -> Iterator[Workspace]:
+def open_workspace(
+    project: Path,
+    *,
+    run_id: str,
+    registry_dir: Path,
+    base: Optional[str] = None,
+    start: Optional[StartState] = None,
+    bundle: Optional[Path] = None,
+) -> Iterator[Workspace]:
     """Yield a Workspace starting from the user's current state; always removed after.
 
     The workspace is its own repository in a new temporary directory (never a
@@ -250,13 +328,24 @@ def open_workspace(project: Path, *, run_id: str, registry_dir: Path, base: Opti
     tmp = Path(tempfile.mkdtemp(prefix="repairloop-ws-"))
     if within(tmp, project):
         shutil.rmtree(tmp, ignore_errors=True)
-        raise WorkspaceError(f"the temporary directory {tmp.parent} is inside the project",
-                             hint="point TMPDIR somewhere outside the project")
+        raise WorkspaceError(
+            f"the temporary directory {tmp.parent} is inside the project",
+            hint="point TMPDIR somewhere outside the project",
+        )
     top = tmp / ((loc[0].name if loc else project.name) or "project")
     entry = Path(registry_dir) / f"{run_id}.json"
     try:
-        _register(entry, {"run_id": run_id, "pid": os.getpid(), "workspace": str(tmp), "worktree": None,
-                          "project": str(project), "created": datetime.now(timezone.utc).isoformat()})
+        _register(
+            entry,
+            {
+                "run_id": run_id,
+                "pid": os.getpid(),
+                "workspace": str(tmp),
+                "worktree": None,
+                "project": str(project),
+                "created": datetime.now(timezone.utc).isoformat(),
+            },
+        )
         try:
             if loc and base and start is not None:
                 ws = _recreate_git(project, loc[1], tmp, top, base, start, bundle)
@@ -267,8 +356,10 @@ def open_workspace(project: Path, *, run_id: str, registry_dir: Path, base: Opti
             ws.scratch = tmp / SCRATCH_NAME
             ws.scratch.mkdir()
         except OSError as exc:  # shutil.Error is one too
-            raise WorkspaceError(f"cannot create the workspace in {tmp}: {exc}",
-                                 hint="check free space and permissions there (TMPDIR)") from exc
+            raise WorkspaceError(
+                f"cannot create the workspace in {tmp}: {exc}",
+                hint="check free space and permissions there (TMPDIR)",
+            ) from exc
         yield ws
     finally:
         remove_workspace(None, tmp, None)

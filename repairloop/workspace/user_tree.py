@@ -65,12 +65,16 @@ def _patch_paths(scratch: Path, patch_file: Path) -> List[str]:
     try:
         output = run_git(scratch, "apply", "--numstat", "-z", str(patch_file), strip=False)
     except GitFailed as exc:
-        raise ProjectError(f"the patch cannot be read: {exc.stderr}",
-                           hint="check the patch file (it is kept in the run dir as fix.patch)") from exc
+        raise ProjectError(
+            f"the patch cannot be read: {exc.stderr}",
+            hint="check the patch file (it is kept in the run dir as fix.patch)",
+        ) from exc
     return numstat_paths(output)
 
 
-def _new_contents(project: Path, scratch: Path, patch_file: Path, paths: List[str]) -> Dict[str, _Content]:
+def _new_contents(
+    project: Path, scratch: Path, patch_file: Path, paths: List[str]
+) -> Dict[str, _Content]:
     """Apply the patch to copies of the touched files; their new contents by path."""
     for rel in paths:
         old = _read_content(project / rel)
@@ -79,8 +83,10 @@ def _new_contents(project: Path, scratch: Path, patch_file: Path, paths: List[st
     try:
         run_git(scratch, "apply", "--whitespace=nowarn", str(patch_file), workspace=True)
     except GitFailed as exc:
-        raise ProjectError(f"the patch does not apply to the project: {exc.stderr}",
-                           hint="the patch is kept in the run dir as fix.patch") from exc
+        raise ProjectError(
+            f"the patch does not apply to the project: {exc.stderr}",
+            hint="the patch is kept in the run dir as fix.patch",
+        ) from exc
     return {rel: _read_content(scratch / rel) for rel in paths}
 
 
@@ -102,9 +108,12 @@ def apply_to_user_tree(project: Path, patch: str, start: StartState) -> List[str
         changed = [p for p in paths if hash_file(project / p) != start.files.get(p)]
         if outside or changed:
             raise ProjectError(
-                f"not applied: {'outside the project' if outside else 'changed since the run started'}"
+                f"not applied: "
+                f"{'outside the project' if outside else 'changed since the run started'}"
                 f": {', '.join(outside or changed)}",
-                hint="the patch is kept in the run dir as fix.patch; review it and apply it by hand")
+                hint="the patch is kept in the run dir as fix.patch; "
+                "review it and apply it by hand",
+            )
         new = _new_contents(project, scratch, patch_file, paths)
     _write_all(project, new)
     return sorted(new)
@@ -120,8 +129,10 @@ def _write_all(project: Path, new: Dict[str, _Content]) -> None:
             for done in reversed(written):
                 with contextlib.suppress(OSError):
                     _put(project / done, backups[done])
-            raise WorkspaceError(f"could not write {rel} ({exc}); nothing was changed",
-                                 hint="fix the cause; the patch is kept in the run dir as fix.patch") from exc
+            raise WorkspaceError(
+                f"could not write {rel} ({exc}); nothing was changed",
+                hint="fix the cause; the patch is kept in the run dir as fix.patch",
+            ) from exc
         written.append(rel)
 
 

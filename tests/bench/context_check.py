@@ -169,11 +169,12 @@ def _function_text(source: str, classes: Sequence[ast.ClassDef], node: ast.AST) 
     for cls in classes:
         header = lines[cls.lineno - 1]
         wrappers.append(header[: len(header) - len(header.lstrip())] + f"class {cls.name}:")
-    return "\n".join(wrappers + lines[first - 1:node.end_lineno])
+    return "\n".join(wrappers + lines[first - 1 : node.end_lineno])
 
 
-def whole_function_answer(fixed: Dict[str, str], buggy: Dict[str, str],
-                          entries: Sequence[str]) -> Optional[str]:
+def whole_function_answer(
+    fixed: Dict[str, str], buggy: Dict[str, str], entries: Sequence[str]
+) -> Optional[str]:
     """The answer giving each function of ``entries`` (``path::qualname``) whole, from the
     ``fixed`` sources (by path); None when one is not a function in both ``fixed`` and
     ``buggy``."""

@@ -108,8 +108,9 @@ def _sources(case: realbugs.RealBug, root: Path) -> Dict[str, str]:
     return {p: (root / p).read_text(encoding="utf-8") for p in sorted(paths)}
 
 
-def expected(case: realbugs.RealBug, buggy: Dict[str, str],
-             fixed: Dict[str, str]) -> Dict[str, List[str]]:
+def expected(
+    case: realbugs.RealBug, buggy: Dict[str, str], fixed: Dict[str, str]
+) -> Dict[str, List[str]]:
     """``path::qualname`` -> the lines the first prompt must show (``expected_lines``)."""
     needles: Dict[str, List[str]] = {}
     for path in buggy:
@@ -123,21 +124,53 @@ def child_env(localise: bool) -> Dict[str, str]:
     """The CLI's environment: no inherited REPAIRLOOP_* setting; this checkout's repairloop."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIRLOOP_")}
     paths = [str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    env.update({"PYTHONPATH": os.pathsep.join(paths), "NO_COLOR": "1",
-                "REPAIRLOOP_LOCALISE": "true" if localise else "false",
-                "REPAIRLOOP_CONFIRM_RUNS": "0", "REPAIRLOOP_WARM": "false"})
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(paths),
+            "NO_COLOR": "1",
+            "REPAIRLOOP_LOCALISE": "true" if localise else "false",
+            "REPAIRLOOP_CONFIRM_RUNS": "0",
+            "REPAIRLOOP_WARM": "false",
+        }
+    )
     return env
 
 
 def _cli(project: Path, test_cmd: str, url: str, env: Dict[str, str]) -> Tuple[Dict[str, Any], str]:
     """Run ``repairloop run --json`` on ``project``: its --json document (empty when it printed
     none) and its stderr. Its process group is killed if it outlives its own timeout."""
-    argv = [sys.executable, "-m", "repairloop", "run", str(project), "--model", scripted.MODEL,
-            "--api-base", url, "--no-builtin", "--max-iterations", "2", "--final-runs", "1",
-            "--timeout", str(RUN_TIMEOUT), "--per-test-timeout", str(PER_TEST_TIMEOUT),
-            "--test-cmd", test_cmd, "--json"]
-    proc = subprocess.Popen(argv, cwd=project, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "repairloop",
+        "run",
+        str(project),
+        "--model",
+        scripted.MODEL,
+        "--api-base",
+        url,
+        "--no-builtin",
+        "--max-iterations",
+        "2",
+        "--final-runs",
+        "1",
+        "--timeout",
+        str(RUN_TIMEOUT),
+        "--per-test-timeout",
+        str(PER_TEST_TIMEOUT),
+        "--test-cmd",
+        test_cmd,
+        "--json",
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=RUN_TIMEOUT + 120)
     except subprocess.TimeoutExpired:
@@ -176,8 +209,13 @@ def judge_prompt(prompt: str, needles: Dict[str, List[str]]) -> Tuple[bool, str]
     return True, ""
 
 
-def run_way(case: realbugs.RealBug, project: Path, answer: str, localise: bool,
-            needles: Dict[str, List[str]]) -> WayRun:
+def run_way(
+    case: realbugs.RealBug,
+    project: Path,
+    answer: str,
+    localise: bool,
+    needles: Dict[str, List[str]],
+) -> WayRun:
     """Repair ``project`` one way, the scripted model answering ``answer`` every time."""
     from repairloop.propose.litellm_env import load_litellm
 
@@ -276,39 +314,69 @@ COMPARES = (
 )
 
 
-def context_figure(results: Sequence[CaseResult], corpus: int, full: bool,
-                   seconds: float) -> Figure:
+def context_figure(
+    results: Sequence[CaseResult], corpus: int, full: bool, seconds: float
+) -> Figure:
     """Figure 13 from the measured ``results`` (of the ``corpus`` cases of fixtures/realbugs)."""
     fig = Figure(13, "The code the model is shown, on real bugs", COMPARES)
-    fig.rows.append(["case", "distance", "answer", "localised: in prompt", "tokens", "outcome",
-                     "traceback only: in prompt", "tokens", "outcome"])
+    fig.rows.append(
+        [
+            "case",
+            "distance",
+            "answer",
+            "localised: in prompt",
+            "tokens",
+            "outcome",
+            "traceback only: in prompt",
+            "tokens",
+            "outcome",
+        ]
+    )
     fig.rows += [_case_row(r) for r in sorted(results, key=lambda r: r.case.name)]
     fig.rows.append(_totals_row("all", results))
-    fig.rows.append(_totals_row("answered as whole functions",
-                                [r for r in results if r.answer_kind == "whole"]))
-    fig.rows.append(_totals_row("answered as the reference diff",
-                                [r for r in results if r.answer_kind == "diff"]))
+    fig.rows.append(
+        _totals_row("answered as whole functions", [r for r in results if r.answer_kind == "whole"])
+    )
+    fig.rows.append(
+        _totals_row(
+            "answered as the reference diff", [r for r in results if r.answer_kind == "diff"]
+        )
+    )
     n = len(results)
     (loc_in, loc_fixed, loc_tokens), (tb_in, tb_fixed, tb_tokens) = (
-        _totals(results, way) for way, _ in WAYS)
-    fig.checks.append(Check("the fixed function is in the first prompt (localised) for >= 95% of "
-                            "the bugs", f"{_share(loc_in, n)}; traceback only: {_share(tb_in, n)}",
-                            bool(n) and loc_in >= 0.95 * n))
-    fig.checks.append(Check("the run ends fixed (localised) for >= 95% of the bugs",
-                            f"{_share(loc_fixed, n)}; traceback only: {_share(tb_fixed, n)}",
-                            bool(n) and loc_fixed >= 0.95 * n))
+        _totals(results, way) for way, _ in WAYS
+    )
+    fig.checks.append(
+        Check(
+            "the fixed function is in the first prompt (localised) for >= 95% of the bugs",
+            f"{_share(loc_in, n)}; traceback only: {_share(tb_in, n)}",
+            bool(n) and loc_in >= 0.95 * n,
+        )
+    )
+    fig.checks.append(
+        Check(
+            "the run ends fixed (localised) for >= 95% of the bugs",
+            f"{_share(loc_fixed, n)}; traceback only: {_share(tb_fixed, n)}",
+            bool(n) and loc_fixed >= 0.95 * n,
+        )
+    )
     fig.notes += _notes(results, corpus, full, seconds)
-    fig.notes.append(f"First-prompt tokens: localised {_tokens(loc_tokens)}; traceback only "
-                     f"{_tokens(tb_tokens)} (p90 by nearest rank).")
+    fig.notes.append(
+        f"First-prompt tokens: localised {_tokens(loc_tokens)}; traceback only "
+        f"{_tokens(tb_tokens)} (p90 by nearest rank)."
+    )
     fig.notes += _misses(results)
     return fig
 
 
 def _notes(results: Sequence[CaseResult], corpus: int, full: bool, seconds: float) -> List[str]:
     libraries = sorted({r.case.library for r in results})
-    measured = (f"All {corpus} cases (BENCH_FULL=1)" if full else
-                f"A fixed subset of {len(results)} of the {corpus} cases (context_figure.SUBSET, "
-                "every library once; `BENCH_FULL=1 make bench` runs all)")
+    measured = (
+        f"All {corpus} cases (BENCH_FULL=1)"
+        if full
+        else f"A fixed subset of {len(results)} of the {corpus} cases (context_figure.SUBSET, "
+        "every library once; `BENCH_FULL=1 make bench` runs all)"
+    )
     runs = [w for r in results for w in r.ways.values()]
     diffs = ", ".join(r.case.name for r in results if r.answer_kind == "diff") or "none"
     notes = [
@@ -328,21 +396,29 @@ def _notes(results: Sequence[CaseResult], corpus: int, full: bool, seconds: floa
         f"apart (the last totals row): {diffs}.",
     ]
     if any(w.ignored for w in runs):
-        notes.append("**REPAIRLOOP_LOCALISE is not a setting of this repairloop yet** (the CLI "
-                     "warned and ignored it): both ways showed the same traceback-only context.")
+        notes.append(
+            "**REPAIRLOOP_LOCALISE is not a setting of this repairloop yet** (the CLI "
+            "warned and ignored it): both ways showed the same traceback-only context."
+        )
     return notes
 
 
 def _misses(results: Sequence[CaseResult]) -> List[str]:
     notes = []
     for way, _ in WAYS:
-        missed = [f"{r.case.name} ({r.case.distance}): {r.ways[way].why}" for r in results
-                  if not r.ways[way].in_prompt]
+        missed = [
+            f"{r.case.name} ({r.case.distance}): {r.ways[way].why}"
+            for r in results
+            if not r.ways[way].in_prompt
+        ]
         if missed:
             notes.append(f"Code not in the first prompt, {way}: " + "; ".join(missed))
     for way, _ in WAYS:
-        failed = [f"{r.case.name}: {r.ways[way].outcome}, {r.ways[way].detail}" for r in results
-                  if r.ways[way].outcome != "fixed"]
+        failed = [
+            f"{r.case.name}: {r.ways[way].outcome}, {r.ways[way].detail}"
+            for r in results
+            if r.ways[way].outcome != "fixed"
+        ]
         if failed:
             notes.append(f"Not fixed, {way}: " + "; ".join(failed))
     return notes

@@ -1,4 +1,5 @@
-"""What a benchmark figure is: a titled table, what it compares, and the targets it is checked against."""
+"""What a benchmark figure is: a titled table, what it compares, and the targets it is checked
+against."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import List, Optional, Sequence
 
 @dataclass(frozen=True)
 class Check:
-    """One target: its wording, the measured value as text, and whether it was met (None: not judged)."""
+    """One target: its wording, the measured value as text, and whether it was met (None: not
+    judged)."""
 
     target: str
     measured: str
@@ -29,15 +31,23 @@ class Figure:
     seconds: float = 0.0  # how long measuring it took
 
     def markdown(self, machine: str) -> str:
-        out = [f"## {self.number}. {self.title}", "", f"Compares: {self.compares}", "",
-               f"Measured on: {machine}.", ""]
+        out = [
+            f"## {self.number}. {self.title}",
+            "",
+            f"Compares: {self.compares}",
+            "",
+            f"Measured on: {machine}.",
+            "",
+        ]
         if self.rows:
             out.append("| " + " | ".join(self.rows[0]) + " |")
             out.append("| " + " | ".join("---" for _ in self.rows[0]) + " |")
             out += ["| " + " | ".join(row) + " |" for row in self.rows[1:]]
             out.append("")
         for check in self.checks:
-            out.append(f"- target: {check.target}; measured: {check.measured}; **{verdict(check.met)}**")
+            out.append(
+                f"- target: {check.target}; measured: {check.measured}; **{verdict(check.met)}**"
+            )
         out += [f"- {note}" for note in self.notes]
         if self.seconds:
             out += ["", f"(measuring this figure took {self.seconds:.0f} s)"]

@@ -607,8 +607,9 @@ def frames_in_fixed_functions(case: RealBug, project: Path, run: TestRun) -> Lis
         target = project / path
         if qualname == MODULE_LEVEL or not target.exists():
             continue
-        spans = [(a, b) for a, b, name in _scopes(target.read_text(encoding="utf-8"))
-                 if name == qualname]
+        spans = [
+            (a, b) for a, b, name in _scopes(target.read_text(encoding="utf-8")) if name == qualname
+        ]
         resolved = target.resolve()
         for file, line in run.frames:
             frame_path = Path(file) if os.path.isabs(file) else project / file
@@ -660,8 +661,10 @@ def check(case: RealBug, workdir: Path, cache: Optional[Path] = None) -> CheckRe
             result.problems.append(f"(d) listed {listed} is not touched by bug.patch")
     fixed_run = run_tests(case, fixed_dir)
     if fixed_run.returncode != 0:
-        result.problems.append(f"(c) test_cmd fails with the fix (exit {fixed_run.returncode}): "
-                               f"{fixed_run.tail.splitlines()[-1] if fixed_run.tail else ''}")
+        result.problems.append(
+            f"(c) test_cmd fails with the fix (exit {fixed_run.returncode}): "
+            f"{fixed_run.tail.splitlines()[-1] if fixed_run.tail else ''}"
+        )
     bug_run = run_tests(case, bug_dir)
     for nodeid in case.failing_tests:
         fixed_outcome = outcome_of(fixed_run, nodeid)
@@ -674,11 +677,13 @@ def check(case: RealBug, workdir: Path, cache: Optional[Path] = None) -> CheckRe
         result.problems.append("(a) test_cmd passes with the bug")
     in_traceback = frames_in_fixed_functions(case, bug_dir, bug_run)
     if case.distance in IN_TRACEBACK and not in_traceback:
-        result.problems.append(f"(e) distance {case.distance} but no traceback frame is in a "
-                               "fixed function")
+        result.problems.append(
+            f"(e) distance {case.distance} but no traceback frame is in a fixed function"
+        )
     if case.distance in NOT_IN_TRACEBACK and in_traceback:
-        result.problems.append(f"(e) distance {case.distance} but {in_traceback[0]} is a "
-                               "traceback frame")
+        result.problems.append(
+            f"(e) distance {case.distance} but {in_traceback[0]} is a traceback frame"
+        )
     wanted = set(case.failing_tests)
     for rest, outcome in bug_run.outcomes.items():
         nodeid = rest.split(" - ")[0]
@@ -713,7 +718,7 @@ def case_table(cases: Sequence[RealBug]) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for c in cases:
-        repo, _, sha = c.source[len("https://github.com/"):].partition("/commit/")
+        repo, _, sha = c.source[len("https://github.com/") :].partition("/commit/")
         text = c.description.replace("|", "\\|").replace("<", "&lt;")
         rows.append(
             f"| `{c.name}` | {c.library} | {c.version} | [{repo}@{sha[:10]}]({c.source}) "
@@ -761,8 +766,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"FAIL {case.name}: {'; '.join(res.problems)}", flush=True)
     libs = Counter(c.library for c in chosen)
     dist = Counter(c.distance for c in chosen)
-    print(f"{len(chosen)} cases, {failures} failed, {len(libs)} libraries, "
-          f"{time.monotonic() - started:.0f}s")
+    print(
+        f"{len(chosen)} cases, {failures} failed, {len(libs)} libraries, "
+        f"{time.monotonic() - started:.0f}s"
+    )
     print("libraries: " + ", ".join(f"{k} {v}" for k, v in sorted(libs.items())))
     print("distance: " + ", ".join(f"{k} {dist[k]}" for k in DISTANCES if dist[k]))
     return 1 if failures else 0

@@ -33,7 +33,9 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the bench helpers, then tests/ (
 from figure import Figure, verdict  # noqa: E402
 from projects import REPO  # noqa: E402
 
-ENGINE_FLOOR = 0.4  # the least share of the budget figure 6 gets, even when the other figures overran
+ENGINE_FLOOR = (
+    0.4  # the least share of the budget figure 6 gets, even when the other figures overran
+)
 
 
 def machine() -> str:
@@ -52,8 +54,10 @@ def machine() -> str:
         memory = f", {kib / 1024 / 1024:.1f} GiB RAM"
     except (OSError, ValueError, IndexError):
         pass
-    return (f"{cpu}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def _load() -> str:
@@ -65,13 +69,19 @@ def _load() -> str:
 
 def _revision() -> str:
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    return head + (
+        " with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    )
 
 
-def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: float) -> Dict[int, Figure]:
+def measure(
+    work: Path, only: Optional[Sequence[int]], budget: float, started: float
+) -> Dict[int, Figure]:
     import answer_figures
     import classify_figure
     import context_figure
@@ -84,16 +94,19 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
     want = set(only or range(1, 14))
     full = os.environ.get("BENCH_FULL") == "1"
     figures: Dict[int, Figure] = {}
-    steps = [(5, lambda: speed_figures.figure_startup()),
-             (4, lambda: speed_figures.figure_targeted_tests(work / "f4")),
-             (1, None), (3, lambda: loop_figures.figure_module_size(work / "f3")),
-             (7, lambda: loop_figures.figure_early_stop(work / "f7")),
-             (8, lambda: sandbox_figure.figure_sandbox(work / "f8")),
-             (9, lambda: answer_figures.figure_corpus(work / "f9")),
-             (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
-             (11, lambda: classify_figure.figure_classification(work / "f11")),
-             (12, lambda: warm_figure.figure_warm(work / "f12w")),
-             (13, lambda: context_figure.figure_context(work / "f13", full))]
+    steps = [
+        (5, lambda: speed_figures.figure_startup()),
+        (4, lambda: speed_figures.figure_targeted_tests(work / "f4")),
+        (1, None),
+        (3, lambda: loop_figures.figure_module_size(work / "f3")),
+        (7, lambda: loop_figures.figure_early_stop(work / "f7")),
+        (8, lambda: sandbox_figure.figure_sandbox(work / "f8")),
+        (9, lambda: answer_figures.figure_corpus(work / "f9")),
+        (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
+        (11, lambda: classify_figure.figure_classification(work / "f11")),
+        (12, lambda: warm_figure.figure_warm(work / "f12w")),
+        (13, lambda: context_figure.figure_context(work / "f13", full)),
+    ]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
             figures[1], figures[2] = loop_figures.figure_overhead_and_tokens(work / "f12")
@@ -103,31 +116,51 @@ def measure(work: Path, only: Optional[Sequence[int]], budget: float, started: f
             continue
         _progress(figures, started)
     if 6 in want:
-        # What is left (leaving time to write the file), but never under ENGINE_FLOOR: on a busy machine
-        # the other figures take longer, and a figure 6 squeezed to nothing would compare nothing.
+        # What is left (leaving time to write the file), but never under ENGINE_FLOOR: on a busy
+        # machine the other figures take longer, and a figure 6 squeezed to nothing would compare
+        # nothing.
         left = max(budget - (time.monotonic() - started) - 30, ENGINE_FLOOR * budget)
-        figures[6] = engine_figure.figure_offline_engine(REPO / "fixtures" / "bench", work / "f6", left, full)
+        figures[6] = engine_figure.figure_offline_engine(
+            REPO / "fixtures" / "bench", work / "f6", left, full
+        )
         _progress(figures, started)
     return {n: figures[n] for n in sorted(figures) if n in want}
 
 
 def _progress(figures: Dict[int, Figure], started: float) -> None:
     done = ", ".join(str(n) for n in sorted(figures))
-    print(f"[{time.monotonic() - started:5.0f} s] figures done: {done}", file=sys.stderr, flush=True)
+    print(
+        f"[{time.monotonic() - started:5.0f} s] figures done: {done}", file=sys.stderr, flush=True
+    )
 
 
 def render(figures: Dict[int, Figure], host: str, seconds: float, load: str) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    out = ["# Benchmarks", "",
-           f"Generated by `make bench` (`tests/bench/run.py`) on {now} in {seconds:.0f} s, from repairloop "
-           f"{_revision()}. Every figure below is measured by that script; re-run it to regenerate this file.",
-           "", f"Machine: {host}; {load} when the run started.", "",
-           "The scripted model is `tests/scripted_server.py` on 127.0.0.1, answering at once; litellm treats it "
-           "as `openai/gpt-4o-mini`, and tokens are counted with litellm's offline cl100k counter.", "",
-           "## Targets", "", "| figure | target | measured | verdict |", "| --- | --- | --- | --- |"]
+    out = [
+        "# Benchmarks",
+        "",
+        f"Generated by `make bench` (`tests/bench/run.py`) on {now} in {seconds:.0f} s, from "
+        f"repairloop "
+        f"{_revision()}. Every figure below is measured by that script; re-run it to regenerate "
+        f"this file.",
+        "",
+        f"Machine: {host}; {load} when the run started.",
+        "",
+        "The scripted model is `tests/scripted_server.py` on 127.0.0.1, answering at once; litellm "
+        "treats it "
+        "as `openai/gpt-4o-mini`, and tokens are counted with litellm's offline cl100k counter.",
+        "",
+        "## Targets",
+        "",
+        "| figure | target | measured | verdict |",
+        "| --- | --- | --- | --- |",
+    ]
     for fig in figures.values():
         for check in fig.checks:
-            out.append(f"| {fig.number}. {fig.title} | {check.target} | {check.measured} | {verdict(check.met)} |")
+            out.append(
+                f"| {fig.number}. {fig.title} | {check.target} | {check.measured} | "
+                f"{verdict(check.met)} |"
+            )
     out.append("")
     for fig in figures.values():
         out.append(fig.markdown(host))

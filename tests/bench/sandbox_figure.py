@@ -40,32 +40,57 @@ def figure_sandbox(work: Path, repeat: int = 15) -> Figure:
     command = default_test_command(root)
 
     def suite(wrapped: bool) -> float:
-        return run_tests(root, command, timeout=600, pythonpath=[root], wrap=box if wrapped else None).seconds
+        return run_tests(
+            root, command, timeout=600, pythonpath=[root], wrap=box if wrapped else None
+        ).seconds
 
     confined = box(["/bin/true"], tree=root, outputs=[], env={"PATH": "/usr/bin:/bin"})
-    times = _interleaved({"suite": lambda: suite(False), "suite boxed": lambda: suite(True),
-                          "true": lambda: _wall(["/bin/true"]), "true boxed": lambda: _wall(confined)}, repeat)
-    fig = Figure(8, "Sandbox cost per test run", f"wall seconds of one test run (median of {repeat}, runs "
-                 "interleaved) without and with the sandbox (`bwrap` with every option repairloop uses: read-only "
-                 "root, private /tmp, the tree under test writable with its tests read-only, hidden project and "
-                 "credential stores, new user, PID, network, IPC and UTS "
-                 f"namespaces, memory and file-size limits), by `{box.status.detail}`")
+    times = _interleaved(
+        {
+            "suite": lambda: suite(False),
+            "suite boxed": lambda: suite(True),
+            "true": lambda: _wall(["/bin/true"]),
+            "true boxed": lambda: _wall(confined),
+        },
+        repeat,
+    )
+    fig = Figure(
+        8,
+        "Sandbox cost per test run",
+        f"wall seconds of one test run (median of {repeat}, runs "
+        "interleaved) without and with the sandbox (`bwrap` with every option repairloop uses: "
+        "read-only "
+        "root, private /tmp, the tree under test writable with its tests read-only, hidden project "
+        "and credential stores, new user, PID, network, IPC and UTS "
+        f"namespaces, memory and file-size limits), by `{box.status.detail}`",
+    )
     fig.rows.append(["what runs", "unconfined s", "sandboxed s", "added s"])
     added: Dict[str, float] = {}
-    for name, label in (("suite", "pytest on off_by_one (the runner, plugin included)"),
-                        ("true", "`/bin/true` (the sandbox alone)")):
+    for name, label in (
+        ("suite", "pytest on off_by_one (the runner, plugin included)"),
+        ("true", "`/bin/true` (the sandbox alone)"),
+    ):
         plain, boxed = median(times[name]), median(times[name + " boxed"])
         added[name] = boxed - plain
         fig.rows.append([label, f"{plain:.3f}", f"{boxed:.3f}", f"{boxed - plain:+.3f}"])
     # The sandbox's own cost is the `true` row: a pytest run's difference also carries the noise of
     # a shared 2-core machine (seconds of Python start-up, varying by more than the sandbox costs).
-    fig.checks.append(Check("the sandbox adds under 50 ms to a test run",
-                            f"{added['true'] * 1000:+.0f} ms (`true`); pytest run: {added['suite'] * 1000:+.0f} ms",
-                            added["true"] < 0.05))
+    fig.checks.append(
+        Check(
+            "the sandbox adds under 50 ms to a test run",
+            f"{added['true'] * 1000:+.0f} ms (`true`); pytest run: {added['suite'] * 1000:+.0f} ms",
+            added["true"] < 0.05,
+        )
+    )
     spread = max(times["suite"]) - min(times["suite"])
-    fig.notes.append(f"The check uses the `true` row, the sandbox alone: unconfined pytest runs alone spread over "
-                     f"{spread:.2f} s here, so their difference with the sandboxed ones is mostly noise.")
-    fig.notes.append(f"Once per run repairloop probes the sandbox (runs `true` in it): {probe * 1000:.0f} ms here. "
-                     "Figure 1's test seconds include the sandbox, as every test run of a loop goes through it.")
+    fig.notes.append(
+        f"The check uses the `true` row, the sandbox alone: unconfined pytest runs alone spread "
+        f"over {spread:.2f} s here, so their difference with the sandboxed ones is mostly noise."
+    )
+    fig.notes.append(
+        f"Once per run repairloop probes the sandbox (runs `true` in it): {probe * 1000:.0f} ms "
+        f"here. "
+        "Figure 1's test seconds include the sandbox, as every test run of a loop goes through it."
+    )
     fig.seconds = time.perf_counter() - began
     return fig

@@ -1,4 +1,5 @@
-"""Running the real loop against the scripted model server, and reading the run back from its journal.
+"""Running the real loop against the scripted model server, and reading the run back from its
+journal.
 
 The model is ``openai/gpt-4o-mini`` as far as litellm knows (so calls are
 priced from litellm's bundled price map and tokens counted with its offline
@@ -34,7 +35,11 @@ def _usage(body: Dict[str, Any], answer: str) -> Dict[str, int]:
     litellm = load_litellm()
     prompt = int(litellm.token_counter(model="gpt-4o-mini", messages=body.get("messages") or []))
     completion = int(litellm.token_counter(model="gpt-4o-mini", text=answer))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def answering(answers: Sequence[str]) -> List[Callable[[Dict[str, Any]], tuple]]:
@@ -44,7 +49,8 @@ def answering(answers: Sequence[str]) -> List[Callable[[Dict[str, Any]], tuple]]
 
 @dataclass(frozen=True)
 class LoopRun:
-    """One scripted run: its report (from the journal), wall seconds around ``repair()``, model requests."""
+    """One scripted run: its report (from the journal), wall seconds around ``repair()``, model
+    requests."""
 
     report: RunReport
     wall: float
@@ -69,7 +75,9 @@ class LoopRun:
 def scripted_run(project: Path, answers: Sequence[str], **flags: Any) -> LoopRun:
     """Repair ``project`` in-process with the scripted model answering ``answers`` in order."""
     with ScriptedServer(answering(answers)) as srv:
-        settings = load_settings(project, {**BASE_FLAGS, "api_base": srv.base_url, **flags}, environ={})
+        settings = load_settings(
+            project, {**BASE_FLAGS, "api_base": srv.base_url, **flags}, environ={}
+        )
         began = time.perf_counter()
         result = repair(settings, project)
         wall = time.perf_counter() - began
@@ -81,7 +89,10 @@ def unified(path: str, start: int, context: Sequence[str], old: str, new: str) -
     """A one-line-change unified diff: ``context`` lines, then ``old`` replaced by ``new``."""
     count = len(context) + 1
     body = "".join(f" {line}\n" for line in context)
-    return f"--- a/{path}\n+++ b/{path}\n@@ -{start},{count} +{start},{count} @@\n{body}-{old}\n+{new}\n"
+    return (
+        f"--- a/{path}\n+++ b/{path}\n@@ -{start},{count} +{start},{count} "
+        f"@@\n{body}-{old}\n+{new}\n"
+    )
 
 
 def search_replace(path: str, old: str, new: str) -> str:
@@ -90,12 +101,25 @@ def search_replace(path: str, old: str, new: str) -> str:
 
 
 # calc/lists.py of fixtures/projects/off_by_one: last_n returns items[-n - 1:].
-LAST_N_CONTEXT = ('    """Return the last ``n`` items of ``items``."""', "    if n <= 0:", "        return []")
+LAST_N_CONTEXT = (
+    '    """Return the last ``n`` items of ``items``."""',
+    "    if n <= 0:",
+    "        return []",
+)
 LAST_N_BUG = "    return items[-n - 1:]"
 LAST_N_RIGHT = "    return items[-n:]"
 # Wrong fixes that differ from one another (last_n([1, 2, 3, 4], 2) must be [3, 4]).
-LAST_N_WRONG = ("items[-n + 1:]", "items[:n]", "items[::-1][:n]", "items[1:n + 1]", "items[-n:-1]",
-                "items[n - 1:]", "sorted(items, reverse=True)[:n]", "items[-n - 2:]", "[items[-1]] * n")
+LAST_N_WRONG = (
+    "items[-n + 1:]",
+    "items[:n]",
+    "items[::-1][:n]",
+    "items[1:n + 1]",
+    "items[-n:-1]",
+    "items[n - 1:]",
+    "sorted(items, reverse=True)[:n]",
+    "items[-n - 2:]",
+    "[items[-1]] * n",
+)
 # Near-identical wrong fixes: one character apart, all still wrong.
 LAST_N_NEAR = tuple(f"items[-n - {k}:]" for k in range(2, 9))
 
@@ -109,11 +133,19 @@ def last_n_right() -> str:
     return unified("calc/lists.py", 12, LAST_N_CONTEXT, LAST_N_BUG, LAST_N_RIGHT)
 
 
-# convert/units.py of fixtures/projects/big_module: pound_to_ounce multiplies where it should divide.
+# convert/units.py of fixtures/projects/big_module: pound_to_ounce multiplies where it should
+# divide.
 OUNCE_BUG = "    return value * POUND_IN_KILOGRAM * OUNCE_IN_KILOGRAM"
-OUNCE_WRONG = ("value * OUNCE_IN_KILOGRAM / POUND_IN_KILOGRAM", "value * POUND_IN_KILOGRAM + OUNCE_IN_KILOGRAM",
-               "value * 12", "value / POUND_IN_KILOGRAM * OUNCE_IN_KILOGRAM", "value * POUND_IN_KILOGRAM",
-               "value * 15", "value * 16 + 1", "value * POUND_IN_KILOGRAM - OUNCE_IN_KILOGRAM")
+OUNCE_WRONG = (
+    "value * OUNCE_IN_KILOGRAM / POUND_IN_KILOGRAM",
+    "value * POUND_IN_KILOGRAM + OUNCE_IN_KILOGRAM",
+    "value * 12",
+    "value / POUND_IN_KILOGRAM * OUNCE_IN_KILOGRAM",
+    "value * POUND_IN_KILOGRAM",
+    "value * 15",
+    "value * 16 + 1",
+    "value * POUND_IN_KILOGRAM - OUNCE_IN_KILOGRAM",
+)
 
 
 def ounce_patch(expr: str) -> str:

@@ -1,4 +1,5 @@
-"""Figure 12: warm validation (issue 16). Candidates validated per second warm and fresh, and their verdicts.
+"""Figure 12: warm validation (issue 16). Candidates validated per second warm and fresh, and their
+verdicts.
 
 The candidates are the offline engine's own single mutations of the module
 that holds the bug, sampled over its whole order. Each one is written into the
@@ -64,7 +65,7 @@ def cheapest(prices):
     return best
 '''
 
-PRICING_TESTS = '''from shop.pricing import cheapest, discount, total
+PRICING_TESTS = """from shop.pricing import cheapest, discount, total
 
 
 def test_discount():
@@ -81,19 +82,29 @@ def test_cheapest():
 
 def test_no_discount():
     assert discount(80, 0) == 80
-'''
+"""
 
 
 def shop_project(dest: Path) -> Path:
-    """A package of eleven modules with 500 passing tests and two failing ones (``shop/pricing.py``)."""
-    files: Dict[str, str] = {"pyproject.toml": projects.PYPROJECT.format(name="shop"),
-                             "shop/pricing.py": PRICING, "tests/test_pricing.py": PRICING_TESTS,
-                             "shop/__init__.py": "".join(f"from shop import part_{m}\n" for m in range(MODULES))}
+    """A package of eleven modules with 500 passing tests and two failing ones
+    (``shop/pricing.py``)."""
+    files: Dict[str, str] = {
+        "pyproject.toml": projects.PYPROJECT.format(name="shop"),
+        "shop/pricing.py": PRICING,
+        "tests/test_pricing.py": PRICING_TESTS,
+        "shop/__init__.py": "".join(f"from shop import part_{m}\n" for m in range(MODULES)),
+    }
     for m in range(MODULES):
-        files[f"shop/part_{m}.py"] = "".join(f"def f_{k}(x):\n    return x * {k} + {m}\n\n\n"
-                                             for k in range(TESTS_PER_MODULE))
-        files[f"tests/test_part_{m}.py"] = f"from shop.part_{m} import *  # noqa: F403\n\n\n" + "".join(
-            f"def test_f_{k}():\n    assert f_{k}(2) == {2 * k + m}\n\n\n" for k in range(TESTS_PER_MODULE))
+        files[f"shop/part_{m}.py"] = "".join(
+            f"def f_{k}(x):\n    return x * {k} + {m}\n\n\n" for k in range(TESTS_PER_MODULE)
+        )
+        files[f"tests/test_part_{m}.py"] = (
+            f"from shop.part_{m} import *  # noqa: F403\n\n\n"
+            + "".join(
+                f"def test_f_{k}():\n    assert f_{k}(2) == {2 * k + m}\n\n\n"
+                for k in range(TESTS_PER_MODULE)
+            )
+        )
     return projects.write_files(dest / "shop", files)
 
 
@@ -107,7 +118,8 @@ def failing_ids(suite: TestSuite, root: Path) -> List[str]:
 
 
 def race(root: Path, module: str, count: int) -> Dict[str, Any]:
-    """Sampled candidates of ``module`` validated fresh and warm; seconds, fallbacks and verdicts."""
+    """Sampled candidates of ``module`` validated fresh and warm; seconds, fallbacks and
+    verdicts."""
     suite = TestSuite.for_project(Settings(), root, dict(os.environ), lambda: 3600.0)
     ids = failing_ids(suite, root)
     source = (root / module).read_text(encoding="utf-8")
@@ -136,25 +148,55 @@ def race(root: Path, module: str, count: int) -> Dict[str, Any]:
             else:
                 differ.append(description)
             (root / module).write_text(source, encoding="utf-8")
-    return {"candidates": len(sampled), "tests": len(ids), "fresh_s": fresh_s, "warm_s": warm_s,
-            "start_s": start_s, "agree": agree, "fallbacks": fallbacks, "differ": differ}
+    return {
+        "candidates": len(sampled),
+        "tests": len(ids),
+        "fresh_s": fresh_s,
+        "warm_s": warm_s,
+        "start_s": start_s,
+        "agree": agree,
+        "fallbacks": fallbacks,
+        "differ": differ,
+    }
 
 
 def figure_warm(work: Path) -> Figure:
-    """Figure 12: candidates per second warm against fresh (fixtures/bench and a 500-test project), and the
-    verdicts compared."""
+    """Figure 12: candidates per second warm against fresh (fixtures/bench and a 500-test project),
+    and the verdicts compared."""
     began = time.perf_counter()
-    fig = Figure(12, "Warm validation", "candidates validated per second when each candidate's failing tests "
-                 "run in a fresh process against a warm forked one (the offline engine's own candidates, "
-                 "sampled over its order, both ways through the loop's suite and "
-                 "sandbox), and whether both give every test the same outcome")
-    fig.rows.append(["project", "tests", "candidates", "fresh: candidates/s", "warm: candidates/s", "speed-up",
-                     "warm start s", "went fresh", "same verdict"])
+    fig = Figure(
+        12,
+        "Warm validation",
+        "candidates validated per second when each candidate's failing tests "
+        "run in a fresh process against a warm forked one (the offline engine's own candidates, "
+        "sampled over its order, both ways through the loop's suite and "
+        "sandbox), and whether both give every test the same outcome",
+    )
+    fig.rows.append(
+        [
+            "project",
+            "tests",
+            "candidates",
+            "fresh: candidates/s",
+            "warm: candidates/s",
+            "speed-up",
+            "warm start s",
+            "went fresh",
+            "same verdict",
+        ]
+    )
     shop = shop_project(work)
     races = [("generated shop (500 passing tests)", shop, "shop/pricing.py", CANDIDATES)]
     for name in ("binary_search_bound", "kadane_min_max"):
-        root = projects.commit_all(Path(shutil.copytree(projects.REPO / "fixtures" / "bench" / name, work / name,
-                                                        ignore=shutil.ignore_patterns("hidden_tests", "*.patch"))))
+        root = projects.commit_all(
+            Path(
+                shutil.copytree(
+                    projects.REPO / "fixtures" / "bench" / name,
+                    work / name,
+                    ignore=shutil.ignore_patterns("hidden_tests", "*.patch"),
+                )
+            )
+        )
         module = next(p.name for p in root.glob("*.py"))
         races.append((f"fixtures/bench/{name}", root, module, CASE_CANDIDATES))
     results = []
@@ -162,28 +204,56 @@ def figure_warm(work: Path) -> Figure:
         r = race(root, module, count)
         results.append((label, r))
         fresh_rate, warm_rate = r["candidates"] / r["fresh_s"], r["candidates"] / r["warm_s"]
-        fig.rows.append([label, str(_count_tests(root)), str(r["candidates"]), f"{fresh_rate:.1f}",
-                         f"{warm_rate:.1f}", f"{warm_rate / fresh_rate:.1f}x", f"{r['start_s']:.2f}",
-                         str(r["fallbacks"]), f"{r['agree']}/{r['candidates']}"])
+        fig.rows.append(
+            [
+                label,
+                str(_count_tests(root)),
+                str(r["candidates"]),
+                f"{fresh_rate:.1f}",
+                f"{warm_rate:.1f}",
+                f"{warm_rate / fresh_rate:.1f}x",
+                f"{r['start_s']:.2f}",
+                str(r["fallbacks"]),
+                f"{r['agree']}/{r['candidates']}",
+            ]
+        )
     shop_r = results[0][1]
     speedup = shop_r["fresh_s"] / shop_r["warm_s"]
-    fig.checks.append(Check(f"warm validates at least {TARGET_SPEEDUP:.0f}x the candidates per second of fresh "
-                            "on the 500-test project", f"{speedup:.1f}x", speedup >= TARGET_SPEEDUP))
+    fig.checks.append(
+        Check(
+            f"warm validates at least {TARGET_SPEEDUP:.0f}x the candidates per second of fresh "
+            "on the 500-test project",
+            f"{speedup:.1f}x",
+            speedup >= TARGET_SPEEDUP,
+        )
+    )
     agreed = sum(r["agree"] for _, r in results)
     total = sum(r["candidates"] for _, r in results)
-    fig.checks.append(Check("warm and fresh give the same outcome to every test of every sampled candidate",
-                            f"{agreed}/{total}", agreed == total))
+    fig.checks.append(
+        Check(
+            "warm and fresh give the same outcome to every test of every sampled candidate",
+            f"{agreed}/{total}",
+            agreed == total,
+        )
+    )
     for label, r in results:
         if r["differ"]:
             fig.notes.append(f"{label}: verdicts differ for " + "; ".join(r["differ"][:5]) + ".")
-    fig.notes.append("Rates exclude the warm server's start (its own column: one pytest start, paid once per "
-                     "copy); a candidate the warm path refuses runs fresh and its fresh seconds count on the "
-                     "warm side. The full suite and the proof run are always fresh and are not in these rates.")
-    fig.notes.append("What this does to the offline engine's repair rate within `make bench`'s budget: figure 6.")
+    fig.notes.append(
+        "Rates exclude the warm server's start (its own column: one pytest start, paid once per "
+        "copy); a candidate the warm path refuses runs fresh and its fresh seconds count on the "
+        "warm side. The full suite and the proof run are always fresh and are not in these rates."
+    )
+    fig.notes.append(
+        "What this does to the offline engine's repair rate within `make bench`'s budget: figure 6."
+    )
     fig.seconds = time.perf_counter() - began
     return fig
 
 
 def _count_tests(root: Path) -> int:
-    return sum(p.read_text(encoding="utf-8").count("\ndef test_") + p.read_text(encoding="utf-8").startswith("def test_")
-               for p in root.glob("tests/test_*.py"))
+    return sum(
+        p.read_text(encoding="utf-8").count("\ndef test_")
+        + p.read_text(encoding="utf-8").startswith("def test_")
+        for p in root.glob("tests/test_*.py")
+    )

@@ -1,4 +1,5 @@
-"""Bench cases on disk: finding them, reading ``case.toml``, the shard a machine runs, the copy the loop sees.
+"""Bench cases on disk: finding them, reading ``case.toml``, the shard a machine runs, the copy the
+loop sees.
 
 A case is a directory holding a project and a ``case.toml`` with optional
 ``test_cmd``, ``timeout`` (seconds), ``description``, ``family`` and
@@ -27,7 +28,11 @@ CASE_FILE = "case.toml"
 REFERENCE = "reference.patch"
 HIDDEN = "hidden_tests"
 _CASE_KEYS = {"test_cmd", "timeout", "description", "family", "single_mutation"}
-_BENCH_FILES = {CASE_FILE, REFERENCE, HIDDEN}  # at the case's top level only: never shown to the loop
+_BENCH_FILES = {
+    CASE_FILE,
+    REFERENCE,
+    HIDDEN,
+}  # at the case's top level only: never shown to the loop
 _JUNK = {"__pycache__", ".pytest_cache", ".repairloop"}
 
 
@@ -61,8 +66,13 @@ class Case:
         """The hidden tests' files, relative to the project root they are laid over, sorted."""
         if self.hidden is None:
             return ()
-        return tuple(sorted(p.relative_to(self.hidden).as_posix() for p in self.hidden.rglob("*")
-                            if p.is_file() and not _JUNK & set(p.relative_to(self.hidden).parts)))
+        return tuple(
+            sorted(
+                p.relative_to(self.hidden).as_posix()
+                for p in self.hidden.rglob("*")
+                if p.is_file() and not _JUNK & set(p.relative_to(self.hidden).parts)
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -84,8 +94,10 @@ def parse_shard(text: str) -> Shard:
     except ValueError:
         shard = Shard(0, 0)
     if not slash or not 1 <= shard.index <= shard.count:
-        raise ConfigError(f"--shard {text!r} is not I/N with 1 <= I <= N",
-                          hint="e.g. --shard 1/4 runs the first of four slices")
+        raise ConfigError(
+            f"--shard {text!r} is not I/N with 1 <= I <= N",
+            hint="e.g. --shard 1/4 runs the first of four slices",
+        )
     return shard
 
 
@@ -99,40 +111,62 @@ def select_shard(cases: Sequence[Case], shard: Optional[Shard]) -> List[Case]:
     ordered = sorted(cases, key=lambda c: c.name)
     if shard is None:
         return ordered
-    return ordered[shard.index - 1::shard.count]
+    return ordered[shard.index - 1 :: shard.count]
 
 
 def find_cases(cases_dir: Path) -> List[Case]:
     """Case directories (those holding a case.toml), read and sorted by name.
 
-    Raises ConfigError if there are none, or a case's files are not what this module's docstring says.
+    Raises ConfigError if there are none, or a case's files are not what this module's docstring
+    says.
     """
     if not cases_dir.is_dir():
-        raise ConfigError(f"{cases_dir} is not a directory", hint="pass a directory of cases, e.g. fixtures/bench")
+        raise ConfigError(
+            f"{cases_dir} is not a directory", hint="pass a directory of cases, e.g. fixtures/bench"
+        )
     paths = sorted(p.parent for p in cases_dir.glob(f"*/{CASE_FILE}"))
     if not paths:
-        raise ConfigError(f"no cases in {cases_dir}", hint=f"each case is a directory with a {CASE_FILE}")
+        raise ConfigError(
+            f"no cases in {cases_dir}", hint=f"each case is a directory with a {CASE_FILE}"
+        )
     return [read_case(p) for p in paths]
 
 
 def read_case(path: Path) -> Case:
-    """The case in ``path``. Raises ConfigError for bad TOML, an unknown key or a malformed reference or hidden tests."""
+    """The case in ``path``. Raises ConfigError for bad TOML, an unknown key or a malformed
+    reference or hidden tests."""
     try:
         data = tomllib.loads((path / CASE_FILE).read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"cannot read {path / CASE_FILE}: {err}", hint="fix the TOML syntax") from None
+        raise ConfigError(
+            f"cannot read {path / CASE_FILE}: {err}", hint="fix the TOML syntax"
+        ) from None
     unknown = set(data) - _CASE_KEYS
     if unknown:
-        raise ConfigError(f"unknown key '{sorted(unknown)[0]}' in {path / CASE_FILE}",
-                          hint=f"known keys: {', '.join(sorted(_CASE_KEYS))}")
+        raise ConfigError(
+            f"unknown key '{sorted(unknown)[0]}' in {path / CASE_FILE}",
+            hint=f"known keys: {', '.join(sorted(_CASE_KEYS))}",
+        )
     reference, hidden = path / REFERENCE, path / HIDDEN
     if reference.exists() and not reference.is_file():
-        raise ConfigError(f"{reference} is not a file", hint="the reference fix is one patch file in git diff format")
+        raise ConfigError(
+            f"{reference} is not a file",
+            hint="the reference fix is one patch file in git diff format",
+        )
     if hidden.exists() and not hidden.is_dir():
-        raise ConfigError(f"{hidden} is not a directory", hint="hidden tests are files laid out like the project")
-    case = Case(path, dict(data), reference if reference.is_file() else None, hidden if hidden.is_dir() else None)
+        raise ConfigError(
+            f"{hidden} is not a directory", hint="hidden tests are files laid out like the project"
+        )
+    case = Case(
+        path,
+        dict(data),
+        reference if reference.is_file() else None,
+        hidden if hidden.is_dir() else None,
+    )
     if case.hidden is not None and not case.hidden_files:
-        raise ConfigError(f"{hidden} holds no files", hint="add the held-back tests, or remove the directory")
+        raise ConfigError(
+            f"{hidden} holds no files", hint="add the held-back tests, or remove the directory"
+        )
     return case
 
 
@@ -145,13 +179,15 @@ def _ignore(top: Path) -> Callable[[str, List[str]], List[str]]:
 
 
 def copy_project(case: Case, dest: Path) -> Path:
-    """The case's project copied to ``dest`` without its bench files (case.toml, reference, hidden tests)."""
+    """The case's project copied to ``dest`` without its bench files (case.toml, reference, hidden
+    tests)."""
     shutil.copytree(case.path, dest, ignore=_ignore(case.path))
     return dest
 
 
 def lay_over(source: Path, root: Path) -> Tuple[str, ...]:
-    """Copy every file under ``source`` to the same relative path under ``root``; the paths copied, sorted."""
+    """Copy every file under ``source`` to the same relative path under ``root``; the paths copied,
+    sorted."""
     copied = []
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)

@@ -1,4 +1,5 @@
-"""Correct beside plausible: a plausible patch against the case's reference fix and its hidden tests.
+"""Correct beside plausible: a plausible patch against the case's reference fix and its hidden
+tests.
 
 A plausible patch passes the tests the loop was shown; the field calls one that
 passes them without fixing the bug an overfitting patch (Smith et al., "Is the
@@ -32,7 +33,8 @@ from repairloop.settings import Settings
 from repairloop.textutil import numstat_paths
 from repairloop.types import TestReport
 
-# Tokens that carry no meaning of their own: line breaks inside brackets and blank lines, the end marker.
+# Tokens that carry no meaning of their own: line breaks inside brackets and blank lines, the end
+# marker.
 _LAYOUT = {tokenize.NL, tokenize.ENDMARKER}
 
 
@@ -51,14 +53,16 @@ class Judgement:
 
     @property
     def correct(self) -> Optional[bool]:
-        """Passes the hidden tests; for a case without them, matches the reference; None: no judge."""
+        """Passes the hidden tests; for a case without them, matches the reference; None: no
+        judge."""
         if self.passes_hidden_tests is not None:
             return self.passes_hidden_tests
         return self.matches_reference
 
 
 def normalise(path: str, text: Optional[str]) -> Optional[Tuple[str, ...]]:
-    """``text`` with its whitespace normalised: what two versions of a file must share to count as the same code.
+    """``text`` with its whitespace normalised: what two versions of a file must share to count as
+    the same code.
 
     Python source is compared as its token stream (``tokenize``): spacing
     inside a line, blank lines, line continuations and the width of the
@@ -72,8 +76,11 @@ def normalise(path: str, text: Optional[str]) -> Optional[Tuple[str, ...]]:
     if path.endswith(".py"):
         try:
             tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-            return tuple(f"{tokenize.tok_name[t.type]}:{t.string if t.type != tokenize.INDENT else ''}"
-                         for t in tokens if t.type not in _LAYOUT)
+            return tuple(
+                f"{tokenize.tok_name[t.type]}:{t.string if t.type != tokenize.INDENT else ''}"
+                for t in tokens
+                if t.type not in _LAYOUT
+            )
         except (tokenize.TokenError, IndentationError, SyntaxError):
             pass
     return tuple(text.split())
@@ -85,7 +92,8 @@ def same_code(path: str, first: Optional[str], second: Optional[str]) -> bool:
 
 
 def patched_copy(case: Case, patch: str, dest: Path) -> Tuple[Path, Tuple[str, ...]]:
-    """A fresh copy of the case's project at ``dest`` with ``patch`` applied; the copy and the paths it changed.
+    """A fresh copy of the case's project at ``dest`` with ``patch`` applied; the copy and the paths
+    it changed.
 
     The copy is made its own git repository first, so ``git apply`` can never
     reach a repository around it. Raises GitCommandError when the patch does not apply.
@@ -103,13 +111,19 @@ def _read(root: Path, rel: str) -> Optional[str]:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
-def matches_reference(patched: Path, changed: Sequence[str], reference: Path, touched: Sequence[str]) -> bool:
+def matches_reference(
+    patched: Path, changed: Sequence[str], reference: Path, touched: Sequence[str]
+) -> bool:
     """True when the two copies agree, after ``normalise``, on every file either patch changed."""
-    return all(same_code(rel, _read(patched, rel), _read(reference, rel)) for rel in sorted({*changed, *touched}))
+    return all(
+        same_code(rel, _read(patched, rel), _read(reference, rel))
+        for rel in sorted({*changed, *touched})
+    )
 
 
 def judge(case: Case, patch: str, settings: Settings, work: Path) -> Judgement:
-    """Judge a plausible ``patch`` of ``case`` by its reference fix and its hidden tests, in ``work``.
+    """Judge a plausible ``patch`` of ``case`` by its reference fix and its hidden tests, in
+    ``work``.
 
     Never raises for the patch's own faults: a patch that does not apply to a
     fresh copy, or a hidden-test run that cannot finish, is judged not correct
@@ -121,8 +135,12 @@ def judge(case: Case, patch: str, settings: Settings, work: Path) -> Judgement:
         root, changed = patched_copy(case, patch, work / "patched")
     except RepairloopError as err:
         failed = False if case.hidden is not None else None
-        return Judgement(False if case.reference is not None else None, failed, 0,
-                         f"the patch does not apply to a fresh copy of the case: {err.message}")
+        return Judgement(
+            False if case.reference is not None else None,
+            failed,
+            0,
+            f"the patch does not apply to a fresh copy of the case: {err.message}",
+        )
     matches = None
     if case.reference is not None:
         reference = case.reference.read_text(encoding="utf-8")
@@ -135,7 +153,8 @@ def judge(case: Case, patch: str, settings: Settings, work: Path) -> Judgement:
 
 
 def run_hidden_tests(case: Case, root: Path, settings: Settings) -> Tuple[bool, int, str]:
-    """Lay the hidden tests over ``root`` and run the whole suite once: (all passed, hidden tests run, detail).
+    """Lay the hidden tests over ``root`` and run the whole suite once: (all passed, hidden tests
+    run, detail).
 
     The run goes through the loop's own TestSuite (the case's test command,
     the sandbox, the structured results); the hidden test files are read-only
@@ -143,36 +162,59 @@ def run_hidden_tests(case: Case, root: Path, settings: Settings) -> Tuple[bool, 
     """
     hidden = lay_over(case.hidden, root) if case.hidden is not None else ()
     deadline = time.monotonic() + settings.test_timeout
-    suite = TestSuite.for_project(settings, root, dict(os.environ), lambda: deadline - time.monotonic())
+    suite = TestSuite.for_project(
+        settings, root, dict(os.environ), lambda: deadline - time.monotonic()
+    )
     report = suite.run(root, protect=hidden)
     return hidden_verdict(report, hidden)
 
 
 def hidden_verdict(report: TestReport, hidden: Sequence[str]) -> Tuple[bool, int, str]:
-    """(passed, hidden tests that ran, detail) for a run of the suite with ``hidden`` files laid over it."""
+    """(passed, hidden tests that ran, detail) for a run of the suite with ``hidden`` files laid
+    over it."""
     files = set(hidden)
-    ran: Dict[str, bool] = {r.test_id: r.test_id in report.passed_only for r in report.results
-                            if r.test_id.split("::", 1)[0] in files}
+    ran: Dict[str, bool] = {
+        r.test_id: r.test_id in report.passed_only
+        for r in report.results
+        if r.test_id.split("::", 1)[0] in files
+    }
     if not report.green and not report.failing:
-        why = "it timed out" if report.timed_out else report.distrust or f"it exited {report.exit_code}"
+        why = (
+            "it timed out"
+            if report.timed_out
+            else report.distrust or f"it exited {report.exit_code}"
+        )
         return False, len(ran), f"the suite with the hidden tests did not pass: {why}"
     if not ran:
-        return False, 0, "no hidden test ran: check that the test command collects " + ", ".join(hidden)
+        return (
+            False,
+            0,
+            "no hidden test ran: check that the test command collects " + ", ".join(hidden),
+        )
     failed: List[str] = sorted(t for t, ok in ran.items() if not ok)
     others = sorted(r.test_id for r in report.failing if r.test_id not in ran)
     if failed or others:
         also = f" and {len(others)} other test(s) failed" if others else ""
-        return False, len(ran), (f"{len(failed)} of {len(ran)} hidden test(s) did not pass{also}: "
-                                 + ", ".join((failed + others)[:5]))
+        return (
+            False,
+            len(ran),
+            (
+                f"{len(failed)} of {len(ran)} hidden test(s) did not pass{also}: "
+                + ", ".join((failed + others)[:5])
+            ),
+        )
     return True, len(ran), f"{len(ran)} hidden test(s) passed"
 
 
 def check_reference(case: Case, work: Path) -> None:
-    """Raise ConfigError when the case's reference fix does not apply to its project (checked before a bench starts)."""
+    """Raise ConfigError when the case's reference fix does not apply to its project (checked before
+    a bench starts)."""
     if case.reference is None:
         return
     try:
         patched_copy(case, case.reference.read_text(encoding="utf-8"), work / case.name)
     except RepairloopError as err:
-        raise ConfigError(f"{case.reference} does not apply to its case: {err.message}",
-                          hint="make it with `git diff` in a copy of the case (paths relative to the case)") from None
+        raise ConfigError(
+            f"{case.reference} does not apply to its case: {err.message}",
+            hint="make it with `git diff` in a copy of the case (paths relative to the case)",
+        ) from None

@@ -1,4 +1,5 @@
-"""Running a bench: every case (or one shard's) repaired in its own temporary copy, judged, kept on request.
+"""Running a bench: every case (or one shard's) repaired in its own temporary copy, judged, kept on
+request.
 
 Each case's project is copied without its bench files (``cases.copy_project``)
 and repaired with ``loop.repair``; the cases directory is never changed. A
@@ -37,8 +38,10 @@ BENCH_MD = "bench.md"
 
 @dataclass(frozen=True)
 class BenchOptions:
-    """How to run a bench: the settings flags every case shares (``models``, ``workers``, ``api_base``),
-    the seconds per case (a case.toml ``timeout`` may lower it), the directory to keep runs in, the shard."""
+    """How to run a bench: the settings flags every case shares (``models``, ``workers``,
+    ``api_base``), the seconds per case (a case.toml ``timeout`` may lower it), the directory to
+    keep runs in, the
+    shard."""
 
     flags: Dict[str, Any]
     timeout: Optional[float] = None
@@ -47,10 +50,16 @@ class BenchOptions:
 
 
 def describe_bench(cases_dir: Path, cases: List[Case], options: BenchOptions) -> Dict[str, Any]:
-    """What was run, the same on every shard of one bench: ``bench merge`` refuses shards that differ in it."""
-    return {"cases_dir": cases_dir.resolve().name, "cases": [c.name for c in cases],
-            "models": list(options.flags.get("models") or []), "timeout": options.timeout,
-            "workers": options.flags.get("workers"), "warm": options.flags.get("warm")}
+    """What was run, the same on every shard of one bench: ``bench merge`` refuses shards that
+    differ in it."""
+    return {
+        "cases_dir": cases_dir.resolve().name,
+        "cases": [c.name for c in cases],
+        "models": list(options.flags.get("models") or []),
+        "timeout": options.timeout,
+        "workers": options.flags.get("workers"),
+        "warm": options.flags.get("warm"),
+    }
 
 
 def prepare(cases_dir: Path, options: BenchOptions) -> Tuple[Dict[str, Any], List[Case]]:
@@ -67,15 +76,23 @@ def prepare(cases_dir: Path, options: BenchOptions) -> Tuple[Dict[str, Any], Lis
     keep = options.keep
     if keep is not None:
         if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
-            raise ConfigError(f"--keep {keep} is not an empty directory",
-                              hint="give a new directory (it is created), or remove the old one")
+            raise ConfigError(
+                f"--keep {keep} is not an empty directory",
+                hint="give a new directory (it is created), or remove the old one",
+            )
         keep.mkdir(parents=True, exist_ok=True)
     return describe_bench(cases_dir, cases, options), chosen
 
 
-def run_bench(cases_dir: Path, options: BenchOptions, *, on_start: Optional[Callable[[List[Case]], None]] = None,
-              on_case: Optional[Callable[[CaseResult], None]] = None) -> BenchRun:
-    """Run the cases of ``cases_dir`` (one shard's with ``options.shard``) one after another; the whole bench.
+def run_bench(
+    cases_dir: Path,
+    options: BenchOptions,
+    *,
+    on_start: Optional[Callable[[List[Case]], None]] = None,
+    on_case: Optional[Callable[[CaseResult], None]] = None,
+) -> BenchRun:
+    """Run the cases of ``cases_dir`` (one shard's with ``options.shard``) one after another; the
+    whole bench.
 
     ``on_start`` gets the cases about to run, ``on_case`` each row as it is
     done. Raises ConfigError before the first case (``prepare``); a case's
@@ -99,14 +116,18 @@ def run_bench(cases_dir: Path, options: BenchOptions, *, on_start: Optional[Call
 
 def save(keep: Path, run: BenchRun) -> None:
     """Write ``keep/bench.json`` (atomically) and ``keep/bench.md``."""
-    for name, text in ((BENCH_JSON, json.dumps(run.to_json(), indent=2) + "\n"),
-                       (BENCH_MD, markdown_table(run.cases) + "\n")):
+    for name, text in (
+        (BENCH_JSON, json.dumps(run.to_json(), indent=2) + "\n"),
+        (BENCH_MD, markdown_table(run.cases) + "\n"),
+    ):
         part = keep / f".{name}.part"
         part.write_text(text, encoding="utf-8")
         os.replace(part, keep / name)
 
 
-def _case_flags(case: Case, flags: Dict[str, Any], default_timeout: Optional[float]) -> Dict[str, Any]:
+def _case_flags(
+    case: Case, flags: Dict[str, Any], default_timeout: Optional[float]
+) -> Dict[str, Any]:
     case_flags = dict(flags)
     if case.meta.get("test_cmd") is not None:
         case_flags.setdefault("test_cmd", case.meta["test_cmd"])
@@ -116,8 +137,11 @@ def _case_flags(case: Case, flags: Dict[str, Any], default_timeout: Optional[flo
     return case_flags
 
 
-def run_case(case: Case, flags: Dict[str, Any], default_timeout: Optional[float], keep: Optional[Path]) -> CaseResult:
-    """Repair a copy of ``case``, judge a plausible patch, keep the run under ``keep/<case>``; never raises for the case's errors."""
+def run_case(
+    case: Case, flags: Dict[str, Any], default_timeout: Optional[float], keep: Optional[Path]
+) -> CaseResult:
+    """Repair a copy of ``case``, judge a plausible patch, keep the run under ``keep/<case>``; never
+    raises for the case's errors."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="repairloop-bench-") as tmp:
         project = copy_project(case, Path(tmp) / case.name)
@@ -126,12 +150,24 @@ def run_case(case: Case, flags: Dict[str, Any], default_timeout: Optional[float]
             result = repair(settings, project)
         except RepairloopError as err:
             kept = _keep_latest(project, keep, case.name)
-            return CaseResult(case.name, case.family, case.single_mutation, ERROR, ERROR,
-                              seconds=round(time.monotonic() - started, 2), detail=err.message, run_dir=kept)
+            return CaseResult(
+                case.name,
+                case.family,
+                case.single_mutation,
+                ERROR,
+                ERROR,
+                seconds=round(time.monotonic() - started, 2),
+                detail=err.message,
+                run_dir=kept,
+            )
         seconds = time.monotonic() - started
         kept = _keep(Path(result.run_dir), keep, case.name)
         plausible = result.outcome is Outcome.FIXED and bool(result.patch)
-        judgement = judge(case, result.patch or "", settings, Path(tmp) / "judge") if plausible else Judgement()
+        judgement = (
+            judge(case, result.patch or "", settings, Path(tmp) / "judge")
+            if plausible
+            else Judgement()
+        )
         test_files = _test_files(Path(result.run_dir), settings)
     return case_result(case, result, seconds, kept, judgement, test_files)
 
@@ -150,7 +186,8 @@ def _keep_latest(project: Path, keep: Optional[Path], name: str) -> Optional[str
 
 
 def _test_files(run_dir: Path, settings: Settings) -> TestFiles:
-    """The run's own test-file rule as its journal has it; the settings' globs if the journal cannot say."""
+    """The run's own test-file rule as its journal has it; the settings' globs if the journal cannot
+    say."""
     try:
         from_journal = load_run(run_dir).test_files
     except RepairloopError:
@@ -171,20 +208,39 @@ def patch_paths(patch: str) -> List[str]:
     return paths
 
 
-def case_result(case: Case, result: RunResult, seconds: float, kept: Optional[str], judgement: Judgement,
-                test_files: TestFiles) -> CaseResult:
+def case_result(
+    case: Case,
+    result: RunResult,
+    seconds: float,
+    kept: Optional[str],
+    judgement: Judgement,
+    test_files: TestFiles,
+) -> CaseResult:
     """The row of a case whose run ended (``seconds``: the repair's wall clock)."""
     totals, proof = result.totals, result.evidence.proof
     plausible = result.outcome is Outcome.FIXED and bool(result.patch)
     return CaseResult(
-        name=case.name, family=case.family, single_mutation=case.single_mutation, outcome=result.outcome.value,
-        stop_reason=result.stop_reason.value, iterations=totals["iterations"],
+        name=case.name,
+        family=case.family,
+        single_mutation=case.single_mutation,
+        outcome=result.outcome.value,
+        stop_reason=result.stop_reason.value,
+        iterations=totals["iterations"],
         candidates=sum(it.candidates for it in result.iterations),
-        tokens=totals["prompt_tokens"] + totals["completion_tokens"], cost_usd=totals["cost_usd"],
-        seconds=round(seconds, 2), edits_tests=any(test_files.is_test(p) for p in patch_paths(result.patch or "")),
-        detail=result.stop_detail, run_id=result.run_id, run_dir=kept, patch=result.patch,
-        model_calls=totals["model_calls"], plausible=plausible, proof=proof.passed if proof is not None else None,
-        matches_reference=judgement.matches_reference, passes_hidden_tests=judgement.passes_hidden_tests,
-        hidden_tests=judgement.hidden_tests, correct=judgement.correct if plausible else None,
+        tokens=totals["prompt_tokens"] + totals["completion_tokens"],
+        cost_usd=totals["cost_usd"],
+        seconds=round(seconds, 2),
+        edits_tests=any(test_files.is_test(p) for p in patch_paths(result.patch or "")),
+        detail=result.stop_detail,
+        run_id=result.run_id,
+        run_dir=kept,
+        patch=result.patch,
+        model_calls=totals["model_calls"],
+        plausible=plausible,
+        proof=proof.passed if proof is not None else None,
+        matches_reference=judgement.matches_reference,
+        passes_hidden_tests=judgement.passes_hidden_tests,
+        hidden_tests=judgement.hidden_tests,
+        correct=judgement.correct if plausible else None,
         judge_detail=judgement.detail,
     )

@@ -1,4 +1,5 @@
-"""``repairloop bench merge DIR...``: the shards of one bench, run on several machines, as one result.
+"""``repairloop bench merge DIR...``: the shards of one bench, run on several machines, as one
+result.
 
 Each DIR is a shard's ``--keep`` directory (its ``bench.json``) or the file
 ``bench --json`` wrote. The shards must describe the same bench (cases,
@@ -19,14 +20,21 @@ from repairloop.integrations.bench.execute import BENCH_JSON
 from repairloop.integrations.bench.scores import BenchRun, CaseResult, merged_rows
 from repairloop.journal import JOURNAL
 
-_HINT = "pass each shard's --keep directory (or the file its `bench --json` wrote), all shards of one bench"
+_HINT = (
+    "pass each shard's --keep directory (or the file its `bench --json` wrote), all shards of "
+    "one bench"
+)
 
 
 def load_shard(path: Path) -> BenchRun:
-    """The bench result in ``path`` (a directory's ``bench.json``, or a JSON file). Raises ConfigError."""
+    """The bench result in ``path`` (a directory's ``bench.json``, or a JSON file). Raises
+    ConfigError."""
     source = path / BENCH_JSON if path.is_dir() else path
     if not source.is_file():
-        raise ConfigError(f"{path} holds no {BENCH_JSON}" if path.is_dir() else f"{path} does not exist", hint=_HINT)
+        raise ConfigError(
+            f"{path} holds no {BENCH_JSON}" if path.is_dir() else f"{path} does not exist",
+            hint=_HINT,
+        )
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
@@ -39,31 +47,46 @@ def _check_same_bench(shards: Sequence[Tuple[Path, BenchRun]]) -> None:
     for path, run in shards[1:]:
         for key in sorted(set(first.bench) | set(run.bench)):
             if first.bench.get(key) != run.bench.get(key):
-                raise ConfigError(f"{path} and {first_path} are not shards of one bench: their {key} differ",
-                                  hint="merge the shards of one `repairloop bench` command line, run with the same cases")
+                raise ConfigError(
+                    f"{path} and {first_path} are not shards of one bench: their {key} differ",
+                    hint="merge the shards of one `repairloop bench` command line, run with the "
+                    "same cases",
+                )
 
 
 def _check_shards(shards: Sequence[Tuple[Path, BenchRun]]) -> None:
     for path, run in shards:
         if not run.complete:
-            raise ConfigError(f"{path} is an unfinished bench ({len(run.cases)} case(s) done): its job stopped early",
-                              hint="run that shard again to the end, then merge")
+            raise ConfigError(
+                f"{path} is an unfinished bench ({len(run.cases)} case(s) done): its job stopped "
+                f"early",
+                hint="run that shard again to the end, then merge",
+            )
     if len(shards) == 1 and shards[0][1].shard is None:
         return
     unsharded = [str(p) for p, run in shards if run.shard is None]
     if unsharded:
-        raise ConfigError(f"{unsharded[0]} is a whole bench, not a shard", hint="merge only the shards of one bench")
+        raise ConfigError(
+            f"{unsharded[0]} is a whole bench, not a shard",
+            hint="merge only the shards of one bench",
+        )
     counts = {run.shard.count for _, run in shards if run.shard is not None}
     if len(counts) != 1:
-        raise ConfigError(f"the shards split the bench differently (into {' and '.join(map(str, sorted(counts)))})",
-                          hint="merge the shards of one --shard I/N series")
+        raise ConfigError(
+            f"the shards split the bench differently (into "
+            f"{' and '.join(map(str, sorted(counts)))})",
+            hint="merge the shards of one --shard I/N series",
+        )
     count = counts.pop()
     seen: Dict[int, Path] = {}
     for path, run in shards:
         assert run.shard is not None
         if run.shard.index in seen:
-            raise ConfigError(f"shard {run.shard.index}/{count} is given twice: {seen[run.shard.index]} and {path}",
-                              hint="give each shard's directory once")
+            raise ConfigError(
+                f"shard {run.shard.index}/{count} is given twice: {seen[run.shard.index]} and "
+                f"{path}",
+                hint="give each shard's directory once",
+            )
         seen[run.shard.index] = path
     missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in seen]
     if missing:
@@ -71,7 +94,8 @@ def _check_shards(shards: Sequence[Tuple[Path, BenchRun]]) -> None:
 
 
 def _where(path: Path, row: CaseResult) -> CaseResult:
-    """The row with ``run_dir`` pointing into ``path`` when the kept run is there (shards move between machines)."""
+    """The row with ``run_dir`` pointing into ``path`` when the kept run is there (shards move
+    between machines)."""
     if row.run_dir is None or not path.is_dir():
         return row
     here = path / Path(row.run_dir).name
@@ -79,13 +103,16 @@ def _where(path: Path, row: CaseResult) -> CaseResult:
 
 
 def merge(paths: Sequence[Path]) -> BenchRun:
-    """The shards in ``paths`` as one bench. Raises ConfigError when they are not every shard of one finished bench."""
+    """The shards in ``paths`` as one bench. Raises ConfigError when they are not every shard of one
+    finished bench."""
     if not paths:
         raise ConfigError("no shards to merge", hint=_HINT)
     shards = [(p, load_shard(p)) for p in paths]
     _check_same_bench(shards)
     _check_shards(shards)
-    rows: List[CaseResult] = merged_rows([replace(run, cases=tuple(_where(p, r) for r in run.cases)) for p, run in shards])
+    rows: List[CaseResult] = merged_rows(
+        [replace(run, cases=tuple(_where(p, r) for r in run.cases)) for p, run in shards]
+    )
     names = [r.name for r in rows]
     doubled = sorted({n for n in names if names.count(n) > 1})
     if doubled:

@@ -64,13 +64,16 @@ class CaseResult:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CaseResult":
-        """The row ``to_json`` wrote; keys it does not know are ignored. Raises ConfigError for a row that is not one."""
+        """The row ``to_json`` wrote; keys it does not know are ignored. Raises ConfigError for a
+        row that is not one."""
         known = {f.name for f in fields(cls)}
         try:
             return cls(**{k: v for k, v in data.items() if k in known})
         except TypeError as err:
-            raise ConfigError(f"a case row is not one of a bench result: {err}",
-                              hint="pass what `repairloop bench --json` or `--keep` wrote") from None
+            raise ConfigError(
+                f"a case row is not one of a bench result: {err}",
+                hint="pass what `repairloop bench --json` or `--keep` wrote",
+            ) from None
 
 
 def _share(part: int, whole: int) -> Optional[float]:
@@ -101,7 +104,9 @@ def totals(results: Sequence[CaseResult]) -> Dict[str, Any]:
         "correct": correct,
         "correct_share": _share(correct, len(judged)),
         "errors": sum(r.outcome == ERROR for r in results),
-        "median_seconds": round(statistics.median(r.seconds for r in results), 2) if results else 0.0,
+        "median_seconds": round(statistics.median(r.seconds for r in results), 2)
+        if results
+        else 0.0,
         "tokens": sum(r.tokens for r in results),
         "cost_usd": round(sum(r.cost_usd or 0.0 for r in results), 6),
         "patches_editing_tests": sum(r.edits_tests for r in results),
@@ -125,8 +130,11 @@ class BenchRun:
     merged_from: Tuple[str, ...] = field(default=())
 
     def to_json(self) -> Dict[str, Any]:
-        data: Dict[str, Any] = {"bench": dict(self.bench), "shard": self.shard.to_json() if self.shard else None,
-                                "complete": self.complete}
+        data: Dict[str, Any] = {
+            "bench": dict(self.bench),
+            "shard": self.shard.to_json() if self.shard else None,
+            "complete": self.complete,
+        }
         if self.merged_from:
             data["merged_from"] = list(self.merged_from)
         data.update(cases=[r.to_json() for r in self.cases], totals=totals(self.cases))
@@ -134,22 +142,40 @@ class BenchRun:
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> "BenchRun":
-        """The document ``to_json`` wrote, read from ``source`` (named in errors). Raises ConfigError."""
-        hint = "pass the --keep directory of a bench (its bench.json) or the file `bench --json` wrote"
-        if not isinstance(data, dict) or not isinstance(data.get("bench"), dict) or not isinstance(data.get("cases"), list):
+        """The document ``to_json`` wrote, read from ``source`` (named in errors). Raises
+        ConfigError."""
+        hint = (
+            "pass the --keep directory of a bench (its bench.json) or the file `bench --json` wrote"
+        )
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("bench"), dict)
+            or not isinstance(data.get("cases"), list)
+        ):
             raise ConfigError(f"{source} is not a bench result", hint=hint)
         shard = data.get("shard")
         try:
             parsed = Shard(int(shard["index"]), int(shard["count"])) if shard else None
         except (TypeError, KeyError, ValueError):
             raise ConfigError(f"{source} has a malformed shard: {shard!r}", hint=hint) from None
-        rows = tuple(CaseResult.from_json(r) if isinstance(r, dict) else _not_a_row(source) for r in data["cases"])
-        return cls(dict(data["bench"]), rows, parsed, bool(data.get("complete", True)),
-                   tuple(data.get("merged_from") or ()))
+        rows = tuple(
+            CaseResult.from_json(r) if isinstance(r, dict) else _not_a_row(source)
+            for r in data["cases"]
+        )
+        return cls(
+            dict(data["bench"]),
+            rows,
+            parsed,
+            bool(data.get("complete", True)),
+            tuple(data.get("merged_from") or ()),
+        )
 
 
 def _not_a_row(source: str) -> CaseResult:
-    raise ConfigError(f"{source} holds a case row that is not an object", hint="pass what `repairloop bench` wrote")
+    raise ConfigError(
+        f"{source} holds a case row that is not an object",
+        hint="pass what `repairloop bench` wrote",
+    )
 
 
 def _mark(value: Optional[bool], yes: str, no: str) -> str:
@@ -157,24 +183,45 @@ def _mark(value: Optional[bool], yes: str, no: str) -> str:
 
 
 def markdown_table(results: Sequence[CaseResult]) -> str:
-    """The bench as a Markdown table plus a totals paragraph (the same for one run and for merged shards)."""
-    rows = ["| case | family | outcome | stop reason | plausible | reference | hidden tests | correct | iterations | "
-            "candidates | tokens | cost (USD) | seconds |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    """The bench as a Markdown table plus a totals paragraph (the same for one run and for merged
+    shards)."""
+    rows = [
+        "| case | family | outcome | stop reason | plausible | reference | hidden tests | correct "
+        "| iterations | candidates | tokens | cost (USD) | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in results:
         cost = "unknown" if r.cost_usd is None else f"{r.cost_usd:.4f}"
-        hidden = _mark(r.passes_hidden_tests, f"passed ({r.hidden_tests})", f"failed ({r.hidden_tests})")
-        rows.append(f"| {r.name} | {r.family} | {r.outcome} | {r.stop_reason} | {_mark(r.plausible, 'yes', 'no')} | "
-                    f"{_mark(r.matches_reference, 'same', 'differs')} | {hidden} | {_mark(r.correct, 'yes', 'no')} | "
-                    f"{r.iterations} | {r.candidates} | {r.tokens} | {cost} | {r.seconds:.1f} |")
+        hidden = _mark(
+            r.passes_hidden_tests, f"passed ({r.hidden_tests})", f"failed ({r.hidden_tests})"
+        )
+        rows.append(
+            f"| {r.name} | {r.family} | {r.outcome} | {r.stop_reason} | "
+            f"{_mark(r.plausible, 'yes', 'no')} | "
+            f"{_mark(r.matches_reference, 'same', 'differs')} | {hidden} | "
+            f"{_mark(r.correct, 'yes', 'no')} | "
+            f"{r.iterations} | {r.candidates} | {r.tokens} | {cost} | {r.seconds:.1f} |"
+        )
     t = totals(results)
-    share = "no plausible patch could be judged" if t["correct_share"] is None else f"{t['correct_share']:.0%}"
-    rows += ["", f"Repair rate: {t['fixed']}/{t['cases']} ({t['repair_rate']:.0%}); single-mutation cases fixed: "
-             f"{t['single_mutation_fixed']}/{t['single_mutation_cases']}; median {t['median_seconds']} s per case; "
-             f"patches editing tests: {t['patches_editing_tests']}; cases that could not run: {t['errors']}.",
-             "", f"Plausible patches: {t['plausible']}; correct: {t['correct']} of the {t['judged']} a reference fix or "
-             f"hidden tests could judge ({share}); same as the reference: {t['matches_reference']}; passing the hidden "
-             f"tests: {t['passes_hidden_tests']}."]
+    share = (
+        "no plausible patch could be judged"
+        if t["correct_share"] is None
+        else f"{t['correct_share']:.0%}"
+    )
+    rows += [
+        "",
+        f"Repair rate: {t['fixed']}/{t['cases']} ({t['repair_rate']:.0%}); single-mutation cases "
+        f"fixed: "
+        f"{t['single_mutation_fixed']}/{t['single_mutation_cases']}; median {t['median_seconds']} "
+        f"s per case; "
+        f"patches editing tests: {t['patches_editing_tests']}; cases that could not run: "
+        f"{t['errors']}.",
+        "",
+        f"Plausible patches: {t['plausible']}; correct: {t['correct']} of the {t['judged']} a "
+        f"reference fix or "
+        f"hidden tests could judge ({share}); same as the reference: {t['matches_reference']}; "
+        f"passing the hidden tests: {t['passes_hidden_tests']}.",
+    ]
     return "\n".join(rows)
 
 

@@ -154,12 +154,19 @@ def edit_size(originals: Dict[str, str], changed: Dict[str, str]) -> Tuple[int, 
     return lines, chars
 
 
-def keeps_doctests(test_files: TestFiles, originals: Dict[str, str]) -> Callable[[Dict[str, str]], bool]:
-    """A check of changed files: False when one changes the doctest examples (code or expected output) of a
-    module collected for its doctests, which are test content the loop's guards refuse."""
+def keeps_doctests(
+    test_files: TestFiles, originals: Dict[str, str]
+) -> Callable[[Dict[str, str]], bool]:
+    """A check of changed files: False when one changes the doctest examples (code or expected
+    output) of a module collected for its doctests, which are test content the loop's guards
+    refuse."""
 
     def allowed(changed: Dict[str, str]) -> bool:
-        return not any(test_files.has_doctests(path) and doctest_examples(originals[path]) != doctest_examples(text)
-                       for path, text in changed.items() if path in originals)
+        return not any(
+            test_files.has_doctests(path)
+            and doctest_examples(originals[path]) != doctest_examples(text)
+            for path, text in changed.items()
+            if path in originals
+        )
 
     return allowed

@@ -20,22 +20,43 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from repairloop.errors import EngineExhausted
 from repairloop.propose.builtin.edits import Source, keeps_doctests
+from repairloop.propose.builtin.engine_report import (
+    exhausted_message,
+    localisation_notes,
+    result_notes,
+)
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.pool import OpenWarm, WarmCounts, WorkerPool
-from repairloop.propose.builtin.scratch import RunTests, ValidationPlan, Verdict, remove_coverage, scratch_copy, snapshot
+from repairloop.propose.builtin.scratch import (
+    RunTests,
+    ValidationPlan,
+    Verdict,
+    remove_coverage,
+    scratch_copy,
+    snapshot,
+)
 from repairloop.propose.builtin.search import Result, Search, order_candidates
-from repairloop.types import Localisation, Proposal, ProposalRequest, TestFiles, TestReport, Usage, read_sources
+from repairloop.types import (
+    Localisation,
+    Proposal,
+    ProposalRequest,
+    TestFiles,
+    TestReport,
+    Usage,
+    read_sources,
+)
 
-PLAUSIBLE_NOTE = ("A patch that passes the tests is plausible, not proven correct: the tests are the only "
-                  "oracle, so review it (and its alternatives) before relying on it.")
-PARTIAL_NOTE = "A partial fix: some failing tests pass with it and none that passed breaks, but others still fail."
-MAX_TRIED_IN_NOTES = 300  # the journal keeps the first ones; counts cover them all
 PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
-NO_BUDGET_BASELINE_TIMEOUT = 900.0  # seconds for the localisation run when the run has no time budget
-# Ranks suspicious lines from a run that recorded per-test lines: (that run, the copy it ran in, the failing
-# tests, the traceback, test files, the sources) -> Localisation. The loop passes ``localise.localise`` in.
-Localiser = Callable[[TestReport, Path, Tuple[str, ...], str, TestFiles, Dict[str, str]], Localisation]
+NO_BUDGET_BASELINE_TIMEOUT = (
+    900.0  # seconds for the localisation run when the run has no time budget
+)
+# Ranks suspicious lines from a run that recorded per-test lines: (that run, the copy it ran in, the
+# failing tests, the traceback, test files, the sources) -> Localisation. The loop passes
+# ``localise.localise`` in.
+Localiser = Callable[
+    [TestReport, Path, Tuple[str, ...], str, TestFiles, Dict[str, str]], Localisation
+]
 
 
 class BuiltinProposer:
@@ -103,7 +124,9 @@ class BuiltinProposer:
         self._boosts: Dict[str, float] = {}
         self._baseline_seconds = 0.0
         self._search: Optional[Search] = None
-        self._search_key: Optional[Tuple[Any, ...]] = None  # sources, targets and group it was made for
+        self._search_key: Optional[Tuple[Any, ...]] = (
+            None  # sources, targets and group it was made for
+        )
         self._returned: Set[str] = set()
         self._stopped_because = ""
 
@@ -135,7 +158,9 @@ class BuiltinProposer:
             self._plan = self._make_plan(self._baseline, targets, group)
             self._search, self._search_key = self._new_search(sources), key
         best = self._search.plausible(self._returned)
-        if not best or (all(r.unrelated for r in best) and not self._search.exhausted):  # search on, rather
+        if not best or (
+            all(r.unrelated for r in best) and not self._search.exhausted
+        ):  # search on, rather
             self._search_more(self._search, deadline)
             best = self._search.plausible(self._returned)
         if not best:
@@ -144,8 +169,16 @@ class BuiltinProposer:
         self._returned.add(chosen.diff)
         notes = self._notes(chosen, best[1:])
         usage = Usage(0, 0, 0.0, seconds=self.clock() - start, calls=0)
-        return Proposal(answer=chosen.diff, engine="builtin", model="builtin", usage=usage, notes=notes, validated=True,
-                        candidates=self._search.tried, degraded=self._degraded())
+        return Proposal(
+            answer=chosen.diff,
+            engine="builtin",
+            model="builtin",
+            usage=usage,
+            notes=notes,
+            validated=True,
+            candidates=self._search.tried,
+            degraded=self._degraded(),
+        )
 
     def _search_more(self, search: Search, deadline: Optional[float]) -> None:
         """Validate further candidates in fresh worker copies until the search policy stops."""
@@ -155,41 +188,60 @@ class BuiltinProposer:
         def time_left() -> Optional[float]:
             return None if deadline is None else deadline - self.clock()
 
-        with WorkerPool(self.project_root, self.workers, self.scratch_dir, self.open_warm, self.warm_counts) as pool:
+        with WorkerPool(
+            self.project_root, self.workers, self.scratch_dir, self.open_warm, self.warm_counts
+        ) as pool:
 
             def validate(changed: Dict[str, str]) -> Verdict:
-                return pool.validate(changed, search.originals, self.run_tests, plan, self.clock, time_left)
+                return pool.validate(
+                    changed, search.originals, self.run_tests, plan, self.clock, time_left
+                )
 
             search.run(validate, lambda s: self._keep_going(s, deadline), self.clock)
 
     # -- localisation -------------------------------------------------------------------
 
-    def _localise(self, request: ProposalRequest, targets: Tuple[str, ...],
-                  deadline: Optional[float], sources: Dict[str, str]) -> None:  # fmt: skip
-        """The loop's localisation when the request has one; else run the suite once with per-test coverage
-        on a copy and rank suspicious lines."""
+    def _localise(
+        self,
+        request: ProposalRequest,
+        targets: Tuple[str, ...],
+        deadline: Optional[float],
+        sources: Dict[str, str],
+    ) -> None:
+        """The loop's localisation when the request has one; else run the suite once with per-test
+        coverage on a copy and rank suspicious lines."""
         given = request.localisation
         if given is not None and given.report is not None:
             self._localisation, self._baseline, self._first_targets = given, given.report, targets
             self._boosts = family_boosts(given.report, targets)
             return
-        timeout = NO_BUDGET_BASELINE_TIMEOUT if deadline is None else max(1.0, deadline - self.clock())
+        timeout = (
+            NO_BUDGET_BASELINE_TIMEOUT if deadline is None else max(1.0, deadline - self.clock())
+        )
         with scratch_copy(self.project_root, self.scratch_dir) as root:
             try:
                 report = self.run_tests(root, (), timeout, True)
             except Exception as exc:  # the runner's own errors: nothing to localise with
-                raise self._exhausted(f"the localisation run of the test suite failed: {exc}", {}) from exc
+                raise self._exhausted(
+                    f"the localisation run of the test suite failed: {exc}", {}
+                ) from exc
             try:
                 if report.timed_out:
-                    raise self._exhausted(f"the localisation run did not finish within {timeout:.0f}s", {})
+                    raise self._exhausted(
+                        f"the localisation run did not finish within {timeout:.0f}s", {}
+                    )
                 context = request.context
-                self._localisation = self.localiser(report, root, targets, context.traceback, self.test_files, sources)
+                self._localisation = self.localiser(
+                    report, root, targets, context.traceback, self.test_files, sources
+                )
             finally:
                 remove_coverage(report.coverage_file)
         self._baseline, self._first_targets = report, targets
         self._boosts = family_boosts(report, targets)
 
-    def _make_plan(self, report: TestReport, targets: Tuple[str, ...], group: Tuple[str, ...] = ()) -> ValidationPlan:
+    def _make_plan(
+        self, report: TestReport, targets: Tuple[str, ...], group: Tuple[str, ...] = ()
+    ) -> ValidationPlan:
         """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed.
 
         When the failing tests took over ``PROBE_SECONDS`` together (hangs stopped by a
@@ -203,7 +255,11 @@ class BuiltinProposer:
         self._baseline_seconds = report.seconds
         allowed = frozenset(report.failing_ids) - frozenset(self._first_targets or targets)
         probe: Tuple[str, ...] = ()
-        if len(targets) > 1 and target_seconds > PROBE_SECONDS and set(targets) <= set(group or targets):
+        if (
+            len(targets) > 1
+            and target_seconds > PROBE_SECONDS
+            and set(targets) <= set(group or targets)
+        ):
             probe = (min(targets, key=lambda t: (durations.get(t, 0.0), t)),)
         return ValidationPlan(
             targets=targets,
@@ -212,11 +268,14 @@ class BuiltinProposer:
             target_timeout=max(self.candidate_timeout, 3.0 * target_seconds),
             suite_timeout=max(self.candidate_timeout, 3.0 * report.seconds),
             probe=probe,
-            probe_timeout=max(self.candidate_timeout, 3.0 * durations.get(probe[0], 0.0)) if probe else 0.0,
+            probe_timeout=max(self.candidate_timeout, 3.0 * durations.get(probe[0], 0.0))
+            if probe
+            else 0.0,
         )
 
     def _reserve(self, deadline: Optional[float], seconds: Optional[float]) -> Optional[float]:
-        """Leave the loop time to validate our answer (about one baseline run, at most a quarter)."""
+        """Leave the loop time to validate our answer (about one baseline run, at most a
+        quarter)."""
         if deadline is None or seconds is None:
             return deadline
         return deadline - min(0.25 * seconds, self._baseline_seconds + 2.0)
@@ -231,8 +290,14 @@ class BuiltinProposer:
                 except (SyntaxError, ValueError):
                     continue  # a file that does not parse cannot be mutated
         candidates = order_candidates(self._localisation.suspects, models, self._boosts)
-        return Search(candidates, sources, self.workers, keeps_doctests(self.test_files, sources),
-                      self._localisation.ran_by, self._plan.targets if self._plan is not None else ())
+        return Search(
+            candidates,
+            sources,
+            self.workers,
+            keeps_doctests(self.test_files, sources),
+            self._localisation.ran_by,
+            self._plan.targets if self._plan is not None else (),
+        )
 
     # -- search policy ------------------------------------------------------------------
 
@@ -248,7 +313,10 @@ class BuiltinProposer:
         if search.found_at is not None:
             found_time, found_tried = search.found_at
             extra_time = self.extra_search_share * (found_time - self._started)
-            if now >= found_time + extra_time or search.tried >= found_tried + self.extra_candidates:
+            if (
+                now >= found_time + extra_time
+                or search.tried >= found_tried + self.extra_candidates
+            ):
                 self._stopped_because = "extra search after the first plausible patch done"
                 return False
         self._stopped_because = "all candidates tried"
@@ -257,44 +325,26 @@ class BuiltinProposer:
     # -- reporting ----------------------------------------------------------------------
 
     def _notes(self, chosen: Optional[Result], others: List[Result]) -> Dict[str, Any]:
-        loc, search = self._localisation, self._search
         notes: Dict[str, Any] = {"engine": "builtin"}
-        if loc is not None:
-            notes["localisation_method"] = loc.method
-            if loc.tool:
-                notes["localisation_tool"] = loc.tool  # coverage.py, or the plugin's sys.monitoring/settrace tracer
-            notes["localisation"] = loc.top(10)
-            if loc.note:
-                notes["localisation_note"] = loc.note
-        if search is not None:
-            notes["counts"] = search.counts()
-            notes["tried"] = [r.to_json() for r in search.results[:MAX_TRIED_IN_NOTES]]
+        if self._localisation is not None:
+            notes.update(localisation_notes(self._localisation, self._search))
         if self._boosts:
             notes["family_boosts"] = dict(sorted(self._boosts.items()))
         if self.open_warm is not None:
             notes["warm"] = self.warm_counts.to_json()
         if self._plan is not None:
-            notes["timeouts"] = {"failing_tests": self._plan.target_timeout, "suite": self._plan.suite_timeout}
+            notes["timeouts"] = {
+                "failing_tests": self._plan.target_timeout,
+                "suite": self._plan.suite_timeout,
+            }
         notes["stopped_because"] = self._stopped_because
-        notes["plausible_note"] = PLAUSIBLE_NOTE if chosen is None or chosen.verdict.complete else PARTIAL_NOTE
-        notes["alternatives"] = [r.diff for r in others]
-        if chosen is not None:
-            notes["chosen"] = {**chosen.candidate.to_json(), "edit_size": list(chosen.size), "fixes": chosen.verdict.fixed,
-                               "verdict": chosen.verdict.reason, "unshared": chosen.unshared, "unrelated": chosen.unrelated}
+        notes.update(result_notes(chosen, others))
         return notes
 
     def _exhausted_message(self, search: Search) -> str:
-        counts = search.counts()
         assert self._plan is not None
-        failing = len(self._plan.targets)
-        found = "found no further patch" if self._returned else "found no patch"
-        return (
-            f"the offline engine {found}: none of the {search.tried} candidate edits it tried made any of "
-            f"the {failing} failing test(s) pass without breaking a passing one "
-            f"({counts.get('failing', 0)} fixed no failing test, {counts.get('timeout', 0)} timed out, "
-            f"{counts.get('broke_passing', 0)} broke passing tests, "
-            f"{counts.get('compile_error', 0)} did not compile; {self._stopped_because or 'no candidates'})"
-        )
+        targets = len(self._plan.targets)
+        return exhausted_message(search, targets, bool(self._returned), self._stopped_because)
 
     def _degraded(self) -> str:
         """Why the localisation was weak (it fell back to the traceback), "" when it was not."""
@@ -302,8 +352,19 @@ class BuiltinProposer:
         return loc.note if loc is not None and loc.method == "traceback" else ""
 
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
-        hint = "the bug may need more than one or two small edits; try a model (--model) or a larger --timeout"
-        usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)  # engine time, found or not
+        hint = (
+            "the bug may need more than one or two small edits; try a model (--model) or a "
+            "larger --timeout"
+        )
+        usage = Usage(
+            0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0
+        )  # engine time, found or not
         tried = self._search.tried if self._search is not None else 0
-        return EngineExhausted(message, hint=hint, notes=notes, usage=usage, candidates=tried, degraded=self._degraded())
-
+        return EngineExhausted(
+            message,
+            hint=hint,
+            notes=notes,
+            usage=usage,
+            candidates=tried,
+            degraded=self._degraded(),
+        )

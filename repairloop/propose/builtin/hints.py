@@ -19,13 +19,20 @@ from repairloop.types import TestReport
 # (exception type, message pattern or "", {family: factor}), first match per test wins.
 SYMPTOMS: Tuple[Tuple[str, str, Dict[str, float]], ...] = (
     ("TypeError", r"NoneType", {"wrong_function": 1.3, "literal": 1.2, "insert_update": 1.2}),
-    ("TypeError", r"can't multiply sequence|unsupported operand|can only concatenate|"
-                  r"cannot be interpreted as an integer|has no len|not supported between",
-     {"wrap_call": 1.6, "swap_operands": 1.2, "wrong_variable": 1.2}),
+    (
+        "TypeError",
+        r"can't multiply sequence|unsupported operand|can only concatenate|"
+        r"cannot be interpreted as an integer|has no len|not supported between",
+        {"wrap_call": 1.6, "swap_operands": 1.2, "wrong_variable": 1.2},
+    ),
     ("IndexError", r"", {"off_by_one": 1.2, "literal_off_by_one": 1.2, "comparison": 1.2}),
-    ("RecursionError", r"", {"comparison": 1.2, "negate_condition": 1.2, "off_by_one": 1.2, "swap_arguments": 1.2}),
+    (
+        "RecursionError",
+        r"",
+        {"comparison": 1.2, "negate_condition": 1.2, "off_by_one": 1.2, "swap_arguments": 1.2},
+    ),
     ("Timeout", r"", {"insert_update": 1.3, "comparison": 1.2, "boolean_operator": 1.2}),
-)  # fmt: skip
+)
 
 
 def family_boosts(report: TestReport, targets: Sequence[str]) -> Dict[str, float]:

@@ -65,8 +65,17 @@ _HEADERS = {
     ast.With: ("items",),
     ast.AsyncWith: ("items",),
 }
-_SKIPPED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
-            ast.Try, ast.Global, ast.Nonlocal, ast.Pass)  # fmt: skip
+_SKIPPED = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Try,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Pass,
+)
 
 
 def _walk_all(roots: List[ast.AST]) -> List[ast.AST]:
@@ -107,7 +116,11 @@ def mutations_at(model: FileModel, line: int) -> List[Mutation]:
     unique = []
     for mutation in found:  # two operators may propose the same edit: keep the first
         key = (mutation.start, mutation.end, mutation.replacement)
-        if key not in seen and _changes_text(model.source, mutation) and not _self_assignment(model, stmt, mutation):
+        if (
+            key not in seen
+            and _changes_text(model.source, mutation)
+            and not _self_assignment(model, stmt, mutation)
+        ):
             seen.add(key)
             unique.append(mutation)
     return unique
@@ -115,7 +128,9 @@ def mutations_at(model: FileModel, line: int) -> List[Mutation]:
 
 def _identical_operands(node: ast.AST) -> bool:
     """``f(x) - f(x)``, ``a == a``, ``p and p``: an expression that is almost always a slip."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.BitXor)):
+    if isinstance(node, ast.BinOp) and isinstance(
+        node.op, (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.BitXor)
+    ):
         return ast.dump(node.left) == ast.dump(node.right)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return ast.dump(node.left) == ast.dump(node.comparators[0])
@@ -131,7 +146,9 @@ def _boost_smells(model: FileModel, stmt: ast.stmt, found: List[Mutation]) -> Li
     if not spans:
         return found
     return [
-        replace(m, prior=min(1.0, 2 * m.prior)) if any(a <= m.start and m.end <= b for a, b in spans) else m
+        replace(m, prior=min(1.0, 2 * m.prior))
+        if any(a <= m.start and m.end <= b for a, b in spans)
+        else m
         for m in found
     ]
 
@@ -143,7 +160,10 @@ def _self_assignment(model: FileModel, stmt: ast.stmt, mutation: Mutation) -> bo
     target = stmt.targets[0]
     if not isinstance(target, ast.Name):
         return False
-    return model.source.span(stmt.value) == (mutation.start, mutation.end) and mutation.replacement == target.id
+    return (
+        model.source.span(stmt.value) == (mutation.start, mutation.end)
+        and mutation.replacement == target.id
+    )
 
 
 def _changes_text(source: Source, mutation: Mutation) -> bool:

@@ -29,12 +29,24 @@ _WRAPPABLE = (ast.Name, ast.Subscript, ast.Attribute, ast.BinOp, ast.Call)
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Div)
 _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 # One-argument builtins worth offering where the file already calls them with one argument.
-_VALUE_BUILTINS = ("list", "sorted", "set", "tuple", "str", "int", "float", "len", "abs", "reversed")
+_VALUE_BUILTINS = (
+    "list",
+    "sorted",
+    "set",
+    "tuple",
+    "str",
+    "int",
+    "float",
+    "len",
+    "abs",
+    "reversed",
+)
 MAX_WRAPPERS = 4  # per site: wrappers multiply candidates by every operand of the line
 
 
 def _file_builtins(model: FileModel) -> Tuple[str, ...]:
-    """One-argument builtins the file calls somewhere (``int(x)``, ``len(xs)``), in a fixed order."""
+    """One-argument builtins the file calls somewhere (``int(x)``, ``len(xs)``), in a fixed
+    order."""
     key = ("wrap_call", 0)
     if key not in model.memo:
         model.memo[key] = _scan_builtins(model)
@@ -48,12 +60,16 @@ def _scan_builtins(model: FileModel) -> Tuple[str, ...]:
             if not node.keywords and node.func.id in _VALUE_BUILTINS:
                 used.add(node.func.id)
     shadowed = set(model.functions) | set(model.module_vars)
-    return tuple(n for n in _VALUE_BUILTINS if n in used and n not in shadowed and hasattr(builtins, n))
+    return tuple(
+        n for n in _VALUE_BUILTINS if n in used and n not in shadowed and hasattr(builtins, n)
+    )
 
 
 def _own_unary_functions(model: FileModel, node: ast.AST) -> List[Tuple[str, float]]:
     """The file's functions callable with one positional argument, the enclosing one first."""
-    probe = ast.Call(func=ast.Name(id="f", ctx=ast.Load()), args=[cast(ast.expr, node)], keywords=[])
+    probe = ast.Call(
+        func=ast.Name(id="f", ctx=ast.Load()), args=[cast(ast.expr, node)], keywords=[]
+    )
     enclosing = model.function_of(node)
     name = getattr(enclosing, "name", None)
     found = []
@@ -71,7 +87,11 @@ def _numeric_position(model: FileModel, node: ast.AST) -> Optional[str]:
         return "arithmetic"
     if isinstance(parent, ast.Compare) and all(isinstance(op, _ORDERING) for op in parent.ops):
         return "ordering"
-    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "range":
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "range"
+    ):
         return "range" if any(a is node for a in parent.args) else None
     return None
 
@@ -117,7 +137,9 @@ def _wrappers(model: FileModel, node: ast.AST) -> List[Tuple[str, float]]:
         found += _own_unary_functions(model, node)
         found += [(b, 0.5) for b in _file_builtins(model)]
     parent = model.parent(node)
-    outer = parent.func.id if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) else ""
+    outer = (
+        parent.func.id if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) else ""
+    )
     unique: List[Tuple[str, float]] = []
     for name, weight in found:  # never `abs(abs(x))`, never the same wrapper twice
         if name != outer and name not in (n for n, _ in unique):
@@ -134,7 +156,15 @@ def wrap_call(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     start, end = src.span(node)
     text = wrap(src.text[start:end], node, 0)
     for name, weight in wrappers:
-        yield make(model, "wrap_call", start, end, f"{name}({text})", weight, f"`{text}` -> `{name}({text})`")
+        yield make(
+            model,
+            "wrap_call",
+            start,
+            end,
+            f"{name}({text})",
+            weight,
+            f"`{text}` -> `{name}({text})`",
+        )
 
 
 def _is_statement_call(model: FileModel, node: ast.Call) -> bool:
@@ -148,22 +178,55 @@ def method_to_function(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     value is never what was meant; the functions return a new object, so calling
     them for an effect does nothing.
     """
-    if not isinstance(node, ast.Call):
-        return
+    if isinstance(node, ast.Call):
+        yield from _method_as_function(model, node)
+        yield from _function_as_method(model, node)
+
+
+def _method_as_function(model: FileModel, node: ast.Call) -> Iterator[Mutation]:
+    """``xs.sort()`` / ``xs.reverse()`` used for its value -> ``sorted(xs)`` / ``reversed``."""
     src = model.source
     start, end = src.span(node)
     func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in ("sort", "reverse") and not _is_statement_call(model, node):
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("sort", "reverse")
+        and not _is_statement_call(model, node)
+    ):
         receiver = wrap(src.segment(func.value), func.value, 0)
         if func.attr == "sort" and not node.args:
             extra = "".join(", " + src.segment(k) for k in node.keywords)
-            yield make(model, "wrong_function", start, end, f"sorted({receiver}{extra})", 1.0,
-                       "`.sort()` -> `sorted()`")  # fmt: skip
+            yield make(
+                model,
+                "wrong_function",
+                start,
+                end,
+                f"sorted({receiver}{extra})",
+                1.0,
+                "`.sort()` -> `sorted()`",
+            )
         elif func.attr == "reverse" and not node.args and not node.keywords:
-            yield make(model, "wrong_function", start, end, f"list(reversed({receiver}))", 1.0,
-                       "`.reverse()` -> `reversed()`")  # fmt: skip
-        return
-    if isinstance(func, ast.Name) and func.id in ("sorted", "reversed") and _is_statement_call(model, node):
+            yield make(
+                model,
+                "wrong_function",
+                start,
+                end,
+                f"list(reversed({receiver}))",
+                1.0,
+                "`.reverse()` -> `reversed()`",
+            )
+
+
+def _function_as_method(model: FileModel, node: ast.Call) -> Iterator[Mutation]:
+    """``sorted(xs)`` / ``reversed(xs)`` called for an effect -> ``xs.sort()`` / ``.reverse()``."""
+    src = model.source
+    start, end = src.span(node)
+    func = node.func
+    if (
+        isinstance(func, ast.Name)
+        and func.id in ("sorted", "reversed")
+        and _is_statement_call(model, node)
+    ):
         if len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
             return
         method = "sort" if func.id == "sorted" else "reverse"
@@ -171,5 +234,12 @@ def method_to_function(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
             return
         receiver = wrap(src.segment(node.args[0]), node.args[0], 16)
         keywords = ", ".join(src.segment(k) for k in node.keywords)
-        yield make(model, "wrong_function", start, end, f"{receiver}.{method}({keywords})", 1.0,
-                   f"`{func.id}()` -> `.{method}()`")  # fmt: skip
+        yield make(
+            model,
+            "wrong_function",
+            start,
+            end,
+            f"{receiver}.{method}({keywords})",
+            1.0,
+            f"`{func.id}()` -> `.{method}()`",
+        )

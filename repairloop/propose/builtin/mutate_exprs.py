@@ -13,9 +13,23 @@ from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.mutate_ops import BIN_SYMBOLS, CMP_SYMBOLS, make, operator_token
 from repairloop.propose.builtin.mutation import PREC_ADD, PREC_NOT, Mutation, precedence, wrap
 
-_NOT_NUMERIC = (ast.Constant, ast.Compare, ast.BoolOp, ast.Tuple, ast.List, ast.Dict, ast.Set,
-                ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda,
-                ast.JoinedStr, ast.Starred, ast.Slice)  # fmt: skip
+_NOT_NUMERIC = (
+    ast.Constant,
+    ast.Compare,
+    ast.BoolOp,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+    ast.Set,
+    ast.ListComp,
+    ast.DictComp,
+    ast.SetComp,
+    ast.GeneratorExp,
+    ast.Lambda,
+    ast.JoinedStr,
+    ast.Starred,
+    ast.Slice,
+)
 _NUMERIC_CALLS = frozenset({"len", "sum", "max", "min", "abs", "int", "round", "ord", "pow"})
 _WRAPPERS = frozenset(
     {"abs", "int", "float", "round", "str", "list", "tuple", "set", "sorted", "reversed", "bool"}
@@ -44,8 +58,11 @@ def _call_sites(model: FileModel, node: ast.Call) -> List[Tuple[ast.AST, str, fl
     # Arguments of the file's own functions (recursion bounds: `search(xs, mid + 1, hi)`);
     # every argument of every library call would flood the search with type errors.
     own = isinstance(func, ast.Name) and func.id in model.functions
-    own = own or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                  and func.value.id in ("self", "cls"))  # fmt: skip
+    own = own or (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("self", "cls")
+    )
     return [(a, "call argument", 0.6) for a in node.args] if own else []
 
 
@@ -58,7 +75,11 @@ def _assigned_sites(target: ast.AST, value: ast.AST) -> List[Tuple[ast.AST, str,
     the other sites: every operand of every assignment would flood the search."""
     if isinstance(target, ast.Name) and isinstance(value, _PLAIN_VALUES):
         return [(value, "assigned value", 0.8)]
-    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+    if (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+    ):
         return [(v, "assigned value", 0.7) for v in value.elts if isinstance(v, _PLAIN_VALUES)]
     return []
 
@@ -87,7 +108,8 @@ def _off_by_one_sites(model: FileModel, node: ast.AST) -> List[Tuple[ast.AST, st
     return [
         site
         for site in sites
-        if not isinstance(site[0], _NOT_NUMERIC) and not _is_constant_step(site[0])
+        if not isinstance(site[0], _NOT_NUMERIC)
+        and not _is_constant_step(site[0])
         and not _is_constant_step(model.parent(site[0]))  # `len(x) + 1 - 1`: literal's job
         and not (isinstance(site[0], ast.UnaryOp) and isinstance(site[0].op, ast.Not))
     ]
@@ -97,7 +119,9 @@ def _needs_group(model: FileModel, site: ast.AST) -> bool:
     """True when ``site + 1`` in ``site``'s place would bind to a neighbour: ``len(x) * k``."""
     parent = model.parent(site)
     if isinstance(parent, ast.BinOp):
-        return precedence(parent) > PREC_ADD or (parent.right is site and isinstance(parent.op, ast.Sub))
+        return precedence(parent) > PREC_ADD or (
+            parent.right is site and isinstance(parent.op, ast.Sub)
+        )
     if isinstance(parent, ast.UnaryOp):
         return not isinstance(parent.op, ast.Not)
     if isinstance(parent, (ast.Attribute, ast.Subscript)):
@@ -106,7 +130,8 @@ def _needs_group(model: FileModel, site: ast.AST) -> bool:
 
 
 def off_by_one(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
-    """Add or subtract one in an index, slice bound, ``range``/call argument, ``len()`` or return value."""
+    """Add or subtract one in an index, slice bound, ``range``/call argument, ``len()`` or return
+    value."""
     src = model.source
     for site, what, weight in _off_by_one_sites(model, node):
         start, end = src.span(site)
@@ -119,7 +144,9 @@ def off_by_one(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
                 span, replacement = (end, end), f" {delta}"
             else:
                 span, replacement = (start, end), f"({text}) {delta}"
-            yield make(model, "off_by_one", *span, replacement, weight * (1.0 - 0.1 * k), f"{what} {delta}")
+            yield make(
+                model, "off_by_one", *span, replacement, weight * (1.0 - 0.1 * k), f"{what} {delta}"
+            )
 
 
 def _conditions(model: FileModel, node: ast.AST) -> List[ast.expr]:
@@ -144,19 +171,42 @@ def negate_condition(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
             start, end = model.source.span(target)
             text = model.source.text[start:end]
             if precedence(target) >= PREC_NOT + 1:
-                yield make(model, "negate_condition", start, start, "not ", weight, f"negate `{text}`")
+                yield make(
+                    model, "negate_condition", start, start, "not ", weight, f"negate `{text}`"
+                )
             else:
-                yield make(model, "negate_condition", start, end, f"not ({text})", weight, f"negate `{text}`")
+                yield make(
+                    model,
+                    "negate_condition",
+                    start,
+                    end,
+                    f"not ({text})",
+                    weight,
+                    f"negate `{text}`",
+                )
 
 
-_NON_COMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.Add)
+_NON_COMMUTATIVE = (
+    ast.Sub,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.LShift,
+    ast.RShift,
+    ast.Add,
+)
 
 
 def _swap_parts(model: FileModel, node: ast.AST) -> Optional[Tuple[ast.AST, ast.AST, str, ast.AST]]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, _NON_COMMUTATIVE):
         swapped: ast.AST = ast.BinOp(left=node.right, op=node.op, right=node.left)
         return node.left, node.right, BIN_SYMBOLS[type(node.op)], swapped
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], (ast.In, ast.NotIn))
+    ):
         swapped = ast.Compare(left=node.comparators[0], ops=node.ops, comparators=[node.left])
         return node.left, node.comparators[0], CMP_SYMBOLS[type(node.ops[0])], swapped
     return None
@@ -166,15 +216,23 @@ def _accumulates_sequence(model: FileModel, node: ast.AST) -> bool:
     """``out = out + x`` where ``out`` starts as a string or list literal: an append that may
     have been meant as a prepend (``digits = d + digits``), where `+` does not commute."""
     parent = model.parent(node)
-    if not isinstance(parent, ast.Assign) or len(parent.targets) != 1 or not isinstance(parent.targets[0], ast.Name):
+    if (
+        not isinstance(parent, ast.Assign)
+        or len(parent.targets) != 1
+        or not isinstance(parent.targets[0], ast.Name)
+    ):
         return False
     name = parent.targets[0].id
-    if not isinstance(node, ast.BinOp) or not any(isinstance(o, ast.Name) and o.id == name for o in (node.left, node.right)):
+    if not isinstance(node, ast.BinOp) or not any(
+        isinstance(o, ast.Name) and o.id == name for o in (node.left, node.right)
+    ):
         return False
     scope = model.function_of(node) or model.source.tree
     for other in ast.walk(scope):
-        if isinstance(other, ast.Assign) and other is not parent and any(
-            isinstance(t, ast.Name) and t.id == name for t in other.targets
+        if (
+            isinstance(other, ast.Assign)
+            and other is not parent
+            and any(isinstance(t, ast.Name) and t.id == name for t in other.targets)
         ):
             value = other.value
             if isinstance(value, (ast.List, ast.JoinedStr)) or (
@@ -199,8 +257,12 @@ def swap_operands(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     right_text = src.text[token[1] : end].lstrip()
     op_text = src.text[start + len(left_text) : end - len(right_text)]
     want = ast.dump(expected)
-    for a, b in ((right_text, left_text), (f"({right_text})", left_text),
-                 (right_text, f"({left_text})"), (f"({right_text})", f"({left_text})")):  # fmt: skip
+    for a, b in (
+        (right_text, left_text),
+        (f"({right_text})", left_text),
+        (right_text, f"({left_text})"),
+        (f"({right_text})", f"({left_text})"),
+    ):
         replacement = a + op_text + b
         try:
             parsed = ast.parse(replacement, mode="eval").body
@@ -209,7 +271,15 @@ def swap_operands(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
         if ast.dump(parsed) == want:
             # `+` commutes on numbers (a wasted candidate) but not on strings and lists.
             weight = 1.0 if symbol != "+" or _accumulates_sequence(model, node) else 0.6
-            yield make(model, "swap_operands", start, end, replacement, weight, f"swap operands of `{symbol}`")
+            yield make(
+                model,
+                "swap_operands",
+                start,
+                end,
+                replacement,
+                weight,
+                f"swap operands of `{symbol}`",
+            )
             return
 
 
@@ -228,7 +298,15 @@ def swap_arguments(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
                 continue
             replacement = src.text[sj:ej] + src.text[ei:sj] + src.text[si:ei]
             weight = 1.0 if j == i + 1 else 0.7
-            yield make(model, "swap_arguments", si, ej, replacement, weight, f"swap arguments {i + 1} and {j + 1}")
+            yield make(
+                model,
+                "swap_arguments",
+                si,
+                ej,
+                replacement,
+                weight,
+                f"swap arguments {i + 1} and {j + 1}",
+            )
 
 
 def _sub_expressions(node: ast.AST) -> List[Tuple[ast.AST, float]]:
@@ -255,7 +333,15 @@ def sub_expression(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     start, end = src.span(node)
     for sub, weight in _sub_expressions(node):
         text = wrap(src.segment(sub), sub, precedence(node))
-        yield make(model, "sub_expression", start, end, text, weight, f"`{src.text[start:end]}` -> `{text}`")
+        yield make(
+            model,
+            "sub_expression",
+            start,
+            end,
+            text,
+            weight,
+            f"`{src.text[start:end]}` -> `{text}`",
+        )
     if isinstance(node, ast.BoolOp):
         word = " and " if isinstance(node.op, ast.And) else " or "
         for i in range(len(node.values)):
@@ -263,4 +349,12 @@ def sub_expression(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
             text = word.join(wrap(src.segment(v), v, precedence(node) + 1) for v in rest)
             if len(rest) == 1:
                 text = wrap(src.segment(rest[0]), rest[0], precedence(node))
-            yield make(model, "sub_expression", start, end, text, 0.9, f"drop operand {i + 1} of `{word.strip()}`")
+            yield make(
+                model,
+                "sub_expression",
+                start,
+                end,
+                text,
+                0.9,
+                f"drop operand {i + 1} of `{word.strip()}`",
+            )

@@ -32,8 +32,24 @@ from repairloop.propose.builtin.mutation import Mutation
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_MUTATORS = frozenset({"add", "append", "appendleft", "extend", "update", "insert", "setdefault",
-                       "pop", "popleft", "remove", "discard", "clear", "sort", "reverse"})  # fmt: skip
+_MUTATORS = frozenset(
+    {
+        "add",
+        "append",
+        "appendleft",
+        "extend",
+        "update",
+        "insert",
+        "setdefault",
+        "pop",
+        "popleft",
+        "remove",
+        "discard",
+        "clear",
+        "sort",
+        "reverse",
+    }
+)
 _INCREASING = (ast.Lt, ast.LtE, ast.NotEq)
 _DECREASING = (ast.Gt, ast.GtE)
 _EXITS = (ast.Break, ast.Return, ast.Raise)
@@ -55,22 +71,31 @@ def _walk_body(body: List[ast.stmt]) -> Iterator[ast.AST]:
 
 
 def _changed_in(model: FileModel, body: List[ast.stmt]) -> Set[str]:
-    """Source texts the body rebinds or mutates: assignment targets, their bases, mutated receivers."""
+    """Source texts the body rebinds or mutates: assignment targets, their bases, mutated
+    receivers."""
     src = model.source
     changed: Set[str] = set()
     for node in _walk_body(body):
-        if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        if isinstance(node, (ast.Name, ast.Subscript, ast.Attribute)) and isinstance(
+            node.ctx, (ast.Store, ast.Del)
+        ):
             changed.add(src.segment(node))
             base: ast.expr = node
             while isinstance(base, (ast.Subscript, ast.Attribute)):
                 base = base.value
                 changed.add(src.segment(base))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+        ):
             changed.add(src.segment(node.func.value))
     return changed
 
 
-def _insert(model: FileModel, offset: int, indent: str, code: str, weight: float, what: str) -> Mutation:
+def _insert(
+    model: FileModel, offset: int, indent: str, code: str, weight: float, what: str
+) -> Mutation:
     text = model.source.text
     line = f"{indent}{code}\n"
     if offset >= len(text) and not text.endswith("\n"):
@@ -94,7 +119,8 @@ def _updates_of(model: FileModel, fn: Optional[ast.AST], base: str) -> List[ast.
 
 def _direction(test: ast.AST, name: str) -> Tuple[Optional[str], float]:
     """First update to try for ``name`` in a loop test (``+=``/``-=``) and how sure we are:
-    ``i < n`` counts up, ``j >= 0`` counts down; sure when the other side is a constant or a call."""
+    ``i < n`` counts up, ``j >= 0`` counts down; sure when the other side is a constant or a
+    call."""
     for node in ast.walk(test):
         if not isinstance(node, ast.Compare) or len(node.ops) != 1:
             continue
@@ -134,7 +160,9 @@ def loop_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
     changed = _changed_in(model, loop.body)
     fn = model.function_of(loop)
     local = set(model.local_vars(loop))
-    names = sorted({n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name) and n.id in local} - changed)
+    names = sorted(
+        {n.id for n in ast.walk(loop.test) if isinstance(n, ast.Name) and n.id in local} - changed
+    )
     # With no way out of the body, the loop can only end by its condition: certainly stalled.
     stalled = SMELL if not any(isinstance(n, _EXITS) for n in _walk_body(loop.body)) else 1.0
     for name in names:
@@ -150,17 +178,24 @@ def loop_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
 
 def _membership(test: ast.AST) -> Optional[Tuple[ast.AST, str, bool]]:
     """``X not in S`` / ``X in S`` with ``S`` a plain name: (X, S, negated)."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Name):
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.comparators[0], ast.Name)
+    ):
         if isinstance(test.ops[0], (ast.In, ast.NotIn)):
             return test.left, test.comparators[0].id, isinstance(test.ops[0], ast.NotIn)
     return None
 
 
 def _fill_method(model: FileModel, fn: Optional[ast.AST], name: str) -> Optional[str]:
-    """``add`` for a set (or an unknown parameter), ``append`` for a list, None for anything else."""
+    """``add`` for a set (or an unknown parameter), ``append`` for a list, None for anything
+    else."""
     kinds = set()
     for node in ast.walk(fn if fn is not None else model.source.tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
             value = node.value
             if isinstance(value, (ast.Set, ast.SetComp)) or _called(value, "set"):
                 kinds.add("add")
@@ -176,9 +211,14 @@ def _fill_method(model: FileModel, fn: Optional[ast.AST], name: str) -> Optional
 
 
 def _filled(body: List[ast.stmt], name: str) -> bool:
-    """True when ``body`` adds to the collection ``name``: a mutating method, an item store, ``|=``."""
+    """True when ``body`` adds to the collection ``name``: a mutating method, an item store,
+    ``|=``."""
     for node in _walk_body(body):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+        ):
             receiver = node.func.value
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             receiver = node.value
@@ -196,9 +236,12 @@ def _called(node: ast.AST, name: str) -> bool:
 
 
 def seen_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
-    """``S.add(X)`` under ``if X not in S:`` (or after ``if X in S: continue``) when nothing fills S."""
+    """``S.add(X)`` under ``if X not in S:`` (or after ``if X in S: continue``) when nothing fills
+    S."""
     fn = model.function_of(stmt)
-    guard: Optional[ast.AST] = stmt if isinstance(stmt, ast.If) else model.enclosing(stmt, (ast.If,) + _DEFS)
+    guard: Optional[ast.AST] = (
+        stmt if isinstance(stmt, ast.If) else model.enclosing(stmt, (ast.If,) + _DEFS)
+    )
     while isinstance(guard, ast.If):
         found = _membership(guard.test)
         if found is not None:
@@ -206,8 +249,9 @@ def seen_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
         guard = model.enclosing(guard, (ast.If,) + _DEFS)
 
 
-def _seen_insertions(model: FileModel, fn: Optional[ast.AST], guard: ast.If,
-                     item: ast.AST, name: str, negated: bool) -> Iterator[Mutation]:  # fmt: skip
+def _seen_insertions(
+    model: FileModel, fn: Optional[ast.AST], guard: ast.If, item: ast.AST, name: str, negated: bool
+) -> Iterator[Mutation]:
     src = model.source
     method = _fill_method(model, fn, name)
     if method is None or any(isinstance(n, (ast.Call, ast.Lambda)) for n in ast.walk(item)):
@@ -218,10 +262,24 @@ def _seen_insertions(model: FileModel, fn: Optional[ast.AST], guard: ast.If,
     code = f"{name}.{method}({src.segment(item)})"
     if negated and whole_lines(model, guard.body[0]):
         offset = line_offset(model, guard.body[0].lineno)
-        yield _insert(model, offset, indent_of(model, guard.body[0]), code, SMELL, f"insert `{code}` under the guard")
-    elif not negated and isinstance(guard.body[-1], ENDS_FLOW) and not guard.orelse and whole_lines(model, guard):
+        yield _insert(
+            model,
+            offset,
+            indent_of(model, guard.body[0]),
+            code,
+            SMELL,
+            f"insert `{code}` under the guard",
+        )
+    elif (
+        not negated
+        and isinstance(guard.body[-1], ENDS_FLOW)
+        and not guard.orelse
+        and whole_lines(model, guard)
+    ):
         offset = line_offset(model, (guard.end_lineno or guard.lineno) + 1)
-        yield _insert(model, offset, indent_of(model, guard), code, SMELL, f"insert `{code}` after the guard")
+        yield _insert(
+            model, offset, indent_of(model, guard), code, SMELL, f"insert `{code}` after the guard"
+        )
 
 
 def counter_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
@@ -237,7 +295,11 @@ def counter_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
     seen: Set[str] = set()
     for node in ast.walk(stmt.test):
         target = node if isinstance(node, ast.Subscript) else None
-        if target is None or not isinstance(target.value, ast.Name) or src.segment(target) in changed:
+        if (
+            target is None
+            or not isinstance(target.value, ast.Name)
+            or src.segment(target) in changed
+        ):
             continue
         text = src.segment(target)
         for update in _updates_of(model, fn, target.value.id):
@@ -250,8 +312,14 @@ def counter_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
                 if code not in seen:
                     seen.add(code)
                     offset = line_offset(model, stmt.lineno)
-                    yield _insert(model, offset, indent_of(model, stmt), code, 1.0 if k == 0 else 0.6,
-                                  f"insert `{code}` before the condition")  # fmt: skip
+                    yield _insert(
+                        model,
+                        offset,
+                        indent_of(model, stmt),
+                        code,
+                        1.0 if k == 0 else 0.6,
+                        f"insert `{code}` before the condition",
+                    )
 
 
 def insert_update(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:

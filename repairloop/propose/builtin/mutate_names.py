@@ -18,28 +18,70 @@ from repairloop.propose.builtin.mutation import Mutation, alt_weight
 
 # Sibling functions and methods commonly confused with each other.
 SIBLINGS: Dict[str, Tuple[str, ...]] = {
-    "any": ("all",), "all": ("any",), "min": ("max",), "max": ("min",),
-    "floor": ("ceil",), "ceil": ("floor",), "sorted": ("reversed",), "reversed": ("sorted",),
-    "int": ("round",), "round": ("int",), "bisect_left": ("bisect_right",),
-    "bisect_right": ("bisect_left",), "bisect": ("bisect_left",), "lower": ("upper",),
-    "upper": ("lower",), "startswith": ("endswith",), "endswith": ("startswith",),
-    "lstrip": ("rstrip",), "rstrip": ("lstrip",), "find": ("rfind",), "rfind": ("find",),
-    "index": ("rindex",), "isupper": ("islower",), "islower": ("isupper",),
-    "append": ("extend", "appendleft"), "extend": ("append",), "appendleft": ("append",),
-    "add": ("update",), "update": ("add",), "keys": ("values", "items"), "values": ("keys", "items"),
-    "items": ("values", "keys"), "pop": ("popleft",),
-    "popleft": ("pop",), "heappush": ("heappushpop",), "nlargest": ("nsmallest",),
-    "nsmallest": ("nlargest",), "insort_left": ("insort_right",), "insort_right": ("insort_left",),
-}  # fmt: skip
+    "any": ("all",),
+    "all": ("any",),
+    "min": ("max",),
+    "max": ("min",),
+    "floor": ("ceil",),
+    "ceil": ("floor",),
+    "sorted": ("reversed",),
+    "reversed": ("sorted",),
+    "int": ("round",),
+    "round": ("int",),
+    "bisect_left": ("bisect_right",),
+    "bisect_right": ("bisect_left",),
+    "bisect": ("bisect_left",),
+    "lower": ("upper",),
+    "upper": ("lower",),
+    "startswith": ("endswith",),
+    "endswith": ("startswith",),
+    "lstrip": ("rstrip",),
+    "rstrip": ("lstrip",),
+    "find": ("rfind",),
+    "rfind": ("find",),
+    "index": ("rindex",),
+    "isupper": ("islower",),
+    "islower": ("isupper",),
+    "append": ("extend", "appendleft"),
+    "extend": ("append",),
+    "appendleft": ("append",),
+    "add": ("update",),
+    "update": ("add",),
+    "keys": ("values", "items"),
+    "values": ("keys", "items"),
+    "items": ("values", "keys"),
+    "pop": ("popleft",),
+    "popleft": ("pop",),
+    "heappush": ("heappushpop",),
+    "nlargest": ("nsmallest",),
+    "nsmallest": ("nlargest",),
+    "insort_left": ("insort_right",),
+    "insort_right": ("insort_left",),
+}
 MAX_NAME_ALTERNATIVES = 8  # keeps the wide identifier families from drowning the rest
 
 
 # Names that are confused with each other in pairs (loop bounds, coordinates, ends).
 PAIRED_NAMES = frozenset(
-    frozenset(p) for p in (("i", "j"), ("j", "k"), ("lo", "hi"), ("low", "high"), ("left", "right"),
-                           ("x", "y"), ("row", "col"), ("start", "end"), ("first", "last"), ("a", "b"),
-                           ("u", "v"), ("m", "n"), ("src", "dst"), ("prev", "curr"), ("min", "max"))
-)  # fmt: skip
+    frozenset(p)
+    for p in (
+        ("i", "j"),
+        ("j", "k"),
+        ("lo", "hi"),
+        ("low", "high"),
+        ("left", "right"),
+        ("x", "y"),
+        ("row", "col"),
+        ("start", "end"),
+        ("first", "last"),
+        ("a", "b"),
+        ("u", "v"),
+        ("m", "n"),
+        ("src", "dst"),
+        ("prev", "curr"),
+        ("min", "max"),
+    )
+)
 
 
 def _similar(a: str, b: str) -> bool:
@@ -69,7 +111,8 @@ def _body_nodes(fn: ast.AST) -> Iterator[ast.AST]:
 
 
 def _index_slot(model: FileModel, node: ast.AST) -> Optional[Tuple[str, int]]:
-    """(sequence name, depth) when ``node`` is inside an index: ``j`` of ``dp[i - 1][j]`` is ("dp", 2)."""
+    """(sequence name, depth) when ``node`` is inside an index: ``j`` of ``dp[i - 1][j]`` is ("dp",
+    2)."""
     child, parent = node, model.parent(node)
     while parent is not None and not isinstance(parent, ast.stmt):
         if isinstance(parent, ast.Subscript):
@@ -83,7 +126,9 @@ def _index_slot(model: FileModel, node: ast.AST) -> Optional[Tuple[str, int]]:
     return None
 
 
-def _function_facts(model: FileModel, node: ast.AST) -> Tuple[Dict[Tuple[str, int], Dict[str, int]], Set[str]]:
+def _function_facts(
+    model: FileModel, node: ast.AST
+) -> Tuple[Dict[Tuple[str, int], Dict[str, int]], Set[str]]:
     """Of the function around ``node``: how often each name indexes each (sequence, depth),
     and the variables read only to update themselves (``current = max(0, current + x)``)."""
     fn = model.function_of(node) or model.source.tree
@@ -174,14 +219,24 @@ def wrong_attribute(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
 
 def _function_alternatives(model: FileModel, call: ast.Call) -> List[Tuple[str, float]]:
     func = call.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
     found: List[Tuple[str, float]] = [(s, 1.0) for s in SIBLINGS.get(name, ())]
     # Same-file alternatives only for calls of same-file functions (or self's
     # methods): offering every file function for len() or print() is noise.
     table: Dict[str, Signature] = {}
     if isinstance(func, ast.Name) and name in model.functions:
         table = model.functions
-    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+    elif (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("self", "cls")
+    ):
         owner = model.class_of(call)
         table = model.methods.get(owner.name, {}) if owner is not None else {}
     same_arity = sorted(n for n, sig in table.items() if n != name and sig.accepts(call))
@@ -206,4 +261,12 @@ def wrong_function(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     else:
         return
     for k, (name, weight) in enumerate(_function_alternatives(model, node)):
-        yield make(model, "wrong_function", start, end, name, weight * alt_weight(min(k, 1)), f"`{old}()` -> `{name}()`")
+        yield make(
+            model,
+            "wrong_function",
+            start,
+            end,
+            name,
+            weight * alt_weight(min(k, 1)),
+            f"`{old}()` -> `{name}()`",
+        )

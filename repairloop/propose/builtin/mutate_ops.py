@@ -15,9 +15,17 @@ from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.mutation import FAMILY_PRIORS, Mutation, alt_weight
 
 CMP_SYMBOLS: Dict[type, str] = {
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
-}  # fmt: skip
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
 # First alternative is the "natural" one (boundary or negation), then the rest.
 CMP_ALTS: Dict[str, Tuple[str, ...]] = {
     "<": ("<=", ">", ">=", "!=", "=="),
@@ -32,10 +40,19 @@ CMP_ALTS: Dict[str, Tuple[str, ...]] = {
     "not in": ("in",),
 }
 BIN_SYMBOLS: Dict[type, str] = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-    ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-    ast.LShift: "<<", ast.RShift: ">>",
-}  # fmt: skip
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+}
 BIN_ALTS: Dict[str, Tuple[str, ...]] = {
     "+": ("-", "*"),
     "-": ("+",),
@@ -64,7 +81,9 @@ def make(
     return Mutation(family, src.path, src.line_of(start), start, end, replacement, prior, what)
 
 
-def operator_token(model: FileModel, left: ast.AST, right: ast.AST, symbol: str) -> Optional[Tuple[int, int]]:
+def operator_token(
+    model: FileModel, left: ast.AST, right: ast.AST, symbol: str
+) -> Optional[Tuple[int, int]]:
     """Offsets of the operator ``symbol`` between two operand nodes, or None.
 
     Between two operands there is only whitespace, parentheses, line
@@ -128,8 +147,12 @@ def boolean_operator(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
             yield make(model, "boolean_operator", *span, alt, 1.0, f"`{symbol}` -> `{alt}`")
 
 
-_UNARY = {ast.Not: ("negate_condition", "not"), ast.USub: ("arithmetic", "-"),
-          ast.Invert: ("bitwise", "~"), ast.UAdd: ("arithmetic", "+")}  # fmt: skip
+_UNARY = {
+    ast.Not: ("negate_condition", "not"),
+    ast.USub: ("arithmetic", "-"),
+    ast.Invert: ("bitwise", "~"),
+    ast.UAdd: ("arithmetic", "+"),
+}
 
 
 def unary_operator(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
@@ -163,9 +186,12 @@ def _doubled_step(model: FileModel, node: ast.Constant, value: int) -> bool:
     rarely fixes anything (while it does make a weak test pass by skipping a case)."""
     parent = model.parent(node)
     return (
-        node.value == 1 and value == 2 and isinstance(parent, ast.BinOp)
-        and parent.right is node and isinstance(parent.op, (ast.Add, ast.Sub))
-    )  # fmt: skip
+        node.value == 1
+        and value == 2
+        and isinstance(parent, ast.BinOp)
+        and parent.right is node
+        and isinstance(parent.op, (ast.Add, ast.Sub))
+    )
 
 
 def _identity_operand(model: FileModel, node: ast.Constant, value: int) -> bool:

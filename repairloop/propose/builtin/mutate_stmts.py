@@ -14,8 +14,17 @@ from repairloop.propose.builtin.mutate_ops import make
 from repairloop.propose.builtin.mutation import Mutation, alt_weight
 
 # Not ast.Assert: deleting an assertion is a candidate the guards refuse anywhere (patch/tamper.py).
-_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Break,
-           ast.Continue, ast.Raise, ast.Delete)  # fmt: skip
+_SIMPLE = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Expr,
+    ast.Return,
+    ast.Break,
+    ast.Continue,
+    ast.Raise,
+    ast.Delete,
+)
 _SMALL_BLOCKS = (ast.If, ast.For, ast.While)
 _DONORS = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return, ast.Break, ast.Continue)
 ENDS_FLOW = (ast.Return, ast.Break, ast.Continue, ast.Raise)
@@ -81,7 +90,9 @@ def _donors(model: FileModel, stmt: ast.stmt) -> List[ast.stmt]:
     found = []
     for node in ast.walk(scope):
         if isinstance(node, _DONORS) and node is not stmt and node.lineno == node.end_lineno:
-            if model.function_of(node) is model.function_of(stmt) and not _is_docstring(model, node):
+            if model.function_of(node) is model.function_of(stmt) and not _is_docstring(
+                model, node
+            ):
                 found.append(node)
     found.sort(key=lambda n: (abs(n.lineno - stmt.lineno), n.lineno, n.col_offset))
     unique: List[ast.stmt] = []
@@ -126,7 +137,9 @@ def insert_statement(model: FileModel, stmt: ast.AST) -> Iterator[Mutation]:
         copy = model.source.segment(donor)
         line = f"{indent}{copy}\n"
         weight = _donor_weight(donor, rank, loop_names)
-        yield make(model, "insert_statement", before, before, line, weight, f"insert `{copy}` before")
+        yield make(
+            model, "insert_statement", before, before, line, weight, f"insert `{copy}` before"
+        )
         if isinstance(stmt, ENDS_FLOW):
             continue  # code after return/break/continue/raise would never run
         tail = line if after < len(text) or text.endswith("\n") else "\n" + line.rstrip("\n")
@@ -140,4 +153,7 @@ def _resets_what_was_used(donor: ast.stmt, stmt: ast.stmt) -> bool:
     if not isinstance(donor, ast.Assign) or isinstance(stmt, (ast.Assign, ast.AugAssign)):
         return False
     assigned = {t.id for t in donor.targets if isinstance(t, ast.Name)}
-    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in assigned for n in ast.walk(stmt))
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in assigned
+        for n in ast.walk(stmt)
+    )

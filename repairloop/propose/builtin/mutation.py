@@ -79,10 +79,20 @@ class Mutation:
 # Python operator precedence, lowest first (the language reference, "Operator
 # precedence"): used to decide when a moved or wrapped expression needs parentheses.
 _BINOP_PREC = {
-    ast.BitOr: 6, ast.BitXor: 7, ast.BitAnd: 8, ast.LShift: 9, ast.RShift: 9,
-    ast.Add: 10, ast.Sub: 10, ast.Mult: 11, ast.Div: 11, ast.FloorDiv: 11,
-    ast.Mod: 11, ast.MatMult: 11, ast.Pow: 13,
-}  # fmt: skip
+    ast.BitOr: 6,
+    ast.BitXor: 7,
+    ast.BitAnd: 8,
+    ast.LShift: 9,
+    ast.RShift: 9,
+    ast.Add: 10,
+    ast.Sub: 10,
+    ast.Mult: 11,
+    ast.Div: 11,
+    ast.FloorDiv: 11,
+    ast.Mod: 11,
+    ast.MatMult: 11,
+    ast.Pow: 13,
+}
 PREC_ADD = 10
 PREC_NOT = 4
 

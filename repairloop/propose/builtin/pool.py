@@ -37,7 +37,8 @@ MAX_REASONS = 20  # distinct fallback reasons kept in the notes (each with its c
 
 
 class WarmTests(Protocol):
-    """A warm test process for one copy of the project (``runner.warm.WarmProcess`` through the loop).
+    """A warm test process for one copy of the project (``runner.warm.WarmProcess`` through the
+    loop).
 
     ``ready`` starts it (importing the copy as it is: call it before writing a
     candidate) and says whether it runs; ``run`` answers the report of
@@ -51,7 +52,9 @@ class WarmTests(Protocol):
 
     def ready(self) -> bool: ...
 
-    def run(self, test_ids: Sequence[str], changed: Sequence[str], timeout: float) -> Optional[TestReport]: ...
+    def run(
+        self, test_ids: Sequence[str], changed: Sequence[str], timeout: float
+    ) -> Optional[TestReport]: ...
 
     def close(self) -> None: ...
 
@@ -61,7 +64,8 @@ OpenWarm = Callable[[Path], WarmTests]
 
 @dataclass
 class WarmCounts:
-    """How the failing-test runs went: ``warm`` ones, ``fresh`` fallbacks and their reasons (counted)."""
+    """How the failing-test runs went: ``warm`` ones, ``fresh`` fallbacks and their reasons
+    (counted)."""
 
     warm: int = 0
     fresh: int = 0
@@ -93,8 +97,14 @@ class WorkerPool:
     ``counts`` says how the failing-test runs went.
     """
 
-    def __init__(self, project_root: Path, workers: int, scratch_dir: Optional[Path],
-                 open_warm: Optional[OpenWarm] = None, counts: Optional[WarmCounts] = None) -> None:
+    def __init__(
+        self,
+        project_root: Path,
+        workers: int,
+        scratch_dir: Optional[Path],
+        open_warm: Optional[OpenWarm] = None,
+        counts: Optional[WarmCounts] = None,
+    ) -> None:
         self.project_root = project_root
         self.workers = max(1, workers)
         self.scratch_dir = scratch_dir
@@ -136,12 +146,14 @@ class WorkerPool:
         clock: Callable[[], float],
         time_left: Callable[[], Optional[float]],
     ) -> Verdict:
-        """Write ``changed`` files into a free copy, run targets then suite, restore. Raises nothing."""
+        """Write ``changed`` files into a free copy, run targets then suite, restore. Raises
+        nothing."""
         root, warm = self._free.get()
         started = clock()
         try:
             if warm is not None:
-                warm.ready()  # started (or restarted) before the candidate is written: it imports the original
+                # started (or restarted) before the candidate is written: it imports the original
+                warm.ready()
             _write(root, changed)
             stages = _Stages(root, run_tests, warm, tuple(sorted(changed)), self.counts)
             verdict = stages.run(plan, time_left)
@@ -150,7 +162,10 @@ class WorkerPool:
         finally:
             try:
                 _write(root, {p: originals[p] for p in changed})
-            except (OSError, ValueError):  # the tests put a link (or worse) where a source was: copy again
+            except (
+                OSError,
+                ValueError,
+            ):  # the tests put a link (or worse) where a source was: copy again
                 shutil.rmtree(root, ignore_errors=True)  # rmtree never follows a link
                 copy_project(self.project_root, root)
             self._free.put((root, warm))
@@ -158,8 +173,8 @@ class WorkerPool:
 
 
 def _write(root: Path, files: Dict[str, str]) -> None:
-    """Write each file without following a link (``scratch.write_inside``: the copy is one tests can write).
-    A stale .pyc of it does not matter: every test run removes bytecode first."""
+    """Write each file without following a link (``scratch.write_inside``: the copy is one tests can
+    write). A stale .pyc of it does not matter: every test run removes bytecode first."""
     for path, text in files.items():
         write_inside(root, path, text)
 
@@ -171,7 +186,8 @@ def _bounded(timeout: float, time_left: Callable[[], Optional[float]]) -> float:
 
 @dataclass
 class _Stages:
-    """One candidate's validation in one copy: probe, failing tests (warm when it can), whole suite (fresh)."""
+    """One candidate's validation in one copy: probe, failing tests (warm when it can), whole suite
+    (fresh)."""
 
     root: Path
     run_tests: RunTests

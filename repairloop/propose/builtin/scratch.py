@@ -103,7 +103,8 @@ def _short(ids: Sequence[str], limit: int = 3) -> str:
 
 
 def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) -> Verdict:
-    """Verdict of the run of the target (previously failing) tests only (``types.judge_run``'s rule).
+    """Verdict of the run of the target (previously failing) tests only (``types.judge_run``'s
+    rule).
 
     ``passed``: all of them pass; ``partial``: some do (worth a suite run);
     ``failing``: none does; ``timeout``: the run was stopped.
@@ -122,8 +123,8 @@ def judge_targets(report: TestReport, targets: Sequence[str], timeout: float) ->
 
 def judge_suite(report: TestReport, plan: ValidationPlan, timeout: float) -> Verdict:
     """Verdict of the whole-suite run of a candidate that made some target test pass
-    (``types.judge_run``: plausible when a target passes and nothing outside ``plan.allowed_failing``
-    fails); ``fixed``/``missed_group`` are counted here."""
+    (``types.judge_run``: plausible when a target passes and nothing outside
+    ``plan.allowed_failing`` fails); ``fixed``/``missed_group`` are counted here."""
     if report.timed_out or report.exit_code is None:
         return Verdict("timeout", f"the test suite did not finish within {timeout:.1f}s")
     verdict = judge_run(report, plan.targets, plan.allowed_failing)
@@ -138,9 +139,18 @@ def judge_suite(report: TestReport, plan: ValidationPlan, timeout: float) -> Ver
     if not still:
         reason = "passes the failing tests and the whole suite"
     else:
-        reason = (f"fixes {len(verdict.fixed)} of {len(plan.targets)} failing tests and breaks none "
-                  f"(still failing: {_short(still)})")  # fmt: skip
-    return Verdict("plausible", reason, len(verdict.fixed), missed_group=len(missed), missed=len(still), still=still)
+        reason = (
+            f"fixes {len(verdict.fixed)} of {len(plan.targets)} failing tests and breaks none "
+            f"(still failing: {_short(still)})"
+        )
+    return Verdict(
+        "plausible",
+        reason,
+        len(verdict.fixed),
+        missed_group=len(missed),
+        missed=len(still),
+        still=still,
+    )
 
 
 def remove_coverage(coverage_file: Optional[str]) -> None:
@@ -170,4 +180,4 @@ __all__: List[str] = [
     "remove_coverage",
     "scratch_copy",
     "snapshot",
-]  # fmt: skip
+]

@@ -89,18 +89,32 @@ class Result:
         """
         c, v = self.candidate, self.verdict
         lines, chars = self.size
-        return (v.missed, v.missed_group, self.unshared, lines, -round(c.suspiciousness * c.prior, 6), chars,
-                -round(c.suspiciousness, 9), -round(c.prior, 9), c.order)  # fmt: skip
+        return (
+            v.missed,
+            v.missed_group,
+            self.unshared,
+            lines,
+            -round(c.suspiciousness * c.prior, 6),
+            chars,
+            -round(c.suspiciousness, 9),
+            -round(c.prior, 9),
+            c.order,
+        )
 
     def to_json(self) -> Dict[str, object]:
         record = self.candidate.to_json()
-        record.update(outcome=self.verdict.status, reason=self.verdict.reason,
-                      seconds=round(self.verdict.seconds, 3))  # fmt: skip
+        record.update(
+            outcome=self.verdict.status,
+            reason=self.verdict.reason,
+            seconds=round(self.verdict.seconds, 3),
+        )
         return record
 
 
 def order_candidates(
-    suspects: Sequence[Suspect], models: Mapping[str, FileModel], boosts: Optional[Mapping[str, float]] = None
+    suspects: Sequence[Suspect],
+    models: Mapping[str, FileModel],
+    boosts: Optional[Mapping[str, float]] = None,
 ) -> List[Candidate]:
     """Single-mutation candidates of the top suspicious lines, in search order.
 
@@ -121,12 +135,22 @@ def order_candidates(
             if key not in seen:
                 seen.add(key)
                 found.append((mutation, suspect.score, rank))
+
     def prior(m: Mutation) -> float:
         return m.prior * boosts.get(m.operator, 1.0)
 
-    found.sort(key=lambda t: (-round(t[1] * prior(t[0]), 9), t[2], FAMILY_ORDER[t[0].operator],
-                              t[0].path, t[0].start, t[0].end, t[0].replacement))  # fmt: skip
-    return [Candidate((m, ), score, prior(m), i) for i, (m, score, _) in enumerate(found)]
+    found.sort(
+        key=lambda t: (
+            -round(t[1] * prior(t[0]), 9),
+            t[2],
+            FAMILY_ORDER[t[0].operator],
+            t[0].path,
+            t[0].start,
+            t[0].end,
+            t[0].replacement,
+        )
+    )
+    return [Candidate((m,), score, prior(m), i) for i, (m, score, _) in enumerate(found)]
 
 
 def _overlap(a: Mutation, b: Mutation) -> bool:
@@ -136,20 +160,35 @@ def _overlap(a: Mutation, b: Mutation) -> bool:
 def pair_candidates(results: Sequence[Result], first_order: int) -> List[Candidate]:
     """Two-edit candidates from singles that ran (no timeout) and fixed not the whole group,
     partial fixes first (two halves of a two-edit fix are each plausible partial fixes)."""
-    ran = [r for r in results if len(r.candidate.mutations) == 1
-           and (r.verdict.status in ("failing", "broke_passing")
-                or (r.verdict.status == "plausible" and not r.verdict.complete))]  # fmt: skip
+    ran = [
+        r
+        for r in results
+        if len(r.candidate.mutations) == 1
+        and (
+            r.verdict.status in ("failing", "broke_passing")
+            or (r.verdict.status == "plausible" and not r.verdict.complete)
+        )
+    ]
     ran.sort(key=lambda r: (-r.verdict.fixed, r.candidate.order))
     pool = ran[:PAIR_POOL]
     pairs = []
     for a, b in itertools.combinations(pool, 2):
         ma, mb = a.candidate.mutations[0], b.candidate.mutations[0]
         if not _overlap(ma, mb):
-            key = (-(a.verdict.fixed + b.verdict.fixed), a.candidate.order + b.candidate.order, a.candidate.order)
+            key = (
+                -(a.verdict.fixed + b.verdict.fixed),
+                a.candidate.order + b.candidate.order,
+                a.candidate.order,
+            )
             pairs.append((key, a.candidate, b.candidate))
     pairs.sort(key=lambda t: t[0])
     return [
-        Candidate(a.mutations + b.mutations, min(a.suspiciousness, b.suspiciousness), a.prior * b.prior, first_order + i)
+        Candidate(
+            a.mutations + b.mutations,
+            min(a.suspiciousness, b.suspiciousness),
+            a.prior * b.prior,
+            first_order + i,
+        )
         for i, (_, a, b) in enumerate(pairs)
     ]
 
@@ -177,24 +216,38 @@ class Search:
 
     ``originals`` maps project-relative paths to the text the mutations were
     computed on; ``allowed(changed)`` is False for a candidate never worth a
-    test run (it edits test content the loop's guards refuse). ``run`` validates candidates in order, ``workers`` at a time,
-    while ``keep_going(self)`` says so; results accumulate in ``results``.
+    test run (it edits test content the loop's guards refuse). ``run`` validates candidates in
+    order, ``workers`` at a time, while ``keep_going(self)`` says so; results accumulate in
+    ``results``.
     """
 
-    def __init__(self, candidates: Sequence[Candidate], originals: Dict[str, str], workers: int,
-                 allowed: Callable[[Dict[str, str]], bool] = lambda changed: True,
-                 ran_by: Optional[Mapping[LineKey, FrozenSet[str]]] = None, targets: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        candidates: Sequence[Candidate],
+        originals: Dict[str, str],
+        workers: int,
+        allowed: Callable[[Dict[str, str]], bool] = lambda changed: True,
+        ran_by: Optional[Mapping[LineKey, FrozenSet[str]]] = None,
+        targets: Sequence[str] = (),
+    ) -> None:
         self.queue: List[Candidate] = list(candidates)
         self.originals = originals
-        self.allowed = allowed  # False for changed files a guard would refuse (a doctest's expected output)
-        self.ran_by, self.targets = ran_by or {}, frozenset(targets)  # Localisation.ran_by: failing tests per line
+        self.allowed = (
+            allowed  # False for changed files a guard would refuse (a doctest's expected output)
+        )
+        self.ran_by, self.targets = (
+            ran_by or {},
+            frozenset(targets),
+        )  # Localisation.ran_by: failing tests per line
         self.workers = max(1, workers)
         self.cursor = 0
         self.generated = len(self.queue)
         self.pairs_added = False
         self.results: List[Result] = []
         self.tried = 0
-        self.found_at: Optional[Tuple[float, int]] = None  # (clock, tried) at this run's first complete fix
+        self.found_at: Optional[Tuple[float, int]] = (
+            None  # (clock, tried) at this run's first complete fix
+        )
         self._seen: Set[Tuple[Tuple[str, int], ...]] = set()
 
     @property
@@ -225,14 +278,18 @@ class Search:
     def _check_compiles(self, changed: Dict[str, str]) -> Optional[Verdict]:
         for path, text in sorted(changed.items()):
             try:
-                with warnings.catch_warnings():  # a mutant's SyntaxWarning is not the user's business
+                with (
+                    warnings.catch_warnings()
+                ):  # a mutant's SyntaxWarning is not the user's business
                     warnings.simplefilter("ignore")
                     compile(text, path, "exec", dont_inherit=True)
             except (SyntaxError, ValueError) as exc:
                 return Verdict("compile_error", f"does not compile: {exc}")
         return None
 
-    def _record(self, candidate: Candidate, changed: Dict[str, str], verdict: Verdict, now: float) -> None:
+    def _record(
+        self, candidate: Candidate, changed: Dict[str, str], verdict: Verdict, now: float
+    ) -> None:
         diff, size = "", (0, 0)
         if verdict.status == "plausible":
             diff = diff_files(self.originals, changed)
@@ -240,8 +297,11 @@ class Search:
             unshared, unrelated = self.reach(candidate, verdict)
             if self.found_at is None and verdict.complete:
                 self.found_at = (now, self.tried)
-        self.results.append(Result(candidate, verdict, diff, size) if not diff else
-                            Result(candidate, verdict, diff, size, unshared, unrelated))
+        self.results.append(
+            Result(candidate, verdict, diff, size)
+            if not diff
+            else Result(candidate, verdict, diff, size, unshared, unrelated)
+        )
 
     def reach(self, candidate: Candidate, verdict: Verdict) -> Tuple[int, bool]:
         """(how many failing targets do not run an edited line, the most over the edits; True for a
@@ -256,7 +316,9 @@ class Search:
     def run(self, validate: Validate, keep_going: KeepGoing, clock: Callable[[], float]) -> None:
         """Validate candidates until ``keep_going`` says stop or none are left."""
         self.found_at = None
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="repairloop-builtin") as pool:
+        with ThreadPoolExecutor(
+            max_workers=self.workers, thread_name_prefix="repairloop-builtin"
+        ) as pool:
             inflight: Dict["Future[Verdict]", Tuple[int, Candidate, Dict[str, str]]] = {}
             while True:
                 while len(inflight) < self.workers and keep_going(self):
@@ -277,7 +339,9 @@ class Search:
                     try:
                         verdict = future.result()
                     except Exception as exc:  # one broken validation must not end the search
-                        verdict = Verdict("error", f"validation failed: {type(exc).__name__}: {exc}")
+                        verdict = Verdict(
+                            "error", f"validation failed: {type(exc).__name__}: {exc}"
+                        )
                     self._record(candidate, changed, verdict, clock())
 
     def plausible(self, exclude: Set[str]) -> List[Result]:
@@ -287,8 +351,11 @@ class Search:
 
     def counts(self) -> Dict[str, int]:
         """How many candidates were generated and tried, and tried per outcome."""
-        counts: Dict[str, int] = {"generated": self.generated, "tried": self.tried,
-                                  "pairs": len(self.queue) - self.generated}  # fmt: skip
+        counts: Dict[str, int] = {
+            "generated": self.generated,
+            "tried": self.tried,
+            "pairs": len(self.queue) - self.generated,
+        }
         for result in self.results:
             counts[result.verdict.status] = counts.get(result.verdict.status, 0) + 1
         return counts

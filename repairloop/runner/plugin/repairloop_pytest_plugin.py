@@ -81,8 +81,10 @@ class _PerTestTimer:
             # The CPU time the process used tells computing (a loop that does not end) from
             # waiting (a socket, a lock, a sleep), wherever the alarm happened to land.
             used = time.process_time() - started
-            raise Timeout(f"the test ran past the per-test timeout of {self.seconds:g} s "
-                          f"(it used {used:.2f} s of CPU time)")
+            raise Timeout(
+                f"the test ran past the per-test timeout of {self.seconds:g} s "
+                f"(it used {used:.2f} s of CPU time)"
+            )
 
         previous = signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
@@ -150,7 +152,9 @@ def pytest_configure(config: Any) -> None:
         recorder.start_coverage([d for d in source.split(os.pathsep) if d], data_file)
     warm = os.environ.pop(WARM_FD_ENV, None)
     if warm:
-        config.pluginmanager.register(WarmServer(config, int(warm), recorder), "repairloop-warm-server")
+        config.pluginmanager.register(
+            WarmServer(config, int(warm), recorder), "repairloop-warm-server"
+        )
 
 
 if os.environ.get(WARM_FD_ENV):

@@ -1,5 +1,5 @@
-"""Forked children of the warm server: reading their pipes, waiting for them, killing what they leave
-(part of the pytest plugin; ``repairloop_pytest_plugin_warm`` forks them).
+"""Forked children of the warm server: reading their pipes, waiting for them, killing what they
+leave (part of the pytest plugin; ``repairloop_pytest_plugin_warm`` forks them).
 
 Standard library only, Python 3.8+.
 """
@@ -18,10 +18,10 @@ CONFINED_ENV = "REPAIRLOOP_WARM_CONFINED"  # "1": the server runs in a sandbox's
 
 
 def not_dumpable() -> bool:
-    """Make this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``, Linux): a process of the same user,
-    such as a forked child running candidate code, can then neither ``ptrace`` it nor open its
-    ``/proc/<pid>/mem`` (ptrace access mode checks, proc(5)). Children forked from it inherit the flag.
-    Returns whether it took (False off Linux)."""
+    """Make this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``, Linux): a process of the same
+    user, such as a forked child running candidate code, can then neither ``ptrace`` it nor open its
+    ``/proc/<pid>/mem`` (ptrace access mode checks, proc(5)). Children forked from it inherit the
+    flag. Returns whether it took (False off Linux)."""
     try:
         import ctypes
 
@@ -40,9 +40,9 @@ def threads() -> int:
 
 
 def read_pipe(fd: int, deadline: float) -> str:
-    """What a child writes on the pipe ``fd`` (a run's child: "" or why it cannot run the candidate; the
-    rehearsal child: module names), read until it closes the pipe; "" when ``deadline`` passes first (a
-    child stuck there is then killed by ``wait_for``)."""
+    """What a child writes on the pipe ``fd`` (a run's child: "" or why it cannot run the candidate;
+    the rehearsal child: module names), read until it closes the pipe; "" when ``deadline`` passes
+    first (a child stuck there is then killed by ``wait_for``)."""
     parts: List[bytes] = []
     while True:
         ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
@@ -77,7 +77,8 @@ def kill_group(pgid: int) -> None:
 
 
 def kill_leftovers(pgid: int) -> None:
-    """Every process a child left: its group; in a sandbox's PID namespace, all but the server's line."""
+    """Every process a child left: its group; in a sandbox's PID namespace, all but the server's
+    line."""
     kill_group(pgid)
     if os.environ.get(CONFINED_ENV) != "1":
         return
@@ -92,8 +93,8 @@ def kill_leftovers(pgid: int) -> None:
 
 
 def tmp_entries() -> Optional[FrozenSet[str]]:
-    """What ``/tmp`` holds now, in a sandbox (its private /tmp); None unconfined (the host's /tmp) or
-    when it cannot be listed."""
+    """What ``/tmp`` holds now, in a sandbox (its private /tmp); None unconfined (the host's /tmp)
+    or when it cannot be listed."""
     if os.environ.get(CONFINED_ENV) != "1":
         return None
     try:
@@ -103,10 +104,11 @@ def tmp_entries() -> Optional[FrozenSet[str]]:
 
 
 def sweep_tmp(keep: Optional[FrozenSet[str]]) -> None:
-    """In a sandbox, remove what a child added to its private ``/tmp`` (all but ``keep``, what it held
-    before any child ran), so a file an earlier candidate left at a fixed path is never read by a later
-    one's tests. Never a mount point or what holds one (the tree under test is bound there), and nothing
-    when ``keep`` is None (unconfined: that /tmp is the host's) or the mounts cannot be read."""
+    """In a sandbox, remove what a child added to its private ``/tmp`` (all but ``keep``, what it
+    held before any child ran), so a file an earlier candidate left at a fixed path is never read by
+    a later one's tests. Never a mount point or what holds one (the tree under test is bound there),
+    and nothing when ``keep`` is None (unconfined: that /tmp is the host's) or the mounts cannot be
+    read."""
     if keep is None or os.environ.get(CONFINED_ENV) != "1":
         return
     try:

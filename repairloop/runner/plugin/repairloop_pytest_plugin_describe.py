@@ -1,4 +1,5 @@
-"""What a failure was: exception type, message, frames, causes, endpoint (part of the pytest plugin).
+"""What a failure was: exception type, message, frames, causes, endpoint (part of the pytest
+plugin).
 
 Runs in the project's own pytest process with the plugin (see
 ``repairloop_pytest_plugin``): standard library only, Python 3.8+.
@@ -63,17 +64,21 @@ def capped(value: Any, limit: int) -> str:
 
 
 def _chain(exc: BaseException) -> List[BaseException]:
-    """``exc`` and the exceptions it was raised from or while handling, outermost first (at most 8)."""
+    """``exc`` and the exceptions it was raised from or while handling, outermost first (at most
+    8)."""
     chain: List[BaseException] = []
     current: Any = exc
     while current is not None and len(chain) < 8 and all(current is not seen for seen in chain):
         chain.append(current)
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
     return chain
 
 
 def _endpoint(chain: List[BaseException]) -> str:
-    """``host:port`` a failed connection tried, from the locals of the frames that tried it ("" if unknown).
+    """``host:port`` a failed connection tried, from the locals of the frames that tried it ("" if
+    unknown).
 
     Only for a chain with an OSError (refused, reset, name resolution,
     unreachable): the message of ``socket.connect`` names no address.
@@ -92,7 +97,12 @@ def _endpoint(chain: List[BaseException]) -> str:
 def _address_in(names: Dict[str, Any]) -> str:
     for key in ("address", "sa", "socket_address", "addr", "sockaddr"):
         value = names.get(key)
-        if isinstance(value, tuple) and len(value) >= 2 and isinstance(value[0], str) and isinstance(value[1], int):
+        if (
+            isinstance(value, tuple)
+            and len(value) >= 2
+            and isinstance(value[0], str)
+            and isinstance(value[1], int)
+        ):
             return f"{value[0]}:{value[1]}"
     host = names.get("host") or names.get("hostname")
     port = names.get("port")
@@ -151,5 +161,3 @@ def from_longrepr(report: Any) -> Dict[str, Any]:
             exc_type = match.group(1).split(".")[-1]
             return {"exc_type": exc_type, "message": match.group(2), "frames": []}
     return {}
-
-

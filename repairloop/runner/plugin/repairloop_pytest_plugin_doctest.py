@@ -33,14 +33,18 @@ def _first_failure(exc: BaseException) -> Optional[Any]:
     failures = getattr(exc, "failures", None)  # pytest's MultipleDoctestFailures
     if isinstance(failures, (list, tuple)) and failures:
         return failures[0]
-    if hasattr(exc, "test") and hasattr(exc, "example") and (hasattr(exc, "got") or hasattr(exc, "exc_info")):
+    if (
+        hasattr(exc, "test")
+        and hasattr(exc, "example")
+        and (hasattr(exc, "got") or hasattr(exc, "exc_info"))
+    ):
         return exc
     return None
 
 
 def _cut(text: str) -> str:
     text = text.rstrip("\n")
-    return text if len(text) <= EXAMPLE_LIMIT else text[:EXAMPLE_LIMIT - 3] + "..."
+    return text if len(text) <= EXAMPLE_LIMIT else text[: EXAMPLE_LIMIT - 3] + "..."
 
 
 def _indented(text: str) -> str:
@@ -48,7 +52,8 @@ def _indented(text: str) -> str:
 
 
 def describe_doctest(exc: BaseException, frames_of: Any) -> Optional[Dict[str, Any]]:
-    """``{exc_type, exc_module, message, frames}`` for a failed doctest, None for any other exception.
+    """``{exc_type, exc_module, message, frames}`` for a failed doctest, None for any other
+    exception.
 
     ``frames_of(traceback)`` is the recorder's frame list builder. The message
     reads like doctest's own report (``Failed example:``, ``Expected:``,
@@ -61,16 +66,29 @@ def describe_doctest(exc: BaseException, frames_of: Any) -> Optional[Dict[str, A
     test, example = failure.test, failure.example
     frames: List[List[Any]] = []
     if test.filename and test.lineno is not None:
-        # DocTest.lineno and Example.lineno are 0-based: the docstring's first line, the example within it.
+        # DocTest.lineno and Example.lineno are 0-based: the docstring's first line, the example
+        # within it.
         name = test.name.rsplit(".", 1)[-1]
         frames.append([os.path.abspath(test.filename), test.lineno + example.lineno + 1, name])
     lines = ["Failed example:", _indented(example.source)]
     exc_info = getattr(failure, "exc_info", None)
     if exc_info:
         raised = exc_info[1]
-        lines += ["Exception raised:", _indented("".join(traceback.format_exception_only(exc_info[0], raised)))]
+        lines += [
+            "Exception raised:",
+            _indented("".join(traceback.format_exception_only(exc_info[0], raised))),
+        ]
         frames += frames_of(exc_info[2])
-        return {"exc_type": exc_info[0].__name__, "exc_module": exc_info[0].__module__,
-                "message": "\n".join(lines), "frames": frames}
+        return {
+            "exc_type": exc_info[0].__name__,
+            "exc_module": exc_info[0].__module__,
+            "message": "\n".join(lines),
+            "frames": frames,
+        }
     lines += ["Expected:", _indented(example.want), "Got:", _indented(getattr(failure, "got", ""))]
-    return {"exc_type": "DocTestFailure", "exc_module": "doctest", "message": "\n".join(lines), "frames": frames}
+    return {
+        "exc_type": "DocTestFailure",
+        "exc_module": "doctest",
+        "message": "\n".join(lines),
+        "frames": frames,
+    }

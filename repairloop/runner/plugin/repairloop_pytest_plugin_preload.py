@@ -20,14 +20,15 @@ from typing import Any, List
 
 
 def installed(module: Any, tree: str) -> bool:
-    """Whether ``module`` was loaded from a file outside ``tree`` (the environment's, not the project's)."""
+    """Whether ``module`` was loaded from a file outside ``tree`` (the environment's, not the
+    project's)."""
     path = getattr(module, "__file__", None)
     return isinstance(path, str) and not os.path.realpath(path).startswith(tree + os.sep)
 
 
 def preload(names: List[str]) -> None:
-    """Import ``names`` (modules of the installed environment, never of the tree under test); a module that
-    fails to import is left to the children, as before."""
+    """Import ``names`` (modules of the installed environment, never of the tree under test); a
+    module that fails to import is left to the children, as before."""
     for name in names:
         try:
             importlib.import_module(name)

@@ -71,7 +71,8 @@ class Recorder:
             pass
 
     def start_coverage(self, source: List[str], data_file: str) -> None:
-        """Per-test line data: coverage.py when the project's environment has it, else our own tracer."""
+        """Per-test line data: coverage.py when the project's environment has it, else our own
+        tracer."""
         try:
             import coverage  # optional: the project's environment may not have it
 
@@ -91,8 +92,13 @@ class Recorder:
             tracer = LineTracer(source, lines_file(data_file))
             tracer.start()
         except Exception as error:
-            self.emit({"kind": "coverage", "available": False,
-                       "error": f"coverage.py: {capped(why, 300)}; line tracer: {capped(error, 300)}"})
+            self.emit(
+                {
+                    "kind": "coverage",
+                    "available": False,
+                    "error": f"coverage.py: {capped(why, 300)}; line tracer: {capped(error, 300)}",
+                }
+            )
             return
         self._tracer = tracer
 
@@ -154,7 +160,9 @@ class Recorder:
             record.update(getattr(report, EXC_ATTR, None) or from_longrepr(report))
             record["output"] = _output_tail(report)
             record["longrepr"] = capped(report.longrepr, 100 * LONGREPR_TAIL)[-LONGREPR_TAIL:]
-            if not record.get("message") and not record.get("exc_type"):  # "[XPASS(strict)] reason": no exception
+            if not record.get("message") and not record.get(
+                "exc_type"
+            ):  # "[XPASS(strict)] reason": no exception
                 record["message"] = record["longrepr"].strip().split("\n")[0][:MESSAGE_LIMIT]
         elif outcome in ("skipped", "xfailed", "xpassed"):
             record["message"] = _skip_reason(report)
@@ -176,7 +184,14 @@ class Recorder:
         if tracer is not None:
             try:
                 tracer.stop()
-                self.emit({"kind": "coverage", "available": True, "file": tracer.path, "tool": tracer.tool})
+                self.emit(
+                    {
+                        "kind": "coverage",
+                        "available": True,
+                        "file": tracer.path,
+                        "tool": tracer.tool,
+                    }
+                )
             except Exception as error:
                 self.emit({"kind": "coverage", "available": False, "error": capped(error, 500)})
         cov, self._cov = self._cov, None
@@ -185,7 +200,14 @@ class Recorder:
         try:
             cov.stop()
             cov.save()
-            self.emit({"kind": "coverage", "available": True, "file": cov.config.data_file, "tool": "coverage.py"})
+            self.emit(
+                {
+                    "kind": "coverage",
+                    "available": True,
+                    "file": cov.config.data_file,
+                    "tool": "coverage.py",
+                }
+            )
         except Exception as error:
             self.emit({"kind": "coverage", "available": False, "error": capped(error, 500)})
 

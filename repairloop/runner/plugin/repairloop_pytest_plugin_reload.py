@@ -1,4 +1,5 @@
-"""Bringing a forked child of the warm server up to date with a candidate's source (part of the pytest plugin).
+"""Bringing a forked child of the warm server up to date with a candidate's source (part of the
+pytest plugin).
 
 The warm server (``repairloop_pytest_plugin_warm``) imports and collects the
 suite once; each candidate runs in a forked child. Re-executing a changed
@@ -46,7 +47,8 @@ def _note_call(frame: Any, event: str, arg: Any) -> None:
 
 
 def trace_imports() -> None:
-    """Record every function that runs from now on (``ran_while_importing``); call ``stop_tracing`` after collection.
+    """Record every function that runs from now on (``ran_while_importing``); call ``stop_tracing``
+    after collection.
 
     ``sys.settrace`` sees Python calls only, in this thread; the trace
     function returns None, so no line events are paid for.
@@ -55,7 +57,8 @@ def trace_imports() -> None:
 
 
 def stop_tracing() -> bool:
-    """Stop recording; False when something replaced the trace function meanwhile (what ran is then unknown)."""
+    """Stop recording; False when something replaced the trace function meanwhile (what ran is then
+    unknown)."""
     ours = sys.gettrace() is _note_call
     sys.settrace(None)
     return ours
@@ -95,11 +98,17 @@ class Snapshot:
         self.functions = _functions_by_code(set(self.sources))
 
     def scan(self) -> Dict[str, Tuple[int, int]]:
-        """``(mtime_ns, size)`` of every ``.py`` file under the tree (virtualenvs and caches left out)."""
+        """``(mtime_ns, size)`` of every ``.py`` file under the tree (virtualenvs and caches left
+        out)."""
         found: Dict[str, Tuple[int, int]] = {}
         for folder, dirs, files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"
-                       and not under(os.path.join(folder, d), self.skip)]
+            dirs[:] = [
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and d != "__pycache__"
+                and not under(os.path.join(folder, d), self.skip)
+            ]
             for name in files:
                 if name.endswith(".py"):
                     path = os.path.join(folder, name)
@@ -111,10 +120,16 @@ class Snapshot:
         return found
 
     def foreign_changes(self, changed: FrozenSet[str]) -> List[str]:
-        """``.py`` files under the tree whose content differs from the server's start, besides ``changed``
-        (real paths). A file rewritten with its old content counts as unchanged (and is not read again)."""
+        """``.py`` files under the tree whose content differs from the server's start, besides
+        ``changed`` (real paths). A file rewritten with its old content counts as unchanged (and is
+        not read
+        again)."""
         now = self.scan()
-        differ = sorted(p for p in set(now) | set(self.stats) if now.get(p) != self.stats.get(p) and p not in changed)
+        differ = sorted(
+            p
+            for p in set(now) | set(self.stats)
+            if now.get(p) != self.stats.get(p) and p not in changed
+        )
         foreign = [p for p in differ if self._content_differs(p)]
         for path in differ:
             if path not in foreign and path in now:
@@ -137,7 +152,8 @@ def _module_file(module: Any) -> str:
 
 
 def _functions_by_code(files: Set[str]) -> Dict[Tuple[str, int, str], List[FunctionType]]:
-    """Every live function defined in ``files``, by ``(real path, first line, name)`` of its code."""
+    """Every live function defined in ``files``, by ``(real path, first line, name)`` of its
+    code."""
     found: Dict[Tuple[str, int, str], List[FunctionType]] = {}
     real: Dict[str, str] = {}
     for obj in gc.get_objects():
@@ -161,8 +177,14 @@ def refusal(path: str, snapshot: Snapshot, test_modules: FrozenSet[str]) -> str:
     if path in test_modules:
         return f"{base} is a test module (its tests were collected from the old source)"
     names = snapshot.modules.get(path, [])
-    if any(n.startswith(base[:-3] + ".") and n.endswith((".so", ".pyd")) for n in _listing(os.path.dirname(path))):
-        return f"a compiled extension stands beside {base} (which one is imported depends on the build)"
+    if any(
+        n.startswith(base[:-3] + ".") and n.endswith((".so", ".pyd"))
+        for n in _listing(os.path.dirname(path))
+    ):
+        return (
+            f"a compiled extension stands beside {base} (which one is imported depends on the "
+            f"build)"
+        )
     for name in names:
         loader = type(getattr(sys.modules.get(name), "__loader__", None)).__name__
         if loader == "AssertionRewritingHook":
@@ -186,7 +208,11 @@ def bring_up_to_date(path: str, snapshot: Snapshot) -> str:
     """
     old = snapshot.sources.get(path)
     if old is None:
-        return "" if path not in snapshot.modules else f"{os.path.basename(path)} was not loaded from source"
+        return (
+            ""
+            if path not in snapshot.modules
+            else f"{os.path.basename(path)} was not loaded from source"
+        )
     try:
         with open(path, "rb") as handle:
             new = handle.read()
@@ -205,20 +231,36 @@ def bring_up_to_date(path: str, snapshot: Snapshot) -> str:
         return f"{os.path.basename(path)} does not compile: {error}"
     changed = difference(old_tree, new_tree)
     if changed is None:
-        return f"{os.path.basename(path)} changed outside function bodies (module level, a signature or a class body)"
+        return (
+            f"{os.path.basename(path)} changed outside function bodies (module level, a "
+            f"signature or a class body)"
+        )
     why = _read_at_import(path, snapshot, changed.names, old_tree) if changed.rebinds else ""
-    return why or _swap_code(path, snapshot, changed.bodies, _defined(old_code), _defined(new_code)) or \
-        _rebind(path, snapshot, changed, filename)
+    return (
+        why
+        or _swap_code(path, snapshot, changed.bodies, _defined(old_code), _defined(new_code))
+        or _rebind(path, snapshot, changed, filename)
+    )
 
 
-def _read_at_import(path: str, snapshot: Snapshot, names: FrozenSet[str], old_tree: ast.Module) -> str:
-    """Why the module-level ``names`` of ``path`` cannot simply be bound anew: code that ran while the suite
-    was imported read them (its results may hold the old values), or ""."""
+def _read_at_import(
+    path: str, snapshot: Snapshot, names: FrozenSet[str], old_tree: ast.Module
+) -> str:
+    """Why the module-level ``names`` of ``path`` cannot simply be bound anew: code that ran while
+    the suite was imported read them (its results may hold the old values), or ""."""
     shown = ", ".join(sorted(names))
-    for code in _ran:  # the tree's functions (module and class bodies: below); a library's do not name them
-        if code.co_flags & _CO_OPTIMIZED and names & (set(code.co_names) | set(code.co_consts)) \
-                and under(os.path.realpath(code.co_filename), (snapshot.root,)):
-            return f"{os.path.basename(path)}: {shown} read by {code.co_name}, which ran while the suite was imported"
+    for code in (
+        _ran
+    ):  # the tree's functions (module and class bodies: below); a library's do not name them
+        if (
+            code.co_flags & _CO_OPTIMIZED
+            and names & (set(code.co_names) | set(code.co_consts))
+            and under(os.path.realpath(code.co_filename), (snapshot.root,))
+        ):
+            return (
+                f"{os.path.basename(path)}: {shown} read by {code.co_name}, which ran while the "
+                f"suite was imported"
+            )
     reader = first_reader(sorted(set(snapshot.sources) | {path}), names, {path: old_tree})
     return f"{os.path.basename(path)}: {shown} read when {reader} is imported" if reader else ""
 
@@ -231,15 +273,28 @@ def _rebind(path: str, snapshot: Snapshot, changed: Difference, filename: str) -
             continue
         for statement, _ in changed.rebinds:
             try:
-                exec(compile(ast.Module(body=[statement], type_ignores=[]), filename, "exec", dont_inherit=True),
-                     module.__dict__)
-            except Exception as error:  # the candidate's value fails: a fresh import shows that as it is
-                return f"{os.path.basename(path)}: a new module-level value raised {type(error).__name__}"
+                exec(
+                    compile(
+                        ast.Module(body=[statement], type_ignores=[]),
+                        filename,
+                        "exec",
+                        dont_inherit=True,
+                    ),
+                    module.__dict__,
+                )
+            except (
+                Exception
+            ) as error:  # the candidate's value fails: a fresh import shows that as it is
+                return (
+                    f"{os.path.basename(path)}: a new module-level value raised "
+                    f"{type(error).__name__}"
+                )
     return ""
 
 
 def _code_filename(path: str, snapshot: Snapshot) -> str:
-    """The file name the module's code objects carry (what tracebacks show), as the import gave it."""
+    """The file name the module's code objects carry (what tracebacks show), as the import gave
+    it."""
     for name in snapshot.modules.get(path, []):
         given = getattr(sys.modules.get(name), "__file__", None)
         if isinstance(given, str):
@@ -247,8 +302,13 @@ def _code_filename(path: str, snapshot: Snapshot) -> str:
     return path
 
 
-def _swap_code(path: str, snapshot: Snapshot, changed: Set[Place], old: List[Tuple[str, CodeType]],
-               new: List[Tuple[str, CodeType]]) -> str:
+def _swap_code(
+    path: str,
+    snapshot: Snapshot,
+    changed: Set[Place],
+    old: List[Tuple[str, CodeType]],
+    new: List[Tuple[str, CodeType]],
+) -> str:
     """Point every live function of ``path`` at its new code (all of them: line numbers move too).
 
     ``old`` and ``new`` list the module's and its classes' own functions in
@@ -262,7 +322,10 @@ def _swap_code(path: str, snapshot: Snapshot, changed: Set[Place], old: List[Tup
         live = snapshot.functions.get((path, code.co_firstlineno, code.co_name), [])
         if (code.co_firstlineno, code.co_name) in changed:
             if any(f.__code__ in _ran for f in live):
-                return f"{base}: {qualname} ran while the suite was imported (its results may be kept at module level)"
+                return (
+                    f"{base}: {qualname} ran while the suite was imported (its results may be "
+                    f"kept at module level)"
+                )
             if not live:
                 return f"{base}: no function object holds {qualname}"
         swaps += [(function, new_code) for function in live]
@@ -280,7 +343,8 @@ def _swap_code(path: str, snapshot: Snapshot, changed: Set[Place], old: List[Tup
 
 
 def _defined(code: CodeType, prefix: str = "") -> List[Tuple[str, CodeType]]:
-    """The functions a module (or class body) defines itself, and those of its classes, in compile order."""
+    """The functions a module (or class body) defines itself, and those of its classes, in compile
+    order."""
     found: List[Tuple[str, CodeType]] = []
     for const in code.co_consts:
         if isinstance(const, CodeType):

@@ -19,7 +19,9 @@ import ast
 import os
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
-Place = Tuple[int, str]  # (first line of a definition, its decorators included; its name) in the old source
+Place = Tuple[
+    int, str
+]  # (first line of a definition, its decorators included; its name) in the old source
 
 
 class Difference:
@@ -58,7 +60,9 @@ def _same_shape(old: List[ast.stmt], new: List[ast.stmt], found: Difference, dep
             if _dump_all(a.body) != _dump_all(getattr(b, "body", [])):
                 found.bodies.add((min([a.lineno] + [d.lineno for d in a.decorator_list]), a.name))
         elif isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef) and depth == 0:
-            if _dump(a, body=False) != _dump(b, body=False) or not _same_shape(a.body, b.body, found, depth + 1):
+            if _dump(a, body=False) != _dump(b, body=False) or not _same_shape(
+                a.body, b.body, found, depth + 1
+            ):
                 return False
         elif ast.dump(a) != ast.dump(b):
             names = _rebound(a, b) if depth == 0 else None
@@ -70,18 +74,21 @@ def _same_shape(old: List[ast.stmt], new: List[ast.stmt], found: Difference, dep
 
 
 def _rebound(a: ast.stmt, b: ast.stmt) -> Optional[FrozenSet[str]]:
-    """The names ``a = value`` binds when ``b`` is the same assignment to plain names with another value."""
+    """The names ``a = value`` binds when ``b`` is the same assignment to plain names with another
+    value."""
     if not (isinstance(a, ast.Assign) and isinstance(b, ast.Assign)):
         return None
-    if _dump_all(a.targets) != _dump_all(b.targets) or not all(isinstance(t, ast.Name) for t in a.targets):
+    if _dump_all(a.targets) != _dump_all(b.targets) or not all(
+        isinstance(t, ast.Name) for t in a.targets
+    ):
         return None
     return frozenset(t.id for t in a.targets if isinstance(t, ast.Name))
 
 
 def import_time_reads(tree: ast.Module) -> Set[str]:
     """Names the module's import-time code reads: loaded names, attribute names, names imported with
-    ``from m import`` and strings (``getattr(m, "DAYS")``), everywhere outside function bodies (defaults,
-    decorators, annotations and class bodies included; a lambda's body excluded)."""
+    ``from m import`` and strings (``getattr(m, "DAYS")``), everywhere outside function bodies
+    (defaults, decorators, annotations and class bodies included; a lambda's body excluded)."""
     found: Set[str] = set()
     stack: List[ast.AST] = list(tree.body)
     while stack:
@@ -121,7 +128,8 @@ def first_reader(files: List[str], names: FrozenSet[str], also: Dict[str, ast.Mo
 
 
 def _evaluated_at_definition(node: Any) -> List[ast.AST]:
-    """What a ``def`` or ``lambda`` evaluates when it is defined: decorators, defaults, annotations."""
+    """What a ``def`` or ``lambda`` evaluates when it is defined: decorators, defaults,
+    annotations."""
     args = node.args
     parts: List[Any] = list(getattr(node, "decorator_list", [])) + list(args.defaults)
     parts += [d for d in args.kw_defaults if d is not None]
@@ -135,8 +143,19 @@ def _evaluated_at_definition(node: Any) -> List[ast.AST]:
 
 def _dump(node: ast.AST, *, body: bool) -> str:
     fields = {k: v for k, v in ast.iter_fields(node) if body or k != "body"}
-    return repr(sorted((k, _dump_all(v) if isinstance(v, list) else ast.dump(v) if isinstance(v, ast.AST) else repr(v))
-                       for k, v in fields.items()))
+    return repr(
+        sorted(
+            (
+                k,
+                _dump_all(v)
+                if isinstance(v, list)
+                else ast.dump(v)
+                if isinstance(v, ast.AST)
+                else repr(v),
+            )
+            for k, v in fields.items()
+        )
+    )
 
 
 def _dump_all(nodes: List[Any]) -> str:

@@ -24,7 +24,9 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-LINES_NAME = "repairloop-lines.jsonl"  # written beside coverage.py's data file, in the same directory
+LINES_NAME = (
+    "repairloop-lines.jsonl"  # written beside coverage.py's data file, in the same directory
+)
 # Directories whose code is not the project's own (installed packages, virtual environments).
 _NOT_PROJECT = ("site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "__pypackages__")
 
@@ -43,7 +45,8 @@ def lines_file(data_file: str) -> str:
 
 
 class LineTracer:
-    """Records which lines of files under ``roots`` each test runs; ``switch(nodeid)`` at test boundaries."""
+    """Records which lines of files under ``roots`` each test runs; ``switch(nodeid)`` at test
+    boundaries."""
 
     def __init__(self, roots: Sequence[str], path: str) -> None:
         self.roots = tuple(os.path.join(os.path.abspath(r), "") for r in roots)
@@ -57,12 +60,18 @@ class LineTracer:
         self._previous: Optional[Callable[..., Any]] = None
 
     def wanted(self, filename: str) -> bool:
-        """True for a file of the project: under a root, outside installed packages and environments."""
+        """True for a file of the project: under a root, outside installed packages and
+        environments."""
         known = self._wanted.get(filename)
         if known is None:
-            absolute = os.path.abspath(filename) if filename and not filename.startswith("<") else ""
-            known = bool(absolute) and absolute.startswith(self.roots) and not any(
-                part in _NOT_PROJECT for part in absolute.split(os.sep))
+            absolute = (
+                os.path.abspath(filename) if filename and not filename.startswith("<") else ""
+            )
+            known = (
+                bool(absolute)
+                and absolute.startswith(self.roots)
+                and not any(part in _NOT_PROJECT for part in absolute.split(os.sep))
+            )
             self._wanted[filename] = known
         return known
 
@@ -79,7 +88,8 @@ class LineTracer:
             threading.settrace(self._global)
 
     def switch(self, context: str) -> None:
-        """Write what the current stretch ran and start recording for ``context`` (a nodeid or "")."""
+        """Write what the current stretch ran and start recording for ``context`` (a nodeid or
+        "")."""
         self._flush()
         self._context = context
         if self._tool_id is not None:
@@ -110,7 +120,10 @@ class LineTracer:
         by_file: Dict[str, List[int]] = {}
         for filename, line in lines:
             by_file.setdefault(filename, []).append(line)
-        record = {"test": self._context, "lines": {f: sorted(n) for f, n in sorted(by_file.items())}}
+        record = {
+            "test": self._context,
+            "lines": {f: sorted(n) for f, n in sorted(by_file.items())},
+        }
         try:
             self._fh.write(json.dumps(record) + "\n")
             self._fh.flush()  # a run killed later keeps every finished test's lines

@@ -1,11 +1,13 @@
-"""The warm server: collect once, then run each candidate's tests in a forked child (part of the pytest plugin).
+"""The warm server: collect once, then run each candidate's tests in a forked child (part of the
+pytest plugin).
 
 Started by repairloop (``runner/warm.py``) as the project's own pytest
 command with ``REPAIRLOOP_WARM_FD`` naming an inherited socket. After
 collection it answers ``{"ready": true, "collected": N}`` (or ``{"ready":
 false, "why": ...}``) and serves one JSON line per request::
 
-    {"id": "run-1-…", "tests": [nodeids], "changed": [paths], "results": file, "output": file, "timeout": seconds}
+    {"id": "run-1-…", "tests": [nodeids], "changed": [paths], "results": file, "output": file,
+    "timeout": seconds}
 
 For each request it forks. The child brings the changed modules up to date
 (``repairloop_pytest_plugin_reload``), tells the server on a pipe whether it
@@ -53,13 +55,17 @@ from repairloop_pytest_plugin_preload import installed, preload
 from repairloop_pytest_plugin_reload import Snapshot, bring_up_to_date, refusal, stop_tracing
 
 WARM_FD_ENV = "REPAIRLOOP_WARM_FD"
-SKIP_ENV = "REPAIRLOOP_WARM_SKIP"  # directories inside the tree that are not the project (os.pathsep-separated)
+# directories inside the tree that are not the project (os.pathsep-separated)
+SKIP_ENV = "REPAIRLOOP_WARM_SKIP"
 _FALLBACK_STATUS = 86  # a child that could not bring its modules up to date exits with this
-REHEARSAL_SECONDS = 30.0  # the most the start waits for the child that finds what a session's end imports
+REHEARSAL_SECONDS = (
+    30.0  # the most the start waits for the child that finds what a session's end imports
+)
 
 
 class WarmServer:
-    """A pytest plugin that replaces the run loop with the request loop (see the module docstring)."""
+    """A pytest plugin that replaces the run loop with the request loop (see the module
+    docstring)."""
 
     def __init__(self, config: Any, fd: int, recorder: Any) -> None:
         self.config = config
@@ -69,11 +75,14 @@ class WarmServer:
         self.reader = self.channel.makefile("r", encoding="utf-8")
         self.snapshot: Optional[Snapshot] = None
         self.test_modules: FrozenSet[str] = frozenset()
-        self.tmp: Optional[FrozenSet[str]] = None  # what the sandbox's /tmp held before any child ran
+        self.tmp: Optional[FrozenSet[str]] = (
+            None  # what the sandbox's /tmp held before any child ran
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: Any) -> bool:
-        not_dumpable()  # before any child exists: candidate code may not write this process's memory
+        # before any child exists: candidate code may not write this process's memory
+        not_dumpable()
         self.tmp = tmp_entries()  # before any child exists too (the rehearsal's is one)
         traced = stop_tracing()
         why = self._refusal(session, traced)
@@ -85,7 +94,9 @@ class WarmServer:
         preload(self._rehearse(session, os.path.realpath(os.getcwd())))
         self.snapshot = Snapshot(os.getcwd(), skip)
         self.test_modules = frozenset(os.path.realpath(str(_item_path(i))) for i in session.items)
-        self._send({"ready": True, "collected": len(session.items), "pid": os.getpid(), "rootdir": root})
+        self._send(
+            {"ready": True, "collected": len(session.items), "pid": os.getpid(), "rootdir": root}
+        )
         items = {item.nodeid: item for item in session.items}
         for line in self.reader:
             request = json.loads(line)
@@ -97,16 +108,25 @@ class WarmServer:
             return "this platform has no fork()"
         if self.recorder is None:
             return "the results recorder is not active"
-        if self.config.pluginmanager.hasplugin("dsession") or getattr(self.config.option, "numprocesses", None):
+        if self.config.pluginmanager.hasplugin("dsession") or getattr(
+            self.config.option, "numprocesses", None
+        ):
             return "pytest-xdist distributes the tests (-n)"
         if not traced:
-            return "something replaced the import tracer while the suite was collected (a debugger or coverage)"
+            return (
+                "something replaced the import tracer while the suite was collected (a debugger "
+                "or coverage)"
+            )
         if threads() > 1:
-            return "the suite started threads while it was imported (a fork would copy the locks they hold)"
+            return (
+                "the suite started threads while it was imported (a fork would copy the locks "
+                "they hold)"
+            )
         return ""
 
     def _rehearse(self, session: Any, tree: str) -> List[str]:
-        """Modules from outside ``tree`` that a run's session end imports, found in a child running no tests.
+        """Modules from outside ``tree`` that a run's session end imports, found in a child running
+        no tests.
 
         Plugins import some modules only when a session ends (hypothesis's
         terminal summary imports hypothesis, about a second): every child
@@ -115,14 +135,18 @@ class WarmServer:
         started a thread (a fork would copy the locks it holds) or did not end
         within ``REHEARSAL_SECONDS``.
         """
-        names, status, timed_out = self._in_child(lambda pipe, tmp: _rehearsal_child(self, session, tree, pipe, tmp),
-                                                  REHEARSAL_SECONDS)
+        names, status, timed_out = self._in_child(
+            lambda pipe, tmp: _rehearsal_child(self, session, tree, pipe, tmp), REHEARSAL_SECONDS
+        )
         return names.split() if status == 0 and not timed_out else []
 
-    def _in_child(self, body: Callable[[int, str], None], seconds: float) -> Tuple[str, Optional[int], bool]:
-        """Fork; the child runs ``body(pipe, tmp)`` (it never returns) without the server's channel. Returns
-        what it wrote on ``pipe``, its exit status (None when killed) and whether ``seconds`` ran out; every
-        process it left is killed and its temporary directory ``tmp`` removed."""
+    def _in_child(
+        self, body: Callable[[int, str], None], seconds: float
+    ) -> Tuple[str, Optional[int], bool]:
+        """Fork; the child runs ``body(pipe, tmp)`` (it never returns) without the server's channel.
+        Returns what it wrote on ``pipe``, its exit status (None when killed) and whether
+        ``seconds`` ran out; every process it left is killed and its temporary directory ``tmp``
+        removed."""
         pipe_r, pipe_w = os.pipe()
         tmp = tempfile.mkdtemp(prefix="warm-")
         deadline = time.monotonic() + seconds
@@ -145,12 +169,19 @@ class WarmServer:
     def _send(self, message: Dict[str, Any]) -> None:
         self.channel.sendall((json.dumps(message) + "\n").encode("utf-8"))
 
-    def _serve(self, session: Any, items: Dict[str, Any], request: Dict[str, Any]) -> Dict[str, Any]:
+    def _serve(
+        self, session: Any, items: Dict[str, Any], request: Dict[str, Any]
+    ) -> Dict[str, Any]:
         assert self.snapshot is not None
         unknown = [t for t in request["tests"] if t not in items]
         if unknown or not request["tests"]:
-            return {"ran": False, "why": f"not collected by the warm server: {', '.join(unknown[:3]) or 'no tests'}"}
-        changed = frozenset(os.path.realpath(os.path.join(self.snapshot.root, p)) for p in request["changed"])
+            return {
+                "ran": False,
+                "why": f"not collected by the warm server: {', '.join(unknown[:3]) or 'no tests'}",
+            }
+        changed = frozenset(
+            os.path.realpath(os.path.join(self.snapshot.root, p)) for p in request["changed"]
+        )
         for path in sorted(changed):
             why = refusal(path, self.snapshot, self.test_modules)
             if why:
@@ -158,25 +189,47 @@ class WarmServer:
         foreign = self.snapshot.foreign_changes(changed)
         if foreign:
             names = ", ".join(os.path.relpath(p, self.snapshot.root) for p in foreign[:3])
-            return {"ran": False, "stale": True, "why": f"files changed since the warm server started: {names}"}
-        selected = [items[t] for t in dict.fromkeys(request["tests"])]  # pytest's order: the ids' own
+            return {
+                "ran": False,
+                "stale": True,
+                "why": f"files changed since the warm server started: {names}",
+            }
+        selected = [
+            items[t] for t in dict.fromkeys(request["tests"])
+        ]  # pytest's order: the ids' own
         return self._fork(session, selected, sorted(changed), request)
 
-    def _fork(self, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any]) -> Dict[str, Any]:
+    def _fork(
+        self, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any]
+    ) -> Dict[str, Any]:
         started = time.monotonic()
         why, status, timed_out = self._in_child(
-            lambda pipe, tmp: _child(self, session, selected, changed, request, pipe, tmp), float(request["timeout"]))
+            lambda pipe, tmp: _child(self, session, selected, changed, request, pipe, tmp),
+            float(request["timeout"]),
+        )
         if why:
             return {"ran": False, "why": why}
-        return {"ran": True, "status": status, "timed_out": timed_out, "seconds": time.monotonic() - started}
+        return {
+            "ran": True,
+            "status": status,
+            "timed_out": timed_out,
+            "seconds": time.monotonic() - started,
+        }
 
 
 def _item_path(item: Any) -> Any:
     return getattr(item, "path", None) or item.fspath
 
 
-def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[str], request: Dict[str, Any],
-           decision: int, tmp: str) -> None:
+def _child(
+    server: WarmServer,
+    session: Any,
+    selected: List[Any],
+    changed: List[str],
+    request: Dict[str, Any],
+    decision: int,
+    tmp: str,
+) -> None:
     """Bring the modules up to date, run ``selected``, exit with pytest's status. Never returns."""
     status = 3
     try:
@@ -211,7 +264,8 @@ def _child(server: WarmServer, session: Any, selected: List[Any], changed: List[
 
 
 def _rehearsal_child(server: WarmServer, session: Any, tree: str, names: int, tmp: str) -> None:
-    """Run no tests through a session's end, then write the modules that imported from outside ``tree``."""
+    """Run no tests through a session's end, then write the modules that imported from outside
+    ``tree``."""
     status = 3
     try:
         os.setpgid(0, 0)
@@ -234,12 +288,14 @@ def _bring_up_to_date(server: WarmServer, changed: List[str]) -> str:
     snapshot = server.snapshot
     assert snapshot is not None
     if any(p not in snapshot.stats for p in changed):
-        importlib.invalidate_caches()  # a new module: let the import system list its directory again
+        # a new module: let the import system list its directory again
+        importlib.invalidate_caches()
     return next((w for w in (bring_up_to_date(p, snapshot) for p in changed) if w), "")
 
 
 def _run(server: WarmServer, session: Any, selected: List[Any], results: str) -> int:
-    """pytest's own run loop over ``selected`` (``_pytest.main.pytest_runtestloop``), then its session end."""
+    """pytest's own run loop over ``selected`` (``_pytest.main.pytest_runtestloop``), then its
+    session end."""
     server.recorder.reopen(results)
     session.items = selected
     session.testsfailed = 0

@@ -34,7 +34,9 @@ class WorkspaceFinder:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
+    def find_spec(
+        self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None
+    ) -> Any:
         entry = self.table.get(fullname)
         if entry is None:
             return None
@@ -48,8 +50,11 @@ class WorkspaceFinder:
         if found is None:
             # Never fall through to the user's tree: the copy under test lacks this module.
             raise ModuleNotFoundError(
-                f"No module named '{fullname}' in repairloop's copy of the project ({where} is missing; "
-                "your environment imports it from your own tree)", name=fullname)
+                f"No module named '{fullname}' in repairloop's copy of the project ({where} is "
+                f"missing; "
+                "your environment imports it from your own tree)",
+                name=fullname,
+            )
         return found
 
     def invalidate_caches(self) -> None:
@@ -85,7 +90,8 @@ def install() -> None:
 
 
 def run_shadowed_sitecustomize(ours: str) -> None:
-    """Run the ``sitecustomize`` that ``ours`` hides (the next one on sys.path), as Python would have."""
+    """Run the ``sitecustomize`` that ``ours`` hides (the next one on sys.path), as Python would
+    have."""
     here = os.path.dirname(os.path.abspath(ours))
     for entry in list(sys.path):
         if not entry or os.path.abspath(entry) == here:
