@@ -359,3 +359,67 @@ def test_every_frame_of_a_failure_shown_has_its_code(tmp_path: Path) -> None:
         False,
     ) in shown
     assert "tests/util.py:2 in check" in ctx.traceback
+
+
+def test_a_slice_dropped_for_room_comes_back_when_a_long_one_is_shrunk(tmp_path: Path) -> None:
+    """Step 3 drops the small callers while the long innermost function still overflows; once
+    step 4 shrinks it, they fit again and are shown (the prompt keeps its order)."""
+    root = tmp_path / "p"
+    body = "".join(f"    x{j} = {j}\n" for j in range(300))
+    code = "".join(f"def f{i}(v):\n    return f{i + 1}(v)\n\n\n" for i in range(3))
+    code += f"def f3(v):\n{body}    raise ValueError(v)\n"
+    write(
+        root,
+        {
+            "pkg/__init__.py": "",
+            "pkg/deep.py": code,
+            "tests/test_deep.py": "from pkg.deep import f0\n\n\ndef test_deep():\n    f0(1)\n",
+        },
+    )
+    lines = code.splitlines()
+    frames = [Frame("tests/test_deep.py", 5, "test_deep")]
+    frames += [Frame("pkg/deep.py", 2 + 4 * i, f"f{i}") for i in range(3)]
+    frames.append(Frame("pkg/deep.py", len(lines), "f3"))
+    result = TestResult(
+        "tests/test_deep.py::test_deep",
+        TestOutcome.FAILED,
+        exc_type="ValueError",
+        message="1",
+        frames=tuple(frames),
+    )
+    fail = failure(result.test_id, tuple(frames), message="ValueError: 1")
+    results = {result.test_id: result}
+    full = build_context(root, [fail], results, test_files=TEST_FILES, token_budget=10**7)
+    ctx = build_context(
+        root, [fail], results, test_files=TEST_FILES, token_budget=full.tokens - 100
+    )
+    assert [t.split(":")[0] for t in ctx.trimmed] == ["slice shrunk"]
+    assert [s.name for s in ctx.slices] == [s.name for s in full.slices]
+    assert {"f0", "f1", "f2", "f3", "test_deep"} <= {s.name for s in ctx.slices}
+    f3 = next(s for s in ctx.slices if s.name == "f3")
+    assert f3.end_line - f3.start_line == 25 and ctx.tokens <= full.tokens - 100
+
+
+def test_a_long_suspect_is_shown_from_its_def_line_when_the_suspicious_line_is_near(
+    tmp_path: Path,
+) -> None:
+    """A suspect over LONG_FUNCTION lines is shown as LONG_FUNCTION lines: from its def line when
+    its most suspicious line is within reach of it, else from WINDOW lines before that line."""
+    from repairloop.context.source import WINDOW, Files
+    from repairloop.context.suspects import LONG_FUNCTION, suspect_pieces
+    from repairloop.types import SuspectFunction
+
+    def shown(root: Path, anchor: int) -> Tuple[int, int, str]:
+        fn = SuspectFunction("pkg/m.py", "big", 1, 401, 1.0, lines=(anchor,))
+        (piece,) = suspect_pieces(Files(root), [fn])
+        return piece.code.start_line, piece.code.end_line, piece.code.name
+
+    root = tmp_path
+    body = "".join(f"    x{j} = {j}\n" for j in range(399))
+    write(root, {"pkg/m.py": f"def big(v):\n{body}    return v\n"})
+    near = LONG_FUNCTION - WINDOW
+    assert shown(root, near)[:2] == (1, LONG_FUNCTION)
+    far = shown(root, near + 2)
+    assert far[:2] == (near + 2 - WINDOW, near + 1 - WINDOW + LONG_FUNCTION)
+    assert far[2] == f"big (lines {far[0]}-{far[1]} of 1-401: the rest not shown)"
+    assert shown(root, 400)[1] == 401  # never past the function's end

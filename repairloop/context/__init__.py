@@ -129,7 +129,8 @@ def build_context(
     2. the message (captured output included) to 2,000 characters;
     3. slices farthest from the innermost frame, one at a time (the innermost
        frame's function and the tests are kept);
-    4. remaining slices longer than 51 lines to +-25 lines around their frame line;
+    4. remaining slices longer than 51 lines to +-25 lines around their frame line, after
+       which a slice dropped in step 3 comes back, nearest first, where it fits again;
     5. the last attempt's diff to its first 60 lines.
 
     The result may still exceed the budget after step 5; ``tokens`` says by how much.
@@ -193,25 +194,33 @@ def _trim(
         trimmed.append(f"message: {len(ctx.message)} -> {MAX_MESSAGE_CHARS} characters")
         half = MAX_MESSAGE_CHARS // 2
         ctx = replace(ctx, message=ctx.message[:half] + "\n[...]\n" + ctx.message[-half:])
+    order = [id(p) for p in pieces]  # the slices' order in the prompt, kept when one comes back
+    dropped: List[Piece] = []
     for piece in sorted((p for p in pieces if not p.protected), key=lambda p: -p.distance):
         if measure(ctx) <= budget:
             break
         pieces = [p for p in pieces if p is not piece]
-        trimmed.append(
-            f"slice dropped: {piece.code.path}:{piece.code.start_line}-{piece.code.end_line} "
-            f"{piece.code.name}"
-        )
+        dropped.append(piece)
         ctx = replace(ctx, slices=tuple(p.code for p in pieces))
+    shrunk: List[str] = []
     for index, piece in enumerate(pieces):
         if measure(ctx) <= budget:
             break
         if piece.code.end_line - piece.code.start_line + 1 > 2 * WINDOW + 1:
             pieces[index] = _window(piece)
-            trimmed.append(
+            order[order.index(id(piece))] = id(pieces[index])
+            shrunk.append(
                 f"slice shrunk: {piece.code.path} {piece.code.name} to lines "
                 f"{pieces[index].code.start_line}-{pieces[index].code.end_line}"
             )
             ctx = replace(ctx, slices=tuple(p.code for p in pieces))
+    ctx, pieces = _refill(ctx, (pieces, dropped, order), budget, measure)
+    trimmed += [
+        f"slice dropped: {p.code.path}:{p.code.start_line}-{p.code.end_line} {p.code.name}"
+        for p in dropped
+        if p not in pieces
+    ]
+    trimmed += shrunk
     attempt = ctx.last_attempt
     if (
         measure(ctx) > budget
@@ -224,6 +233,24 @@ def _trim(
         diff = "\n".join(attempt.diff.splitlines()[:MAX_DIFF_LINES]) + "\n[... diff cut ...]\n"
         ctx = replace(ctx, last_attempt=replace(attempt, diff=diff))
     return replace(ctx, trimmed=tuple(trimmed)), pieces
+
+
+def _refill(
+    ctx: RepairContext,
+    state: Tuple[List[Piece], List[Piece], List[int]],
+    budget: int,
+    measure: Callable[[RepairContext], int],
+) -> Tuple[RepairContext, List[Piece]]:
+    """Dropped slices taken back, nearest first, where they fit now: a slice shrunk after they were
+    dropped (step 4) may have freed the room. ``state`` is (the pieces kept, the pieces dropped,
+    the ``id`` of every piece in prompt order)."""
+    pieces, dropped, order = state
+    for piece in sorted(dropped, key=lambda p: p.distance):
+        kept = sorted([*pieces, piece], key=lambda p: order.index(id(p)))
+        candidate = replace(ctx, slices=tuple(p.code for p in kept))
+        if measure(candidate) <= budget:
+            ctx, pieces = candidate, kept
+    return ctx, pieces
 
 
 def _window(piece: Piece) -> Piece:

@@ -11,13 +11,16 @@ the slice's name. Module-level suspects are shown as a window around their line.
 from __future__ import annotations
 
 import ast
-from typing import List, Sequence, Set
+from typing import List, Sequence, Set, Tuple
 
 from repairloop.context.source import MODULE_WINDOW, WINDOW, Files, Piece
 from repairloop.types import CodeSlice, Localisation, SuspectFunction
 
 MAX_SUSPECTS = 8  # functions shown at most (the token budget may drop the farthest)
-LONG_FUNCTION = 2 * WINDOW + 1  # longer ones are shown around their most suspicious line
+# Longer functions are shown as LONG_FUNCTION lines around their most suspicious line, from the
+# def line when that line is within reach. 120 lines is about 1,500 tokens, a quarter of the
+# default context_tokens; the budget's trims may still shrink it (build_context, step 4).
+LONG_FUNCTION = 120
 
 
 def relevant(localisation: Localisation, group: Sequence[str]) -> List[SuspectFunction]:
@@ -51,12 +54,20 @@ def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int) -> Piece:
         start, end, _ = source.window(anchor, MODULE_WINDOW, "<module>")
         name = "<module>"
     elif fn.end - fn.start + 1 > LONG_FUNCTION:
-        start, end = max(fn.start, anchor - WINDOW), min(fn.end, anchor + WINDOW)
+        start, end = _long_window(fn, anchor)
         name = f"{fn.name} (lines {start}-{end} of {fn.start}-{fn.end}: the rest not shown)"
     else:
         start, end, name = fn.start, fn.end, fn.name
     code = CodeSlice(fn.path, start, end, name, source.text(start, end))
     return Piece(code, anchor, rank, protected=rank == 0)
+
+
+def _long_window(fn: SuspectFunction, anchor: int) -> Tuple[int, int]:
+    """LONG_FUNCTION lines of a long function around ``anchor``: from its def line when the anchor
+    lies within LONG_FUNCTION - WINDOW lines of it (the signature names what the code uses), else
+    from WINDOW lines before the anchor."""
+    start = fn.start if anchor - fn.start <= LONG_FUNCTION - WINDOW else anchor - WINDOW
+    return start, min(fn.end, start + LONG_FUNCTION - 1)
 
 
 def _context(files: Files, fn: SuspectFunction, rank: int) -> List[Piece]:
