@@ -100,9 +100,8 @@ def test_the_warm_way_must_fix_more_cases_than_the_fresh_way_in_the_same_share()
 
 
 def test_a_case_the_share_cut_short_is_not_finished_and_not_in_the_rate() -> None:
-    cut = dict(
-        row("slow", False, None), seconds=40.0, limit=41.0
-    )  # stopped by the share, own limit 120 s
+    # stopped by the share, own limit 120 s
+    cut = dict(row("slow", False, None), seconds=40.0, limit=41.0)
     fig = figure([row("a", True, True), cut])
     assert "| warm (default) | 1 of 33 | 1 of 33 | 100% |" in fig.markdown("this machine")
     assert (

@@ -317,9 +317,8 @@ def test_a_partial_fix_in_code_the_still_failing_tests_never_run_is_known_despit
         2,
     ]  # the single edit, then the pair with a junk edit
     assert [(r.unrelated, r.unshared) for r in best] == [(True, 1), (False, 1)]
-    blind = Search(
-        candidates, {"m.py": text}, workers=1
-    )  # without per-test line data nothing is known
+    # without per-test line data nothing is known
+    blind = Search(candidates, {"m.py": text}, workers=1)
     blind.run(validate, lambda s: True, clock=lambda: 0.0)
     assert [(r.unrelated, r.unshared) for r in blind.plausible(set())] == [(False, 0), (False, 0)]
 

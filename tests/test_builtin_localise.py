@@ -138,9 +138,8 @@ def test_ochiai_ranks_the_buggy_line_first(stats_project: Path) -> None:
     top = loc.suspects[0]
     assert (top.path, top.line, top.score) == ("mini/stats.py", BUG_LINE, 1.0)
     assert (top.failed, top.passed) == (2, 0)
-    assert not any(
-        s.path.startswith("tests/") for s in loc.suspects
-    )  # no test file is ever suspected
+    # no test file is ever suspected
+    assert not any(s.path.startswith("tests/") for s in loc.suspects)
     module_level = [
         s for s in loc.suspects if s.path == "mini/__init__.py"
     ]  # run at import, for every test

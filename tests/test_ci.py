@@ -338,9 +338,8 @@ def test_patch_touching_ci_configuration_is_refused(
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "workflow")
     bare = with_remote(project)
-    files = actions_env(
-        monkeypatch, tmp_path, REPAIRLOOP_PROTECTED_GLOBS=""
-    )  # the loop's own guard off
+    # the loop's own guard off
+    files = actions_env(monkeypatch, tmp_path, REPAIRLOOP_PROTECTED_GLOBS="")
     with ScriptedServer([("ok", TOUCHES_WORKFLOW)]) as srv:
         code, out = run_ci(project, srv, capsys, "--push-branch", runner=canned("off_by_one"))
     assert code == 1 and outputs(files)["outcome"] == "fixed" and outputs(files)["branch"] == ""
@@ -353,9 +352,8 @@ def test_branch_holding_someone_elses_commit_is_not_pushed_over(
 ) -> None:
     project = make_project("off_by_one")
     bare = with_remote(project)
-    git(
-        project, "push", "-q", "origin", f"HEAD:refs/heads/repairloop/{FP}"
-    )  # a human's commit there
+    # a human's commit there
+    git(project, "push", "-q", "origin", f"HEAD:refs/heads/repairloop/{FP}")
     files = actions_env(monkeypatch, tmp_path)
     with ScriptedServer([("ok", RIGHT)]) as srv:
         code, out = run_ci(project, srv, capsys, "--push-branch", runner=canned("off_by_one"))

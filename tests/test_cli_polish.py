@@ -139,9 +139,8 @@ def test_empty_or_unknown_values_in_the_config_file_are_errors(
 def test_ci_outside_github_prints_the_patch_once(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", RIGHT)]) as srv:
-        code, out, err = cli(
-            ["ci", str(project), *scripted(srv)[:4]], capsys, canned("off_by_one")
-        )  # ci has no --no-builtin
+        # ci has no --no-builtin
+        code, out, err = cli(["ci", str(project), *scripted(srv)[:4]], capsys, canned("off_by_one"))
     assert code == 1  # a fix is proposed; the commit is still broken
     assert (out + err).count(
         FIX_LINE

@@ -145,9 +145,8 @@ def test_a_command_that_takes_no_test_ids_is_rerun_whole(tmp_path: Path) -> None
     """
         },
     )
-    suite = suite_for(
-        root, f"cd {root} && {sys.executable} -m pytest -q"
-    )  # not a pytest command: no ids appended
+    # not a pytest command: no ids appended
+    suite = suite_for(root, f"cd {root} && {sys.executable} -m pytest -q")
     baseline = suite.run(root)
     found = confirm_failures(suite, root, baseline.failing_ids, baseline, confirm_runs=1)
     assert found.runs == 1 and [f.test_id for f in found.flaky] == [

@@ -22,9 +22,8 @@ from repairloop.types import (
     TestResult,
 )
 
-TEST_FILES = (
-    TestFiles()
-)  # the default test globs; what counts as a test is pinned in test_testfiles.py
+# the default test globs; what counts as a test is pinned in test_testfiles.py
+TEST_FILES = TestFiles()
 
 
 def run_and_classify(project: Path) -> Tuple[TestReport, Tuple[Failure, ...]]:

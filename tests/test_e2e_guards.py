@@ -71,9 +71,8 @@ WORKFLOW = (
 
 @pytest.fixture(autouse=True)
 def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(
-        "REPAIRLOOP_CONFIRM_RUNS", "0"
-    )  # no flaky re-run: these tests are about guards
+    # no flaky re-run: these tests are about guards
+    monkeypatch.setenv("REPAIRLOOP_CONFIRM_RUNS", "0")
 
 
 def one_iteration(project: Path, srv: ScriptedServer, *extra: str) -> List[str]:
@@ -167,9 +166,8 @@ def test_a_secret_printed_by_a_failing_test_reaches_neither_the_model_nor_the_jo
     make_project, capsys, monkeypatch
 ) -> None:
     monkeypatch.setenv("ACME_SERVICE_TOKEN", PLANTED)
-    monkeypatch.setenv(
-        "REPAIRLOOP_SANDBOX_ENV_ALLOW", "ACME_SERVICE_TOKEN"
-    )  # the tests need it: let it in
+    # the tests need it: let it in
+    monkeypatch.setenv("REPAIRLOOP_SANDBOX_ENV_ALLOW", "ACME_SERVICE_TOKEN")
     project = make_project("off_by_one")
     tests = project / "tests" / "test_lists.py"
     text = tests.read_text().replace(

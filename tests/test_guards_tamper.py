@@ -437,9 +437,8 @@ def test_recognising_the_tests_own_values_and_returning_a_constant_is_refused(
         '    suffix = "th"\n',
         '    suffix = "th"\n    if abs(number) in (13, 113):\n        return str(number) + "th"\n',
     )
-    check_hardcoded(
-        change("ordinals.py", ORDINAL, cheat), literals
-    )  # returns a computed value: only flagged
+    # returns a computed value: only flagged
+    check_hardcoded(change("ordinals.py", ORDINAL, cheat), literals)
     assert overfitting_flags(change("ordinals.py", ORDINAL, cheat), literals)
     for cheat in (
         edit(

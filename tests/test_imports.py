@@ -103,9 +103,8 @@ def _build_env(shared: Path, python: Path) -> None:
         text=True,
     ).stdout.strip()
     ours = next(p for p in sys.path if p.endswith("site-packages"))
-    Path(site, "repairloop-test-deps.pth").write_text(
-        ours + "\n"
-    )  # pytest and setuptools from our venv
+    # pytest and setuptools from our venv
+    Path(site, "repairloop-test-deps.pth").write_text(ours + "\n")
     script = python.parent / "pytest"  # a console script, as pip would write it
     script.write_text(f"#!{python}\nimport sys\nimport pytest\nsys.exit(pytest.console_main())\n")
     script.chmod(0o755)
@@ -400,8 +399,7 @@ def test_a_virtualenv_inside_the_project_is_not_the_projects_code(tmp_path: Path
         check=True,
     ).stdout.strip()
     Path(site, "thirdparty.py").write_text("VALUE = 1\n")
-    Path(site, "shapes-path.pth").write_text(
-        str(project) + "\n"
-    )  # the project itself on sys.path, as pip -e does
+    # the project itself on sys.path, as pip -e does
+    Path(site, "shapes-path.pth").write_text(str(project) + "\n")
     redirect = probe_imports(ProjectInterpreter(str(python), environ()), project)
     assert redirect.names == ("shapes",), redirect.entries

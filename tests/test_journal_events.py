@@ -362,9 +362,8 @@ def test_the_result_read_from_a_previous_journal_is_its_summary(tmp_path: Path) 
         doc.pop("evidence") == Evidence().to_json()
     )  # journalled since the proof run: unknown before it
     assert doc == summary
-    assert result.fixed_tests == () and result.seconds == pytest.approx(
-        23.19, abs=0.01
-    )  # from the journal's times
+    # from the journal's times
+    assert result.fixed_tests == () and result.seconds == pytest.approx(23.19, abs=0.01)
 
 
 def test_unknown_kinds_fields_and_values_are_read_tolerantly(tmp_path: Path) -> None:
@@ -391,9 +390,8 @@ def test_unknown_kinds_fields_and_values_are_read_tolerantly(tmp_path: Path) -> 
     (run_dir / "journal.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     entries, warnings = read_events(run_dir)
     events = [e.event for e in entries]
-    assert events[0] == StartEvent(
-        run_id="r", project="", chain=("builtin",), settings={}
-    )  # missing: empty
+    # missing: empty
+    assert events[0] == StartEvent(run_id="r", project="", chain=("builtin",), settings={})
     assert isinstance(events[1], UnknownEvent) and events[1].name == "future_event"
     assert isinstance(events[2], UnknownEvent) and "pondered" in events[2].problem
     assert events[3] == StoppedEvent(

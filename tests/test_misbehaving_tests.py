@@ -77,6 +77,11 @@ def test_a_loop_that_never_ends_in_the_code_under_test_is_repaired(tmp_path, cap
     git(root, "commit", "-qam", "total_below, whose loop never moves on")
     doc = run_json(root, capsys, "--per-test-timeout", "2", "--timeout", "240")
     assert doc["failure_kinds"] == {"logic": 1}
+    assert all("does not end" in f["hint"] for f in doc["failures"])
+    assert (
+        "1 test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after "
+        "2 s (5x the slowest passing test, at least 2 s)"
+    ) in doc["notes"]
     assert doc["exit"] == 0 and doc["outcome"] == "fixed", doc["stop_detail"]
     assert "+        i += 1" in doc["patch"]
 
@@ -136,9 +141,8 @@ def test_a_test_that_deletes_files_only_deletes_them_in_the_workspace(tmp_path, 
 
 
 def test_a_flaky_failure_is_reported_and_left_alone(tmp_path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv(
-        "REPAIRLOOP_SANDBOX", "none"
-    )  # the test keeps its state in tmp_path, across runs
+    # the test keeps its state in tmp_path, across runs
+    monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")
     flag = tmp_path / "ran-once"
     body = (
         f"def test_flaky():\n    first = not os.path.exists({str(flag)!r})\n"

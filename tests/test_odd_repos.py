@@ -96,9 +96,8 @@ def test_project_in_a_subdirectory_of_a_larger_repository(tmp_path, capsys) -> N
     shutil.copytree(PROJECTS / "off_by_one", repo / "services" / "calc")
     (repo / "README.md").write_text("a larger repository\n")
     init_repo(repo)
-    doc = fixed_with(
-        repo / "services" / "calc", RIGHT, capsys, canned("off_by_one")
-    )  # reads the project's own files
+    # reads the project's own files
+    doc = fixed_with(repo / "services" / "calc", RIGHT, capsys, canned("off_by_one"))
     assert (
         "--- a/calc/lists.py" in doc["patch"]
     )  # paths relative to the project, not the repository

@@ -320,9 +320,8 @@ TEST_PATHS = [
 def test_conftest_is_a_test_file_and_protected_even_when_tests_may_change(
     path: str, tmp_path: Path
 ) -> None:
-    assert TestFiles().is_test(
-        path
-    )  # pytest loads it before any test: a candidate may never write it
+    # pytest loads it before any test: a candidate may never write it
+    assert TestFiles().is_test(path)
     for policy in (GuardPolicy(), GuardPolicy(allow_test_edits=True)):
         with pytest.raises(GuardError, match=f"edits {path}, a protected file"):
             check_guards(_one(path), tmp_path, policy)

@@ -225,9 +225,8 @@ def test_last_attempt_does_not_repeat_the_failure_shown_above() -> None:
         slices=(SOURCE,),
         last_attempt=last,
     )
-    assert "`xs[len(xs) - 2]`: assert 1 == 2\n" in render_context(
-        other
-    )  # a different failure is worth saying
+    # a different failure is worth saying
+    assert "`xs[len(xs) - 2]`: assert 1 == 2\n" in render_context(other)
 
 
 def test_a_one_line_attempt_adds_under_ten_percent_to_a_small_prompt() -> None:

@@ -211,9 +211,8 @@ def assert_no_secret_left_the_job(job: Dict[str, object], *texts: str) -> None:
         for form in forms(secret):
             leaks = [text[:200] for text in seen if form in text]
             assert not leaks, (form, leaks)
-    assert all(
-        h.get("authorization") == f"Bearer {KEY}" for h in honest.headers
-    )  # the configured server only
+    # the configured server only
+    assert all(h.get("authorization") == f"Bearer {KEY}" for h in honest.headers)
 
 
 def assert_confined_and_fixed(job: Dict[str, object], code: int, err: str) -> None:
@@ -454,9 +453,8 @@ def test_on_a_pull_request_the_project_does_not_choose_the_models_or_the_budget(
         job,
         {"repairloop.toml": 'models = ["openai/gpt-4o"]\nmax_cost = 500.0\nmax_iterations = 99\n'},
     )
-    code, _, err = ci(
-        job, capsys, model=False
-    )  # the chain is the default one for the key the job has
+    # the chain is the default one for the key the job has
+    code, _, err = ci(job, capsys, model=False)
     honest = job["honest"]
     assert isinstance(honest, ScriptedServer)
     assert {r["model"] for r in honest.requests} == {"gpt-4o-mini"}

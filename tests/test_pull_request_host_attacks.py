@@ -95,9 +95,8 @@ def test_a_path_named_in_the_test_command_does_not_unhide_the_checkouts_git_conf
     )
     ci(job, capsys)
     assert not token_anywhere(job)
-    assert "first <" in summary(job) or "test_tell" in summary(
-        job
-    )  # the test ran, and found nothing
+    # the test ran, and found nothing
+    assert "first <" in summary(job) or "test_tell" in summary(job)
 
 
 FORGED_ID_CONFTEST = r"""
@@ -232,9 +231,8 @@ if "repairloop-builtin-" in here and not os.path.islink(target):
 
 
 def test_the_engines_restore_never_writes_through_a_link_a_test_made(job, capsys, tmp_path) -> None:
-    host_env = (
-        tmp_path / "host-python"
-    )  # stands for the runner's Python (toolcache, writable by the job)
+    # stands for the runner's Python (toolcache, writable by the job)
+    host_env = tmp_path / "host-python"
     venv.EnvBuilder(with_pip=False).create(host_env)
     python = str(host_env / "bin" / "python")
     purelib = subprocess.run(
@@ -345,9 +343,8 @@ def test_a_test_file_name_never_becomes_a_workflow_command(job, capsys) -> None:
 
     main(["ci", str(job["project"]), "--model", "openai/gpt-4o-mini"])
     out, _err = capsys.readouterr()
-    token = stop_token(
-        out
-    )  # everything the run prints is not a command until repairloop's own lines
+    # everything the run prints is not a command until repairloop's own lines
+    token = stop_token(out)
     assert f"::{token}::" in out.splitlines()
     assert not any(
         "approved this pull request" in line

@@ -87,67 +87,7 @@ def test_the_console_says_when_fault_localisation_is_degraded(tmp_path: Path, ca
     assert any(n.startswith("fault localisation degraded") for n in notes), notes
 
 
-# -- item 2: code that never returns --------------------------------------------------------------
-
-HANGING_PROJECT = {
-    "steps/__init__.py": "",
-    "steps/count.py": """
-        def count_down(n, step):
-            \"\"\"How many steps of ``step`` take ``n`` to zero or below.\"\"\"
-            steps = 0
-            while n != 0:
-                n -= step
-                steps += 1
-            return steps
-    """,
-    "tests/test_count.py": """
-        from steps.count import count_down
-
-
-        def test_exact():
-            assert count_down(4, 2) == 2
-
-
-        def test_overshoot():
-            assert count_down(3, 2) == 2
-
-
-        def test_one_step():
-            assert count_down(1, 5) == 1
-    """,
-}
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("no_flaky_check")  # the flaky re-run would wait out both hangs twice more
-def test_a_loop_that_never_ends_is_logic_and_its_candidate_runs_are_short(
-    tmp_path: Path, capsys
-) -> None:
-    project = write(tmp_path / "steps", HANGING_PROJECT)
-    code, out, err = run_cli(
-        [
-            "run",
-            str(project),
-            "--model",
-            "builtin",
-            "--timeout",
-            "900",
-            "--per-test-timeout",
-            "6",
-            "--json",
-        ],
-        capsys,
-    )
-    doc = json.loads(out)
-    assert "chosen from the run's" not in err  # the user chose it
-    assert (
-        "2 test(s) ran past the per-test timeout at the baseline; candidate runs stop a test after "
-        "2 s (5x the slowest passing test, at least 2 s)"
-    ) in doc["notes"]
-    assert doc["failure_kinds"] == {"logic": 2}, doc["failures"]
-    assert all("does not end" in f["hint"] for f in doc["failures"])
-    assert code == 0 and doc["outcome"] == "fixed", (doc["stop_reason"], doc["stop_detail"])
-    assert "+    while n > 0:" in doc["patch"]
+# -- item 2: code that never returns (repaired end to end in test_misbehaving_tests.py) -----------
 
 
 @pytest.mark.parametrize(

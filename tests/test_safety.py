@@ -185,9 +185,8 @@ def run_ending(project: Path, ending: str, tmp_path: Path) -> int:
             doc["stop_reason"] == "interrupted" and doc["outcome"] == "not_fixed" and doc["run_id"]
         )
     if ending == "sigkill_validation":
-        (tmp_path / "orphan").write_text(
-            str(pids[-1])
-        )  # the killed run's test process, still running
+        # the killed run's test process, still running
+        (tmp_path / "orphan").write_text(str(pids[-1]))
     return proc.returncode
 
 

@@ -147,9 +147,8 @@ def test_unix_sockets_under_run_are_out_of_reach(tmp_path: Path) -> None:
             f"c.connect({str(path)!r})\n",
         )
         assert run_suite(root, dict(os.environ), sandbox="bwrap")["test_sock"].startswith("failed")
-        assert run_suite(root, dict(os.environ), sandbox="none")["test_sock"].startswith(
-            "passed"
-        )  # the check has teeth
+        # the check has teeth
+        assert run_suite(root, dict(os.environ), sandbox="none")["test_sock"].startswith("passed")
     finally:
         server.close()
         path.unlink()
@@ -207,9 +206,15 @@ def test_ci_refuses_an_unconfined_pull_request_unless_told(
         "refusing to run candidate code unconfined on a pull_request event" in err
         and "--allow-unconfined" in err
     )
+    assert "install bubblewrap" in err  # a bubblewrap that does not work: the fix is bubblewrap
     assert not (project / ".repairloop" / "runs").exists() or not list(
         (project / ".repairloop" / "runs").iterdir()
     )
+    monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")  # the user turned it off: say that
+    assert main(["ci", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "unset sandbox = none" in err and "install bubblewrap" not in err
+    monkeypatch.delenv("REPAIRLOOP_SANDBOX")
     assert main(["ci", str(project), "--allow-unconfined"]) == 0
     summary = (tmp_path / "summary.md").read_text()
     assert "**WARNING: candidate code ran unconfined**" in summary and "/bin/false" in summary
@@ -292,9 +297,8 @@ def test_action_installs_bubblewrap_when_the_wheel_has_none(tmp_path: Path) -> N
         "sudo apt-get install -y --no-install-recommends bubblewrap",
         "apt-get install -y --no-install-recommends bubblewrap",
     ]
-    assert not any(
-        "apparmor_parser" in c for c in calls
-    )  # the stub apt-get installed nothing to profile
+    # the stub apt-get installed nothing to profile
+    assert not any("apparmor_parser" in c for c in calls)
 
 
 def test_action_profiles_both_and_leaves_an_unrestricted_machine_alone(tmp_path: Path) -> None:

@@ -304,9 +304,8 @@ def test_the_same_attacks_unconfined_reach_the_host_and_the_run_says_so(
         text=True,
         timeout=60,
     )
-    assert "WARNING: candidate code ran UNCONFINED" in report.stdout, (
-        report.stderr
-    )  # and `repairloop report`
+    # and `repairloop report`
+    assert "WARNING: candidate code ran UNCONFINED" in report.stdout, report.stderr
     # the checks above have teeth: unconfined, the same code gets out
     assert left["vartmp"] and left["connections"] >= 1 and left["alive"]
     # filtered out of the test's environment, but read from repairloop's own /proc/<pid>/environ;

@@ -88,9 +88,8 @@ def test_overfitting_is_found_in_the_touched_function_only_once() -> None:
         AppliedPatch((change("calc/lists.py", old, new),), "unified_diff"),
         frozenset({"[1, 2, 3, 4]", "7"}),
     )
-    assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in str(
-        flags[0]
-    )  # `n == 7` was already there
+    # `n == 7` was already there
+    assert len(flags) == 1 and "calc/lists.py:4 `items == [1, 2, 3, 4]`" in str(flags[0])
 
 
 def test_a_function_inserted_between_two_others_is_the_only_addition() -> None:

@@ -223,9 +223,8 @@ def context_says_test(path: str) -> Tuple[bool, bool]:
         )
         for i in (1, 2)
     ]
-    by_grouping = (
-        len(group_failures(failures, CUSTOM)) == 2
-    )  # a frame in a test is no shared root cause
+    # a frame in a test is no shared root cause
+    by_grouping = len(group_failures(failures, CUSTOM)) == 2
     by_slices = code_frames([frame], CUSTOM) == []
     return by_grouping, by_slices
 

@@ -314,9 +314,8 @@ def test_files_changed_under_the_server_restart_it(tmp_path: Path) -> None:
     root = write_project(tmp_path / "calc", CALC)
     warm = WarmProcess(root, PYTEST, env=dict(os.environ))
     assert warm.ready()
-    candidate(
-        root, "calc/ops.py", "return a - b", "return a + b"
-    )  # kept, say: not this candidate's file
+    # kept, say: not this candidate's file
+    candidate(root, "calc/ops.py", "return a - b", "return a + b")
     assert "files changed since the warm server started: calc/ops.py" in refused(
         warm, ["calc/__init__.py"]
     )

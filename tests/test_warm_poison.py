@@ -185,9 +185,8 @@ def test_a_poisoned_warm_server_costs_a_fresh_run_never_the_right_fix(
     make_project, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = make_project("off_by_one")
-    (project / ".gitignore").write_text(
-        "__pycache__/\n"
-    )  # as most projects: the bytecode survives a revert
+    # as most projects: the bytecode survives a revert
+    (project / ".gitignore").write_text("__pycache__/\n")
     git(project, "add", "-A")
     git(project, "commit", "-qm", "ignore bytecode")
     broken = forged_pyc(project / "calc" / "numbers.py", "raise ImportError('poisoned bytecode')")

@@ -266,7 +266,6 @@ def test_the_journal_record_keeps_what_was_located() -> None:
     assert data["located"] == ["pkg/util.py::scale (not in the prompt)"]
     read = event_from_json(data)
     assert isinstance(read, IterationEvent) and read.located == event.located
-    older = event_from_json(
-        {k: v for k, v in data.items() if k != "located"}
-    )  # a journal from before the field
+    # a journal from before the field
+    older = event_from_json({k: v for k, v in data.items() if k != "located"})
     assert isinstance(older, IterationEvent) and older.located == ()

@@ -127,9 +127,8 @@ def test_user_tree_is_untouched_and_the_workspace_is_its_own_repository(tmp_path
         assert worktree_count(repo) == 1  # never a `git worktree` of the user's repository
         during = snapshot(repo)
         for key in ("head", "symbolic", "refs", "index", "stash", "objects"):
-            assert during[key] == before[key], (
-                key
-            )  # not even an object: no `git stash create` there
+            # not even an object: no `git stash create` there
+            assert during[key] == before[key], key
         assert not (ws.root / ".git").exists()  # the workspace's repository is outside its tree
         # git run inside the tree finds no repository at all (nothing to walk up to)
         found = subprocess.run(
@@ -407,9 +406,8 @@ def test_source_roots_beat_an_editable_install(
         capture_output=True,
         text=True,
     ).stdout.strip()
-    Path(site, "__editable__.textkit-0.1.0.pth").write_text(
-        str(project / "src") + "\n"
-    )  # what pip -e writes
+    # what pip -e writes
+    Path(site, "__editable__.textkit-0.1.0.pth").write_text(str(project / "src") + "\n")
     with open_workspace(project, run_id="r1", registry_dir=registry(project)) as ws:
         assert ws.source_roots() == [ws.root / "src", ws.root]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, ws.source_roots()))}
@@ -431,9 +429,8 @@ def test_source_roots_beat_an_editable_install(
             env=env,
             cwd="/",
         ).stdout
-        assert Path(original.strip()).is_relative_to(
-            project
-        )  # the .pth alone would test the user's tree
+        # the .pth alone would test the user's tree
+        assert Path(original.strip()).is_relative_to(project)
 
 
 # check_repository -----------------------------------------------------------------
@@ -578,9 +575,8 @@ def test_check_repository_explains_dubious_ownership(tmp_path: Path) -> None:
 
 
 def test_an_untracked_project_inside_a_larger_repo_is_copied(tmp_path: Path) -> None:
-    home = init_repo(
-        _tree(tmp_path / "home", {".gitignore": "*\n!.gitignore\n"})
-    )  # a dotfiles repo
+    # a dotfiles repo
+    home = init_repo(_tree(tmp_path / "home", {".gitignore": "*\n!.gitignore\n"}))
     project = _tree(home / "code" / "proj", {"m.py": "m = 1\n"})
     with open_workspace(project, run_id="r1", registry_dir=registry(project)) as ws:
         assert ws.start.head is None and ws.read_text("m.py") == "m = 1\n"

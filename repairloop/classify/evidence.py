@@ -31,17 +31,15 @@ _EXC_LINE = re.compile(
     r"^(?:E\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failed|Timeout))"
     r"(?::\s?(.*))?$"
 )
-_TRAILER = re.compile(
-    r"^\S.*?:\d+: ((?:[A-Za-z_]\w*\.)*[A-Z]\w*)$"
-)  # "tests/t.py:9: AssertionError"
+# "tests/t.py:9: AssertionError"
+_TRAILER = re.compile(r"^\S.*?:\d+: ((?:[A-Za-z_]\w*\.)*[A-Z]\w*)$")
 _PYTEST_FRAME = re.compile(r"^(\S.*?\.py):(\d+): in (\S+)$")
 PYTHON_FRAME = re.compile(r'File "(.+?)", line (\d+)(?:, in (\S+))?')
 _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "build", "dist"}) | NOT_PROJECT_DIRS
 # Messages that already say what they are: no "Type: " prefix.
 _BARE_MESSAGE_TYPES = frozenset({"AssertionError", "FixtureLookupError", "Failed"})
-_FRAME_HEADER = re.compile(
-    r"^\S+:\d+: in \S+$"
-)  # pytest's --tb=short frame line: path:line: in name
+# pytest's --tb=short frame line: path:line: in name
+_FRAME_HEADER = re.compile(r"^\S+:\d+: in \S+$")
 
 
 def project_modules(project: Path) -> FrozenSet[str]:

@@ -108,9 +108,8 @@ def _missing_distribution(ev: FailureEvidence) -> Optional[Failure]:
     if ev.exc_type not in ("PackageNotFoundError", "DistributionNotFound"):
         return None
     found = _DISTRIBUTION.search(ev.message)
-    bare = (
-        ev.message.split(":", 1)[-1].strip().strip("'\"")
-    )  # older Pythons: the message is only the name
+    # older Pythons: the message is only the name
+    bare = ev.message.split(":", 1)[-1].strip().strip("'\"")
     name = found.group(1) if found else (bare if re.fullmatch(r"[\w.-]+", bare) else "")
     if name and _normal(name) == _normal(project_name(ev.project)):
         return ev.failure(

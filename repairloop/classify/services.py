@@ -94,29 +94,22 @@ _DNS_TEXT = re.compile(
 )
 # Address forms in the clients' messages, most specific first: (pattern, has a port group).
 _ADDRESSES = (
-    re.compile(
-        r"connection to server at \"([^\"]+)\" \([^)]*\), port (\d+)"
-    ),  # psycopg2 >= 2.9 / libpq 14
-    re.compile(
-        r"on host \"([^\"]+)\"[^?]*?port (\d+)"
-    ),  # libpq < 14: Is the server running on host ...
-    re.compile(
-        r"host='([^']+)', port=(\d+)"
-    ),  # urllib3 pools: HTTPConnectionPool(host='x', port=8000)
+    # psycopg2 >= 2.9 / libpq 14
+    re.compile(r"connection to server at \"([^\"]+)\" \([^)]*\), port (\d+)"),
+    # libpq < 14: Is the server running on host ...
+    re.compile(r"on host \"([^\"]+)\"[^?]*?port (\d+)"),
+    # urllib3 pools: HTTPConnectionPool(host='x', port=8000)
+    re.compile(r"host='([^']+)', port=(\d+)"),
     re.compile(r"Cannot connect to host ([\w.-]+):(\d+)"),  # aiohttp
-    re.compile(
-        r"\('([\w.:-]+)', (\d+)\)"
-    ),  # asyncio / aiohttp: Connect call failed ('127.0.0.1', 6379)
-    re.compile(
-        r"connecting to ([\w.-]+):(\d+)"
-    ),  # redis-py: Error 111 connecting to localhost:6379.
+    # asyncio / aiohttp: Connect call failed ('127.0.0.1', 6379)
+    re.compile(r"\('([\w.:-]+)', (\d+)\)"),
+    # redis-py: Error 111 connecting to localhost:6379.
+    re.compile(r"connecting to ([\w.-]+):(\d+)"),
     re.compile(r"MySQL server on '([\w.-]+)(?::(\d+))?'"),  # PyMySQL / mysqlclient
-    re.compile(
-        r"([\w.-]+):(\d+): \[Errno"
-    ),  # pymongo: localhost:27017: [Errno 111] Connection refused
-    re.compile(
-        r"ipv[46]:(\[[^\]]+\]|[\d.]+):(\d+)"
-    ),  # grpc: ipv4:127.0.0.1:50051: Failed to connect
+    # pymongo: localhost:27017: [Errno 111] Connection refused
+    re.compile(r"([\w.-]+):(\d+): \[Errno"),
+    # grpc: ipv4:127.0.0.1:50051: Failed to connect
+    re.compile(r"ipv[46]:(\[[^\]]+\]|[\d.]+):(\d+)"),
     re.compile(r"could not translate host name \"([^\"]+)\"()"),  # libpq, name lookup
     re.compile(r"endpoint URL: \"(\w+://[^\"/]+)"),  # botocore
     re.compile(

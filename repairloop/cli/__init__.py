@@ -81,9 +81,8 @@ _COMMANDS = (
 )
 for _command in _COMMANDS:
     app.command()(_command)
-app.add_typer(
-    bench_app, name="bench"
-)  # a group: `bench CASES_DIR` (its default command, run) and `bench merge`
+# a group: `bench CASES_DIR` (its default command, run) and `bench merge`
+app.add_typer(bench_app, name="bench")
 
 
 def _terminated(signum: int, frame: Any) -> None:

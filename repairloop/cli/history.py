@@ -30,8 +30,10 @@ def report(
         None, "--output", "-o", help="Write the report to this file instead of stdout."
     ),
 ) -> None:
-    """Explain a run from its journal: per iteration the failure shown, model, tokens, cost, diff,
-    tests, decision."""
+    """Explain a run from its journal, iteration by iteration.
+
+    Per iteration: the failure shown, model, tokens, cost, diff, tests, decision.
+    """
 
     def body() -> int:
         from repairloop.reports import find_run, load_run, render
@@ -69,8 +71,10 @@ def stats(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Fix rate, iterations and cost per fix, stop reasons, failure kinds; flags faults that keep
-    coming back."""
+    """Fix rate, cost per fix, stop reasons and failure kinds over the project's runs.
+
+    Also iterations per fix, and flags faults that keep coming back.
+    """
 
     def body() -> int:
         from repairloop.reports import compute_stats, load_runs, parse_since, render_stats

@@ -59,8 +59,7 @@ def hook(
         None, "--test-timeout", help="Seconds for one run of the test command."
     ),
 ) -> None:
-    """pre-commit entry point: passing tests exit 0; failing ones get a short repair and exit 1 with
-    the patch."""
+    """pre-commit entry point: exit 0 when tests pass; else a short repair, the patch, exit 1."""
     flags = {
         "test_cmd": test_cmd,
         "models": model or None,
@@ -153,8 +152,10 @@ def ci(
         help="Run on a pull-request event even when no sandbox is usable.",
     ),
 ) -> None:
-    """CI entry point: repair, then a summary, outputs, annotations, a patch file; optionally a
-    branch and a pull request."""
+    """CI entry point: repair, then a summary, annotations and a patch file; optionally a PR.
+
+    Also the job's outputs, and with --push-branch or --open-pr a branch and a pull request.
+    """
     flags = {
         "test_cmd": test_cmd,
         "models": model or None,

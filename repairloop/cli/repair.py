@@ -65,7 +65,9 @@ def run(
         None, "--test-timeout", help="Seconds for one run of the test command."
     ),
     per_test_timeout: Optional[float] = typer.Option(
-        None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."
+        None,
+        "--per-test-timeout",
+        help="Seconds for one test (pytest; default a fifteenth of --timeout, 5-60 s; 0: off).",
     ),
     final_runs: Optional[int] = typer.Option(
         None, "--final-runs", help="Full-suite runs a fix must pass (flaky check)."
@@ -87,8 +89,10 @@ def run(
         False, "--json", help="Print one JSON document on stdout; progress goes to stderr."
     ),
 ) -> None:
-    """Repair the failing tests of PATH in an isolated workspace; your files change only with
-    --apply."""
+    """Repair the failing tests of PATH in an isolated workspace.
+
+    Your files change only with --apply.
+    """
     flags = {
         "test_cmd": test_cmd,
         "junit_xml": junit_xml,
@@ -198,8 +202,10 @@ def resume(
     yes: bool = typer.Option(False, "--yes", "-y", help="With --apply: do not ask."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:
-    """Continue a killed or interrupted run from its journal, without paying again for recorded
-    answers."""
+    """Continue a killed or interrupted run from its journal.
+
+    Recorded answers are replayed, not paid for again.
+    """
 
     def body() -> int:
         from repairloop.loop.driver import resume as resume_run
@@ -262,7 +268,9 @@ def classify(
         None, "--test-timeout", help="Seconds for one run of the test command."
     ),
     per_test_timeout: Optional[float] = typer.Option(
-        None, "--per-test-timeout", help="Seconds for one test (pytest; default 60, 0: off)."
+        None,
+        "--per-test-timeout",
+        help="Seconds for one test (pytest; default a fifteenth of --timeout, 5-60 s; 0: off).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document on stdout."),
 ) -> None:

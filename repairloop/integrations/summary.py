@@ -48,9 +48,8 @@ def cell(text: object, limit: int = 160) -> str:
     flat = " ".join(str(text).split())
     flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(
-        r"([\\`*\[\]!|])", r"\\\1", flat
-    )  # code spans, emphasis, links and images, table cells
+    # code spans, emphasis, links and images, table cells
+    return re.sub(r"([\\`*\[\]!|])", r"\\\1", flat)
 
 
 def code(text: object, limit: int = 160) -> str:

@@ -224,9 +224,8 @@ def pending_intents(events: List[ReadEvent]) -> List[IntentEvent]:
     open_intents: Dict[Tuple[str, str], IntentEvent] = {}
     for event in events:
         if isinstance(event, IntentEvent):
-            open_intents.pop(
-                (event.action, event.key), None
-            )  # re-insert so order follows the latest intent
+            # re-insert so order follows the latest intent
+            open_intents.pop((event.action, event.key), None)
             open_intents[(event.action, event.key)] = event
         elif isinstance(event, DoneEvent):
             open_intents.pop((event.action, event.key), None)

@@ -120,9 +120,8 @@ def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
     for test_id in sorted(set(test_ids)):
         parts = test_id.split("::")
         function = re.sub(r"\[.*\]$", "", parts[-1]) if len(parts) > 1 else ""
-        text = read_inside(
-            root, parts[0]
-        )  # a test id is the run's word: never a link out, nor /dev/zero
+        # a test id is the run's word: never a link out, nor /dev/zero
+        text = read_inside(root, parts[0])
         try:
             tree = ast.parse(text or "")
         except (SyntaxError, ValueError):

@@ -219,9 +219,8 @@ def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, O
     if isinstance(err, BudgetExhausted):
         return ChainMove.STAY, "", f"not sent: {err.message}", Refusal(err.budget, err.message)
     if isinstance(err, UnrecoverableModelError):
-        why = (
-            f"{err.message} ({err.hint})" if err.hint else err.message
-        )  # the hint names the fix (a key, a name)
+        # the hint names the fix (a key, a name)
+        why = f"{err.message} ({err.hint})" if err.hint else err.message
         return ChainMove.DROP, why, f"{model} dropped: {why}", None
     return ChainMove.NEXT, err.message, f"{model} failed: {err.message}", None
 

@@ -94,12 +94,10 @@ class Session:
     ) -> None:
         self.settings, self.project, self.ws, self.journal = settings, project, ws, journal
         self.clock, self.started, self.run_id = clock, started, run_id
-        self.suite = runner(
-            settings, project, environ, self.seconds_left, ws.scratch
-        )  # gone after a kill too
-        self.proof_suite = (
-            self.suite
-        )  # the proof run keeps the whole per-test timeout (candidates get a short one)
+        # gone after a kill too
+        self.suite = runner(settings, project, environ, self.seconds_left, ws.scratch)
+        # the proof run keeps the whole per-test timeout (candidates get a short one)
+        self.proof_suite = self.suite
         self.state = RunState(ChainState(tuple(chain)))
         self.chain = self.state.chain
         # Which files are tests: the globs now, the files the baseline collected tests from added
@@ -156,16 +154,14 @@ class Session:
         baseline = self.suite.run(self.ws.root)
         self.journal.record(BaselineEvent(report=report_summary(baseline)))
         yield RunNote(describe_run(baseline))
-        time_gone = (
-            baseline.timed_out and self.seconds_left() <= 1.0
-        )  # the run's --timeout, not the suite's
+        # the run's --timeout, not the suite's
+        time_gone = baseline.timed_out and self.seconds_left() <= 1.0
         if time_gone or baseline.green:
             return stop.baseline_ending(
                 green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None
             )
-        failures = classify_baseline(
-            self.suite, self.ws.root, baseline
-        )  # the user's world passing them: stop
+        # the user's world passing them: stop
+        failures = classify_baseline(self.suite, self.ws.root, baseline)
         self.state.set_failures(failures)
         self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
@@ -247,7 +243,9 @@ class Session:
         if not self.settings.localise or st.localised_at == len(st.kept_changes):
             return
         yield PhaseStarted("localising the fault: the test suite with per-test line coverage")
-        st.localisation = localise_now(self.proof_suite, self.ws.root, st.failing, self.test_files)
+        # The candidates' suite: a test that hung at the baseline hangs here too, and its lines
+        # up to the short per-test limit are all the ranking needs.
+        st.localisation = localise_now(self.suite, self.ws.root, st.failing, self.test_files)
         st.localised_at = len(st.kept_changes)
         yield RunNote(suspects_note(st.localisation))
 

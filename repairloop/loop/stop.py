@@ -338,9 +338,8 @@ def _chain_exhausted(facts: Facts) -> Ending:
         and facts.chain[-1:] == ("builtin",)
         and last.reason.startswith("builtin failed: ")
     ):
-        detail = (
-            "nothing left to try: " + last.reason[len("builtin failed: ") :]
-        )  # the offline engine is done
+        # the offline engine is done
+        detail = "nothing left to try: " + last.reason[len("builtin failed: ") :]
     elif last is not None and last.decision is Decision.NO_CANDIDATE:
         detail += f"; last: {last.reason}"
     tried = [it for it in facts.history if it.decision is not Decision.NO_CANDIDATE]

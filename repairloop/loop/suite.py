@@ -165,9 +165,8 @@ class TestSuite:
     junit_xml: Optional[str]
     environ: Mapping[str, str]
     deadline: Callable[[], float]  # seconds left in the run
-    sandbox: Optional[Sandbox] = field(
-        default=None
-    )  # None: unconfined (library use without settings)
+    # None: unconfined (library use without settings)
+    sandbox: Optional[Sandbox] = field(default=None)
     # The modules the user's environment imports from the user's tree (an editable install),
     # sent to the copy under test instead; nothing else is made importable.
     imports: ImportRedirect = field(default_factory=ImportRedirect)

@@ -108,9 +108,8 @@ def _changed_region(
     )  # changed old lines, 1-based; last < first: an insertion
     if first > last and len(old) == len(new):
         return None
-    low, high = (
-        (first, last) if last >= first else (first - 1, first)
-    )  # an insertion touches both neighbours
+    # an insertion touches both neighbours
+    low, high = (first, last) if last >= first else (first - 1, first)
     touched = [
         node for node in old_tree.body if _first_line(node) <= high and _last_line(node) >= low
     ]

@@ -181,9 +181,8 @@ def _number_or_text(part: str) -> Union[int, float, str]:
 
 
 def _parse(root: Path, path: str) -> Optional[ast.Module]:
-    text = read_inside(
-        root, path
-    )  # a test id is the run's word: never a link out of the tree, nor a device
+    # a test id is the run's word: never a link out of the tree, nor a device
+    text = read_inside(root, path)
     try:
         return ast.parse(text) if text is not None else None
     except (SyntaxError, ValueError):

@@ -139,9 +139,8 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
     from rich.text import Text
 
     result = report.result
-    totals = (
-        result.totals
-    )  # the run's own figures (a journal's last line may come later: an --apply)
+    # the run's own figures (a journal's last line may come later: an --apply)
+    totals = result.totals
     cost = totals["cost_usd"]
     # Guard warnings (test edits allowed, suspected overfitting) come right under the outcome.
     warnings = [n for n in result.notes if n.startswith("WARNING")]

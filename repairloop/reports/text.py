@@ -68,9 +68,8 @@ def cost_line(it: Iteration) -> str:
 def totals_line(report: RunReport) -> str:
     t = report.totals
     run = "?" if t["seconds"]["total"] is None else f"{t['seconds']['total']:.1f}"
-    engines = any(
-        i.engine == "builtin" for i in report.result.iterations
-    )  # the offline engine's time is its own
+    # the offline engine's time is its own
+    engines = any(i.engine == "builtin" for i in report.result.iterations)
     engine = f", engine {t['seconds'].get('engine') or 0.0:.1f}" if engines else ""
     return (
         f"{t['iterations']} iterations, {t['model_calls']} model calls, {t['prompt_tokens']:,} "

@@ -162,9 +162,8 @@ def run_tests(
     """
     root = _checked_root(root, command)
     junit_path = _junit_file(root, junit_xml)
-    remove_bytecode(
-        root
-    )  # a .pyc an earlier run's code left in the tree never runs instead of its source
+    # a .pyc an earlier run's code left in the tree never runs instead of its source
+    remove_bytecode(root)
     with _Scratch(bool(coverage_source), scratch_dir) as scratch:
         extra = pytest_arguments(scratch.results) + tuple(test_ids)
         final = with_arguments(command, extra) if is_pytest_command(command) else command

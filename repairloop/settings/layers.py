@@ -200,9 +200,8 @@ def read_env_layer(environ: Mapping[str, str]) -> Dict[str, Any]:
         if raw is None:
             continue
         annotation = str(Settings.model_fields[name].annotation)
-        listed = annotation.startswith(
-            ("typing.List", "List", "list")
-        )  # not a Dict of lists (model_prices)
+        # not a Dict of lists (model_prices)
+        listed = annotation.startswith(("typing.List", "List", "list"))
         value = [p.strip() for p in raw.split(",") if p.strip()] if listed else raw
         # One variable at a time, so an error names the variable to fix.
         values.update(_check({name: value}, f"the environment variable {ENV_PREFIX}{name.upper()}"))

@@ -302,9 +302,8 @@ class TestFiles:
             if "::" not in result.test_id:
                 continue
             path = project_relative(result.test_id.split("::", 1)[0])
-            named = (
-                path.endswith(".py") or result.doctest == "text"
-            )  # not a JUnit class name (pkg.mod.Test)
+            # not a JUnit class name (pkg.mod.Test)
+            named = path.endswith(".py") or result.doctest == "text"
             if named and not path.startswith(("/", "../")) and path != "..":
                 kinds.setdefault(path, set()).add(result.doctest or "test")
         modules = {f for f, k in kinds.items() if k == {"module"} and f.endswith(".py")}

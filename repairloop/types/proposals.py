@@ -171,9 +171,8 @@ class Proposal:
     model: str
     usage: Usage = field(default_factory=Usage)
     prompt: Tuple[Dict[str, str], ...] = ()
-    notes: Dict[str, Any] = field(
-        default_factory=dict
-    )  # for the journal only; the loop reads the fields below
+    # for the journal only; the loop reads the fields below
+    notes: Dict[str, Any] = field(default_factory=dict)
     # The proposer ran the whole suite with this candidate in its own sandboxed copy and it passed
     # there (the offline engine's answers): the loop skips its quick run of the failing tests alone,
     # which could only repeat that, and judges the candidate by its own fresh full run as always.

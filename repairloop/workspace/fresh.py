@@ -23,9 +23,8 @@ def start_copy(ws: Workspace) -> Iterator[Path]:
 
     Raises WorkspaceError (from git) when the start-state commit cannot be read.
     """
-    tmp = Path(
-        tempfile.mkdtemp(prefix="repairloop-proof-", dir=ws.scratch)
-    )  # registered: see open_workspace
+    # registered: see open_workspace
+    tmp = Path(tempfile.mkdtemp(prefix="repairloop-proof-", dir=ws.scratch))
     try:
         yield ws.export_start(tmp / "tree")
     finally:

@@ -161,9 +161,8 @@ class Workspace:
                 blob.write_bytes(text.encode("utf-8"))
                 sha = self._git(self.top, "hash-object", "-w", "--no-filters", str(blob))
                 staged = self._git(self.top, "ls-files", "-s", "--", path, index=index)
-                mode = (
-                    staged.split(" ", 1)[0] if staged else "100644"
-                )  # an executable stays executable
+                # an executable stays executable
+                mode = staged.split(" ", 1)[0] if staged else "100644"
                 self._git(
                     self.top,
                     "update-index",

@@ -112,9 +112,8 @@ def figure_startup(repeat: int = 5) -> Figure:
     fig.rows.append(["command", "runs", "median s", "min s"])
     medians: Dict[str, float] = {}
     for name, args in rows:
-        times = _time(
-            args, repeat if "litellm" not in name else 1
-        )  # seconds each: one is enough to compare
+        # seconds each: one is enough to compare
+        times = _time(args, repeat if "litellm" not in name else 1)
         medians[name] = median(times)
         fig.rows.append([name, str(len(times)), f"{median(times):.3f}", f"{min(times):.3f}"])
     helped = medians["`repairloop --help`"]

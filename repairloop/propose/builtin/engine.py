@@ -356,9 +356,8 @@ class BuiltinProposer:
             "the bug may need more than one or two small edits; try a model (--model) or a "
             "larger --timeout"
         )
-        usage = Usage(
-            0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0
-        )  # engine time, found or not
+        # engine time, found or not
+        usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)
         tried = self._search.tried if self._search is not None else 0
         return EngineExhausted(
             message,
