@@ -678,10 +678,11 @@ def test_sampled_candidates_get_the_same_verdict_warm_and_fresh(tmp_path: Path) 
     agreed, warm_runs = 0, 0
     with WarmProcess(root, PYTEST, env=dict(os.environ)) as warm:
         assert warm.ready()
+        # 5 s per run: a candidate that loops forever costs it twice; a sound one takes under 1 s
         for description, text in sample_candidates(source, "searching.py", 6):
             (root / "searching.py").write_text(text)
-            report: Optional[TestReport] = warm.run(ids, ["searching.py"], 10)
-            fresh = run_tests(root, PYTEST, test_ids=ids, timeout=10)
+            report: Optional[TestReport] = warm.run(ids, ["searching.py"], 5)
+            fresh = run_tests(root, PYTEST, test_ids=ids, timeout=5)
             if report is not None:
                 warm_runs += 1
                 assert (outcomes(report), report.timed_out) == (outcomes(fresh), fresh.timed_out), (
