@@ -16,7 +16,7 @@ from typing import List, Sequence, Set, Tuple
 from repairloop.context.source import MODULE_WINDOW, WINDOW, Files, Piece
 from repairloop.types import CodeSlice, Localisation, SuspectFunction
 
-MAX_SUSPECTS = 8  # functions shown at most (the token budget may drop the farthest)
+MAX_SUSPECTS = 16  # functions shown at most (the token budget may drop the farthest)
 # Longer functions are shown as LONG_FUNCTION lines around their most suspicious line, from the
 # def line when that line is within reach. 120 lines is about 1,500 tokens, a quarter of the
 # default context_tokens; the budget's trims may still shrink it (build_context, step 4).
