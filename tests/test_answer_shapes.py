@@ -277,6 +277,44 @@ def test_a_class_with_all_its_members_replaces_the_class(box: Path) -> None:
     assert "    unit = 1\n" in new and "return self.w * self.h" in new
 
 
+FILTERS = """class Base:
+    pass
+
+
+class Python(Base):
+    def render(self, s):
+        return repr(s)
+
+
+class Php(Base):
+    prefix = "$"
+
+    def render(self, s):
+        return s
+"""
+
+
+@pytest.mark.parametrize(
+    "header, method_of",
+    [("class Python:", "Python"), ("class Php(Base):", "Php"), ("class Php:", "Php")],
+)
+def test_a_class_wrapping_only_its_methods_keeps_its_bases_and_class_code(
+    tmp_path: Path, header: str, method_of: str
+) -> None:
+    """A model writes ``class Name:`` (its bases left out) around the one method it changes; the
+    class has only that method, yet the answer is that method, not the class: the base class and
+    ``prefix = "$"`` stay (a real answer dropped both and broke every other method)."""
+    (tmp_path / "filters.py").write_text(FILTERS)
+    shown = [CodeSlice("filters.py", 1, 14, "<module>", FILTERS)]
+    answer = f"```python\n{header}\n    def render(self, s):\n        return s.upper()\n```"
+    new = apply_answer(answer, tmp_path, shown=shown).changes[0].new_text or ""
+    expected = {
+        "Python": FILTERS.replace("return repr(s)", "return s.upper()"),
+        "Php": FILTERS.replace("        return s\n", "        return s.upper()\n"),
+    }[method_of]
+    assert new == expected
+
+
 def test_a_partial_class_with_class_code_it_lacks_is_refused(box: Path) -> None:
     answer = (
         "```python\nclass Box:\n    unit = 1\n\n    def scale(self, k):\n        return "
@@ -401,3 +439,34 @@ def test_under_its_file_s_path_a_function_not_shown_may_be_replaced(box: Path) -
     assert located.changes == applied.changes and located.located == (
         "box.py::Box.area (not in the prompt)",
     )
+
+
+PARSER = """class Parser:
+    def findall(self, text):
+        return []
+
+
+def findall(pattern, text):
+    return Parser().findall(text)
+"""
+
+
+@pytest.mark.parametrize(
+    "signature, changed",
+    [
+        ("def findall(pattern, text):", "    return Parser().findall(text.lower())"),
+        ("def findall(self, text):", "        return [text]"),
+    ],
+)
+def test_a_bare_function_named_like_a_method_is_told_apart_by_self(
+    tmp_path: Path, signature: str, changed: str
+) -> None:
+    """``findall`` is both a method and a module-level function: an answer's bare ``def`` with
+    ``self`` first is the method, any other the function (a real answer was refused as
+    ambiguous)."""
+    (tmp_path / "parse.py").write_text(PARSER)
+    shown = [CodeSlice("parse.py", 1, 7, "<module>", PARSER)]
+    body = changed.strip()
+    answer = f"parse.py\n```python\n{signature}\n    {body}\n```"
+    new = apply_answer(answer, tmp_path, shown=shown).changes[0].new_text or ""
+    assert changed + "\n" in new and new.count("def findall") == 2

@@ -6,8 +6,9 @@ keeps a "whole" edit format for them). Rules, strict by design:
 - a fenced Python block whose definitions all exist in the code the prompt
   showed (or, under a file's path, in that file) replaces each of them (a
   method given bare or inside its class; a class given with all its members
-  replaces the class, with some of them just those); definitions equal to the
-  current ones change nothing;
+  replaces the class, with some of them just those, and so does a class that
+  gives only methods under a bare ``class Name:`` or without the class code
+  the file's class has); definitions equal to the current ones change nothing;
 - a definition of a block under no path that the code shown does not have is
   looked up in the whole project (``lookup.py``): the one definition of that
   name outside the test files is replaced, and the edit names it
@@ -278,6 +279,8 @@ def _find(
             "a new name makes the answer ambiguous",
             hint=HINT,
         )
+    if len(hits) > 1 and not container:
+        hits = _by_first_parameter(node, hits)
     if len(hits) > 1:
         places = ", ".join(f"{t.path}: {d.qualname}" for t, d in hits[:4])
         raise PatchError(
@@ -286,6 +289,20 @@ def _find(
             hint="give a method inside its class (`class Name:` then the method)",
         )
     return hits[0]
+
+
+def _by_first_parameter(
+    node: DefNode, hits: List[Tuple[Target, Definition]]
+) -> List[Tuple[Target, Definition]]:
+    """A bare function that several shown definitions are named like: one whose first parameter is
+    ``self`` or ``cls`` is a method, any other the module-level function; the hits of that kind
+    when exactly one is, else all of them (the answer stays ambiguous)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return hits
+    params = node.args.posonlyargs + node.args.args
+    method = bool(params) and params[0].arg in ("self", "cls")
+    kind = [(t, d) for t, d in hits if ("." in d.qualname) == method]
+    return kind if len(kind) == 1 else hits
 
 
 def _shown(target: Target, qualname: str, node: DefNode) -> bool:
@@ -307,8 +324,7 @@ def _plan_def(
     target, old = _find(node, container, candidates, block, answer, label)
     _check_stubs(node, old.qualname, target, block)
     if isinstance(node, ast.ClassDef) and isinstance(old.node, ast.ClassDef):
-        given = {n.name for n in node.body if isinstance(n, DEF_TYPES)}
-        if not set(members(old)) <= given:  # some members only: each replaces its own
+        if _members_only(node, old):  # each method replaces its own
             _check_class_statements(node, old, block)
             touched = {target.path}
             for member in node.body:
@@ -320,6 +336,31 @@ def _plan_def(
     body = reindent(lines[new.start - 1 : new.end], new.indent, old.indent)
     answer.plan.defs.setdefault((target.path, old.qualname), []).append((tuple(body), block.line))
     return {target.path}
+
+
+def _members_only(node: ast.ClassDef, old: Definition) -> bool:
+    """Whether the answer's class only carries methods to replace, rather than being the class.
+
+    It carries methods when it lacks some of the class's members, or when it gives no class code
+    (attributes, assignments) while the class has some, or when its header is a bare
+    ``class Name:`` for a class with bases, keywords or decorators: replacing the class then
+    would drop what the answer only left out (a base class, ``varname_prefix = '$'``).
+    """
+    assert isinstance(old.node, ast.ClassDef)
+    given = {n.name for n in node.body if isinstance(n, DEF_TYPES)}
+    if not set(members(old)) <= given:
+        return True
+    if _class_code(node):
+        return False  # it writes class code: it is the whole class
+    bare = not (node.bases or node.keywords or node.decorator_list)
+    dressed = bool(old.node.bases or old.node.keywords or old.node.decorator_list)
+    return bool(_class_code(old.node)) or (bare and dressed)
+
+
+def _class_code(node: ast.ClassDef) -> List[ast.stmt]:
+    """The statements of a class's body that are neither definitions nor its docstring."""
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return [stmt for stmt in body if not isinstance(stmt, DEF_TYPES)]
 
 
 def _check_stubs(node: DefNode, qualname: str, target: Target, block: CodeBlock) -> None:
