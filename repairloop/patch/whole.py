@@ -296,13 +296,13 @@ def _by_first_parameter(
 ) -> List[Tuple[Target, Definition]]:
     """A bare function that several shown definitions are named like: one whose first parameter is
     ``self`` or ``cls`` is a method, any other the module-level function; the hits of that kind
-    when exactly one is, else all of them (the answer stays ambiguous)."""
+    (more than one: still ambiguous, among those), or all of them when none is of that kind."""
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return hits
     params = node.args.posonlyargs + node.args.args
     method = bool(params) and params[0].arg in ("self", "cls")
     kind = [(t, d) for t, d in hits if ("." in d.qualname) == method]
-    return kind if len(kind) == 1 else hits
+    return kind or hits
 
 
 def _shown(target: Target, qualname: str, node: DefNode) -> bool:
