@@ -173,8 +173,7 @@ def encodings(value: str) -> List[str]:
     """The forms of a secret value that text may carry: itself, escaped (``repr``, JSON,
     ``unicode_escape``), percent-encoded, hex (both cases), and base64 (standard and URL-safe, at
     each of the three byte offsets it can have inside a longer encoded text). Forms shorter than
-    MIN_SECRET_CHARS are left
-    out."""
+    MIN_SECRET_CHARS are left out."""
     raw = value.encode("utf-8")
     forms = {
         value,

@@ -332,8 +332,7 @@ def test_every_frame_of_a_failure_shown_has_its_code(tmp_path: Path) -> None:
     """Seen on a real project: a prompt showed a traceback but no code. A doctest's failure points
     at its example (the plugin's frame) and at the definition whose docstring holds it; an assertion
     helper in the test suite is shown read-only; the message is the example, what it expected and
-    what it
-    got."""
+    what it got."""
     project = write(tmp_path / "p", DOCTESTED)
     report, failures = run_and_classify(project)
     by_id = {f.test_id: f for f in failures}

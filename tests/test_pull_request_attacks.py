@@ -329,8 +329,7 @@ def test_a_users_bwrap_that_does_not_confine_is_caught_by_the_probe(
 ) -> None:
     """Set by the user, the same fake runs (the user chose it), but the probe sees from inside that
     it did not confine anything: on a pull-request event the job refuses (exit 2) instead of
-    claiming a
-    sandbox."""
+    claiming a sandbox."""
     fake = tmp_path / "bin" / "bwrap"
     fake.parent.mkdir()
     fake.write_text(FAKE_BWRAP.format(leak=tmp_path / "fake-ran"))

@@ -324,8 +324,7 @@ def test_the_offline_engines_scratch_copies_run_in_the_sandbox(
 ) -> None:
     """Every test session (the baseline, the engine's coverage run and its parallel candidates)
     tries to write outside its copy and to reach a listener; none gets out, and the engine still
-    finds the
-    fix."""
+    finds the fix."""
     project = make_project("off_by_one")
     listener = Listener()
     mark = Path("/var/tmp") / f"rl-engine-{uuid.uuid4().hex}"

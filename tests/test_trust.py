@@ -207,8 +207,7 @@ def test_a_journal_planted_in_the_project_never_chooses_a_resumed_runs_confineme
 ) -> None:
     """A run directory committed to a repository (or left in a tarball) is the project's data:
     resume takes the keys a project may not set from the user's layers now, and says which recorded
-    values it
-    drops."""
+    values it drops."""
     from repairloop.journal import Journal, StartEvent
     from repairloop.loop.resume import load_recorded
 

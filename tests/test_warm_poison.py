@@ -48,8 +48,7 @@ TOUCH_THE_SERVER = """import ctypes, os
 def test_a_child_can_neither_ptrace_the_server_nor_open_its_memory(tmp_path: Path) -> None:
     """In the sandbox (no capabilities, even as root): the server is not dumpable, so a child of the
     same user may not attach to it nor open its memory. (Unconfined as root, CAP_SYS_PTRACE would
-    allow
-    both.)"""
+    allow both.)"""
     root = write_project(tmp_path / "calc", CALC)
     suite = TestSuite.for_project(Settings(sandbox="bwrap"), root, dict(os.environ), lambda: 120.0)
     with suite.warm(root) as warm:
@@ -129,8 +128,7 @@ def test_bytecode_left_in_the_tree_never_runs_instead_of_the_source(tmp_path: Pa
 def test_a_run_that_writes_bytecode_into_the_tree_changes_its_fingerprint(tmp_path: Path) -> None:
     """Within one run, a .pyc the candidate's code writes (for a test module collected after it,
     say) could run in place of that test: no test run writes bytecode, so any that appears makes the
-    run not
-    count."""
+    run not count."""
     from repairloop.workspace.fingerprint import changed_files, fingerprint
 
     root = write_project(tmp_path / "calc", CALC)

@@ -608,8 +608,7 @@ PEOPLE = (
 def test_a_patch_names_the_method_it_changes_not_its_class(tmp_path: Path) -> None:
     """Seen on a real project: `stats` grouped every repair inside a class under `class X:`, git's
     default hunk heading (the last unindented line). The workspace gives Python files git's python
-    diff
-    driver."""
+    diff driver."""
     from repairloop.reports.stats import repaired_code
 
     repo = tmp_path / "proj"

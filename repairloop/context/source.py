@@ -187,8 +187,7 @@ def _split_test_id(test_id: str) -> Tuple[str, List[str]]:
 def _test_piece(files: Files, test_id: str, test_files: TestFiles) -> Optional[Tuple[Piece, _Def]]:
     """The failing test's own definition (read-only), or for a doctest of a module the definition
     whose docstring holds it (``pkg/m.py::pkg.m.Class.method``: read-only only when that module is a
-    test
-    file)."""
+    test file)."""
     path, names = _split_test_id(test_id)
     if not names or not (files.root / path).is_file():
         return None

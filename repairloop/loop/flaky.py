@@ -214,8 +214,7 @@ def _find_polluter(
 def classify_baseline(suite: TestRunner, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
     """The baseline's failures, classified (``classify.classify_report``), and one ``environment``
     failure when the user's world passes what the copy fails (``fidelity_failures``): the step
-    ``run`` and
-    ``classify`` share."""
+    ``run`` and ``classify`` share."""
     if baseline.green:
         return ()
     return classify_report(baseline, root, interpreter=suite.interpreter) + fidelity_failures(

@@ -204,8 +204,7 @@ def baseline_ending(
 ) -> Optional[Ending]:
     """The endings before the first iteration: the time budget gone during the baseline, nothing to
     fix, a blocking failure kind (``blocking`` is its sentence), only flaky failures (``all_flaky``
-    names
-    them)."""
+    names them)."""
     if time_gone:
         return Ending(
             StopReason.BUDGET_TIME,
@@ -312,8 +311,7 @@ def no_progress(
 ) -> bool:
     """True when the last ``patience`` iterations made at or after index ``since`` (the current
     link's first: each link has its own patience) did not lower the failing count below the whole
-    history's
-    best."""
+    history's best."""
     best = baseline_failing
     streak = 0
     for index, it in enumerate(history):

@@ -292,8 +292,7 @@ class TestSuite:
         """One run of the test command in ``root``, bounded by ``timeout`` (default: the suite's)
         and by the seconds left in the run, unless ``past_deadline`` (the proof run of a found fix
         is never cut short). ``protect`` are project-relative files the run may not change
-        (read-only in the
-        sandbox)."""
+        (read-only in the sandbox)."""
         limit = self.time_limit(timeout, past_deadline)
         env = self.run_environment()
         return run_tests(

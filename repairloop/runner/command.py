@@ -129,8 +129,7 @@ def _imports_pytest(python: str) -> bool:
     """Whether the user's ``python`` (from PATH, outside the project) has pytest. It runs on the
     host, so nothing of the current directory (the project's checkout) may reach it: an empty
     working directory, ``-E``, pytest found rather than imported, and no environment but PATH and
-    HOME (no
-    secret)."""
+    HOME (no secret)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL")}
     with tempfile.TemporaryDirectory(prefix="repairloop-find-pytest-") as empty:
         try:

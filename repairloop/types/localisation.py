@@ -49,8 +49,7 @@ class SuspectFunction:
     class for a line of its body; ``<module>`` for module-level code), its lines ``start``..``end``
     (1-based, decorators included), ``score`` (its most suspicious line's, 0..1), those suspicious
     ``lines`` (most suspicious first) and the failing ``tests`` that ran them (empty when localised
-    from the
-    traceback)."""
+    from the traceback)."""
 
     path: str
     name: str

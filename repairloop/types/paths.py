@@ -112,8 +112,7 @@ def _open_inside(root: Path, rel: str, flags: int, mode: int = 0o644) -> int:
     """A file descriptor of ``root/rel`` opened without following a symbolic link at any step: the
     copies and the workspace are trees the project's tests can write, and a link there may lead
     anywhere on the host. Raises OSError (ELOOP, ENOTDIR) for a link, and ValueError for a path that
-    leaves
-    ``root``."""
+    leaves ``root``."""
     parts = PurePosixPath(rel).parts
     if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
         raise ValueError(f"{rel!r} is not a path inside the project")
@@ -195,8 +194,7 @@ def relative_to(path: str, roots: Sequence[str]) -> Optional[str]:
     """``path`` relative (POSIX) to the first of ``roots`` that holds it; a relative path as it is
     (POSIX); None for an absolute path outside every root. The one rule for making paths
     project-relative: give the root as given and resolved (``root_forms``), as pytest and the
-    tracers may report
-    either."""
+    tracers may report either."""
     if not os.path.isabs(path):
         return path.replace(os.sep, "/")
     for root in roots:

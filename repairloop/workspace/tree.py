@@ -146,8 +146,7 @@ class Workspace:
     def diff_of(self, texts: Mapping[str, Optional[str]]) -> str:
         """The unified diff (as ``diff`` gives it) from the start state to it with only ``texts``
         changed: project-relative path -> new text, None for deleted. The work tree and index stay
-        as they
-        are."""
+        as they are."""
         with tempfile.TemporaryDirectory(prefix="repairloop-index-") as tmp:
             index = Path(tmp) / "index"
             self._git(self.root, "read-tree", self._baseline, index=index)

@@ -158,8 +158,7 @@ def engine_figure(
 ) -> Figure:
     """Figure 6 from ``bench --json`` rows per way (``fresh``, ``warm``; each row with the ``limit``
     it ran with and the case's ``own_limit``); ``half`` is each way's share in seconds (None: every
-    case
-    ran)."""
+    case ran)."""
     share = f"{half:.0f} s each" if half is not None else "every case, its own limit"
     fig = Figure(
         6,

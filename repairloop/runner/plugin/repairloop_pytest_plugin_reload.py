@@ -122,8 +122,7 @@ class Snapshot:
     def foreign_changes(self, changed: FrozenSet[str]) -> List[str]:
         """``.py`` files under the tree whose content differs from the server's start, besides
         ``changed`` (real paths). A file rewritten with its old content counts as unchanged (and is
-        not read
-        again)."""
+        not read again)."""
         now = self.scan()
         differ = sorted(
             p
