@@ -315,3 +315,47 @@ def test_action_profiles_both_and_leaves_an_unrestricted_machine_alone(tmp_path:
     other = tmp_path / "unrestricted"
     other.mkdir()
     assert run_setup_step(other, wheel=True, system=True, restricted="0") == []
+
+
+def test_a_project_deep_in_a_hidden_repository_still_runs_its_tests_with_the_plugin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The project is a subdirectory of a repository (hidden whole in the sandbox) that also holds
+    the interpreter's virtualenv at its top and repairloop itself (an editable install, as `make
+    demo` runs fixtures/demo in a clone outside /tmp): the tests still run, with the plugin, and
+    the rest of the repository stays hidden."""
+    import shutil
+    import uuid
+
+    from repairloop import runner
+
+    base = Path("/var/tmp") / f"rl-mono-{uuid.uuid4().hex[:8]}"  # the sandbox's /tmp is private
+    try:
+        repo, project = base / "mono", base / "mono" / "packages" / "calc"
+        (project / "tests").mkdir(parents=True)
+        (project / "tests" / "test_calc.py").write_text(
+            "import os\n\n\ndef test_hidden():\n"
+            "    assert not os.path.exists(os.environ['NOTES'])\n"
+        )
+        (repo / "NOTES.md").write_text("the rest of the repository\n")
+        plugin = shutil.copytree(runner.PLUGIN_DIR, repo / "tools" / "plugin")
+        monkeypatch.setattr(runner, "PLUGIN_DIR", plugin)
+        monkeypatch.setattr(suites, "PLUGIN_DIR", plugin, raising=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "venv",
+                "--without-pip",
+                "--system-site-packages",
+                repo / ".venv",
+            ],
+            check=True,
+        )
+        init_repo(repo)
+        environ = dict(os.environ, NOTES=str(repo / "NOTES.md"))
+        python = repo / ".venv" / "bin" / "python"
+        outcomes = run_suite(project, environ, test_cmd=f"{python} -m pytest -q", sandbox="bwrap")
+        assert outcomes == {"test_hidden": "passed None "}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

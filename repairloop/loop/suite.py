@@ -14,6 +14,7 @@ from repairloop.errors import ConfigError
 from repairloop.redact import Redactor, is_secret_name
 from repairloop.runner import (
     PER_TEST_TIMEOUT_ENV,
+    PLUGIN_DIR,
     ImportRedirect,
     ProjectInterpreter,
     default_test_command,
@@ -92,21 +93,27 @@ def per_test_seconds(settings: Settings) -> Tuple[Optional[float], str]:
 def sandbox_for(settings: Settings, project: Path) -> Sandbox:
     """The sandbox the settings ask for, probed here. The user's repository is hidden in it (the
     whole work tree when the project is a part of one, so its ``.git`` too), and so is GitLab's
-    ``<top>.tmp`` beside it (the runner's file-type CI variables).
+    ``<top>.tmp`` beside it (the runner's file-type CI variables); the virtualenvs of the project
+    and of the repository's top, and repairloop's pytest plugin, stay readable.
 
     Raises ConfigError when ``sandbox = "bwrap"`` and bubblewrap cannot run.
     """
     project = Path(project).absolute()
     found = locate(project)
     top = found[0] if found is not None else project
-    venvs = tuple(d for d in (project / ".venv", project / "venv") if (d / "pyvenv.cfg").is_file())
+    places = dict.fromkeys([project, top])  # a monorepo's virtualenv is often at its top
+    venvs = tuple(
+        d for p in places for d in (p / ".venv", p / "venv") if (d / "pyvenv.cfg").is_file()
+    )
     policy = SandboxPolicy(
         mode=settings.sandbox,
         network=settings.sandbox_network,
         memory_mb=settings.sandbox_memory_mb,
         disk_mb=settings.sandbox_disk_mb,
         hidden=tuple(dict.fromkeys([top, project, top.parent / f"{top.name}.tmp"])),
-        readable=venvs,
+        # repairloop's own plugin stays readable when it lies in the hidden repository (an
+        # editable install in the checkout, as `make demo` runs repairloop on fixtures/demo)
+        readable=(*venvs, PLUGIN_DIR),
         project=project,
     )
     chosen = settings.sandbox_bwrap
