@@ -24,6 +24,7 @@ from repairloop.context.source import (
 )
 from repairloop.context.suspects import relevant, suspect_pieces
 from repairloop.types import (
+    CodeSlice,
     Failure,
     LastAttempt,
     Localisation,
@@ -194,33 +195,8 @@ def _trim(
         trimmed.append(f"message: {len(ctx.message)} -> {MAX_MESSAGE_CHARS} characters")
         half = MAX_MESSAGE_CHARS // 2
         ctx = replace(ctx, message=ctx.message[:half] + "\n[...]\n" + ctx.message[-half:])
-    order = [id(p) for p in pieces]  # the slices' order in the prompt, kept when one comes back
-    dropped: List[Piece] = []
-    for piece in sorted((p for p in pieces if not p.protected), key=lambda p: -p.distance):
-        if measure(ctx) <= budget:
-            break
-        pieces = [p for p in pieces if p is not piece]
-        dropped.append(piece)
-        ctx = replace(ctx, slices=tuple(p.code for p in pieces))
-    shrunk: List[str] = []
-    for index, piece in enumerate(pieces):
-        if measure(ctx) <= budget:
-            break
-        if piece.code.end_line - piece.code.start_line + 1 > 2 * WINDOW + 1:
-            pieces[index] = _window(piece)
-            order[order.index(id(piece))] = id(pieces[index])
-            shrunk.append(
-                f"slice shrunk: {piece.code.path} {piece.code.name} to lines "
-                f"{pieces[index].code.start_line}-{pieces[index].code.end_line}"
-            )
-            ctx = replace(ctx, slices=tuple(p.code for p in pieces))
-    ctx, pieces = _refill(ctx, (pieces, dropped, order), budget, measure)
-    trimmed += [
-        f"slice dropped: {p.code.path}:{p.code.start_line}-{p.code.end_line} {p.code.name}"
-        for p in dropped
-        if p not in pieces
-    ]
-    trimmed += shrunk
+    ctx, pieces, notes = _trim_slices(ctx, pieces, budget, measure)
+    trimmed += notes
     attempt = ctx.last_attempt
     if (
         measure(ctx) > budget
@@ -235,22 +211,49 @@ def _trim(
     return replace(ctx, trimmed=tuple(trimmed)), pieces
 
 
-def _refill(
-    ctx: RepairContext,
-    state: Tuple[List[Piece], List[Piece], List[int]],
-    budget: int,
-    measure: Callable[[RepairContext], int],
-) -> Tuple[RepairContext, List[Piece]]:
-    """Dropped slices taken back, nearest first, where they fit now: a slice shrunk after they were
-    dropped (step 4) may have freed the room. ``state`` is (the pieces kept, the pieces dropped,
-    the ``id`` of every piece in prompt order)."""
-    pieces, dropped, order = state
-    for piece in sorted(dropped, key=lambda p: p.distance):
-        kept = sorted([*pieces, piece], key=lambda p: order.index(id(p)))
-        candidate = replace(ctx, slices=tuple(p.code for p in kept))
-        if measure(candidate) <= budget:
-            ctx, pieces = candidate, kept
-    return ctx, pieces
+def _trim_slices(
+    ctx: RepairContext, pieces: List[Piece], budget: int, measure: Callable[[RepairContext], int]
+) -> Tuple[RepairContext, List[Piece], List[str]]:
+    """Trim steps 3 and 4 (``build_context``): the farthest unprotected slices dropped, then long
+    slices shrunk, then the dropped ones taken back, nearest first, where they fit again. Returns
+    the context, the pieces kept and what was trimmed."""
+    # Pieces keep their places (the prompt's order); a dropped one is only marked, so that it can
+    # come back once a shrink below has freed room.
+    pieces, dropped = list(pieces), []
+
+    def kept(without: Sequence[int]) -> Tuple[CodeSlice, ...]:
+        return tuple(p.code for i, p in enumerate(pieces) if i not in without)
+
+    for index in sorted(
+        (i for i, p in enumerate(pieces) if not p.protected), key=lambda i: -pieces[i].distance
+    ):
+        if measure(ctx) <= budget:
+            break
+        dropped.append(index)
+        ctx = replace(ctx, slices=kept(dropped))
+    shrunk: List[str] = []
+    for index, piece in enumerate(pieces):
+        if measure(ctx) <= budget:
+            break
+        if (
+            index not in dropped
+            and piece.code.end_line - piece.code.start_line + 1 > 2 * WINDOW + 1
+        ):
+            pieces[index] = _window(piece)
+            shrunk.append(
+                f"slice shrunk: {piece.code.path} {piece.code.name} to lines "
+                f"{pieces[index].code.start_line}-{pieces[index].code.end_line}"
+            )
+            ctx = replace(ctx, slices=kept(dropped))
+    for index in sorted(dropped, key=lambda i: pieces[i].distance):  # nearest first
+        fewer = [i for i in dropped if i != index]
+        if measure(replace(ctx, slices=kept(fewer))) <= budget:
+            dropped, ctx = fewer, replace(ctx, slices=kept(fewer))
+    notes = [
+        f"slice dropped: {p.code.path}:{p.code.start_line}-{p.code.end_line} {p.code.name}"
+        for p in sorted((pieces[i] for i in dropped), key=lambda p: -p.distance)
+    ]
+    return ctx, [p for i, p in enumerate(pieces) if i not in dropped], notes + shrunk
 
 
 def _window(piece: Piece) -> Piece:
