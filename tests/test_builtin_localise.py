@@ -213,3 +213,81 @@ def test_traceback_text_frames_are_used_when_results_carry_none(tmp_path: Path) 
         {"pkg/mod.py": "a = 1\n"},
     )
     assert (loc.suspects[0].path, loc.suspects[0].line) == ("pkg/mod.py", 3)
+
+
+NESTED = """\
+def widest(rows):
+    def width(cell):
+        return len(str(cell)) - 1
+
+    return max(width(cell) for row in rows for cell in row)
+
+
+class Table:
+    def render(self):
+        def line(cells):
+            return " | ".join(cells)
+
+        return line(["a"])
+"""
+
+
+def test_a_nested_function_is_ranked_as_the_function_that_defines_it() -> None:
+    """A closure's line is suspected in its outermost function (the unit a whole-function answer
+    replaces); a method keeps its own name, with its nested helper inside it."""
+    from repairloop.localise import rank_functions
+    from repairloop.types import Suspect
+
+    suspects = [Suspect("t.py", 3, 1.0), Suspect("t.py", 11, 0.9), Suspect("t.py", 5, 0.5)]
+    ranked = rank_functions(suspects, {"t.py": NESTED}, {})
+    assert [(f.name, f.start, f.end, f.lines) for f in ranked] == [
+        ("widest", 1, 5, (3, 5)),
+        ("Table.render", 9, 13, (11,)),
+    ]
+    assert [f.top_lines for f in ranked] == [1, 1]
+
+
+TWINS = """\
+def clip_text(values, limit=None):
+    if limit is not None and limit < 0:
+        raise ValueError("limit must not be negative")
+    end = len(values) if limit is None else limit
+    kept = []
+    for position in range(end):
+        kept.append(values[position])
+    return "".join(kept)
+
+
+def clip_items(values, limit=None):
+    if limit is not None and limit < 0:
+        raise ValueError("limit must not be negative")
+    end = len(values) if limit is None else limit
+    kept = []
+    for position in range(end):
+        kept.append(values[position])
+    return list(kept)
+
+
+def first(values):
+    end = len(values) if limit is None else limit
+    return values[0]
+"""
+
+
+def test_a_function_repeating_the_suspects_lines_is_its_copy() -> None:
+    """A function no failing test ran that shares at least MIN_SHARED_LINES distinctive lines with
+    a top suspect is listed as its copy, the shared lines first; one shared line is no copy."""
+    from repairloop.localise.functions import MIN_SHARED_LINES, copies, rank_functions
+    from repairloop.types import Suspect
+
+    suspects = [Suspect("t.py", n, 1.0) for n in (4, 6, 7, 2, 3, 8)]
+    ranked = rank_functions(suspects, {"t.py": TWINS}, {})
+    (copy,) = copies(ranked, {"t.py": TWINS})
+    assert (copy.name, copy.copy_of, copy.start, copy.end) == ("clip_items", "clip_text", 11, 18)
+    assert copy.lines == (14, 16, 17, 12, 13) and len(copy.lines) >= MIN_SHARED_LINES
+    assert "first" not in {c.name for c in copies(ranked, {"t.py": TWINS})}
+    # a line found in more places than MAX_PLACES is an idiom: no evidence
+    again = "    end = len(values) if limit is None else limit\n"
+    crowded = TWINS + "".join(f"\n\ndef other_{n}(values, limit=None):\n{again}" for n in range(4))
+    (copy,) = copies(rank_functions(suspects, {"t.py": crowded}, {}), {"t.py": crowded})
+    assert 14 not in copy.lines

@@ -402,22 +402,50 @@ def test_a_long_suspect_is_shown_from_its_def_line_when_the_suspicious_line_is_n
     tmp_path: Path,
 ) -> None:
     """A suspect over LONG_FUNCTION lines is shown as LONG_FUNCTION lines: from its def line when
-    its most suspicious line is within reach of it, else from WINDOW lines before that line."""
-    from repairloop.context.source import WINDOW, Files
-    from repairloop.context.suspects import LONG_FUNCTION, suspect_pieces
-    from repairloop.types import SuspectFunction
+    its most suspicious line is within reach of it, else its signature, a comment naming the lines
+    left out, and the lines from LEAD before the suspicious one, in one slice."""
+    from repairloop.context.source import Files
+    from repairloop.context.suspects import LEAD, LONG_FUNCTION, suspect_pieces
+    from repairloop.types import CodeSlice, SuspectFunction
 
-    def shown(root: Path, anchor: int) -> Tuple[int, int, str]:
-        fn = SuspectFunction("pkg/m.py", "big", 1, 401, 1.0, lines=(anchor,))
+    def shown(root: Path, anchor: int) -> CodeSlice:
+        fn = SuspectFunction("pkg/m.py", "big", 1, 402, 1.0, lines=(anchor,))
         (piece,) = suspect_pieces(Files(root), [fn])
-        return piece.code.start_line, piece.code.end_line, piece.code.name
+        return piece.code
 
     root = tmp_path
     body = "".join(f"    x{j} = {j}\n" for j in range(399))
-    write(root, {"pkg/m.py": f"def big(v):\n{body}    return v\n"})
-    near = LONG_FUNCTION - WINDOW
-    assert shown(root, near)[:2] == (1, LONG_FUNCTION)
-    far = shown(root, near + 2)
-    assert far[:2] == (near + 2 - WINDOW, near + 1 - WINDOW + LONG_FUNCTION)
-    assert far[2] == f"big (lines {far[0]}-{far[1]} of 1-401: the rest not shown)"
-    assert shown(root, 400)[1] == 401  # never past the function's end
+    write(root, {"pkg/m.py": f"def big(\n    v,\n):\n{body}    return v\n"})
+    near = shown(root, LONG_FUNCTION - LEAD)
+    assert (near.start_line, near.end_line) == (1, LONG_FUNCTION)
+    assert near.name == f"big (lines 1-{LONG_FUNCTION} of 1-402: the rest not shown)"
+    anchor = LONG_FUNCTION - LEAD + 1
+    far = shown(root, anchor)
+    lines = far.text.splitlines()
+    assert lines[:3] == ["def big(", "    v,", "):"]  # the whole signature
+    assert lines[3] == f"    # ... lines 4-{anchor - LEAD - 1} not shown ..."
+    assert lines[4] == f"    x{anchor - LEAD - 4} = {anchor - LEAD - 4}"  # file line anchor - LEAD
+    last = anchor - LEAD + LONG_FUNCTION - 3 - 1 - 1  # signature and comment take 4 lines
+    assert len(lines) == LONG_FUNCTION and (far.start_line, far.end_line) == (1, last)
+    assert far.name == f"big (lines 1-3 and {anchor - LEAD}-{last} of 1-402: the rest not shown)"
+    assert shown(root, 401).end_line == 402  # never past the function's end
+
+
+def test_a_long_suspect_is_shown_where_most_of_its_most_suspicious_lines_are(
+    tmp_path: Path,
+) -> None:
+    """Lines that share the function's score (``top_lines``) are all equally suspicious: the
+    window is the one holding most of them, not the one around the first."""
+    from repairloop.context.source import Files
+    from repairloop.context.suspects import suspect_pieces
+    from repairloop.types import SuspectFunction
+
+    body = "".join(f"    x{j} = {j}\n" for j in range(399))
+    write(tmp_path, {"pkg/m.py": f"def big(v):\n{body}    return v\n"})
+    fn = SuspectFunction(
+        "pkg/m.py", "big", 1, 401, 1.0, lines=(150, 300, 310, 320, 20), top_lines=4
+    )
+    (piece,) = suspect_pieces(Files(tmp_path), [fn])
+    text = piece.code.text
+    assert all(f"x{n - 2} = " in text for n in (300, 310, 320))
+    assert "x148 = " not in text and "x18 = " not in text

@@ -173,6 +173,142 @@ CASES: Dict[str, Dict[str, str]] = {
                 assert all(name != "name" for name, _ in rows)
         """,
     },
+    "fault_copied_into_a_sibling": {
+        "units/__init__.py": "",
+        "units/clip.py": """
+            def clip_text(values, limit=None):
+                if limit is not None and limit < 0:
+                    raise ValueError("limit must not be negative")
+                end = len(values) if limit is None else limit
+                kept = []
+                for position in range(end):
+                    kept.append(values[position])
+                return "".join(kept)
+
+
+            def clip_items(values, limit=None):
+                if limit is not None and limit < 0:
+                    raise ValueError("limit must not be negative")
+                end = len(values) if limit is None else limit
+                kept = []
+                for position in range(end):
+                    kept.append(values[position])
+                return list(kept)
+        """,
+        "tests/test_clip.py": """
+            from units.clip import clip_text
+
+
+            def test_a_limit_past_the_end_keeps_everything():
+                assert clip_text("abc", 5) == "abc"
+
+
+            def test_a_short_limit_cuts():
+                assert clip_text("abc", 2) == "ab"
+        """,
+    },
+    "module_level_table": {
+        "sizes/__init__.py": "",
+        "sizes/parse.py": """
+            UNITS = {
+                "K": 1000,
+                "M": 1000 * 1000,
+                "G": 1000 * 1000,
+            }
+
+
+            def to_bytes(text):
+                number, unit = text[:-1], text[-1]
+                return int(float(number) * UNITS[unit])
+        """,
+        "tests/test_parse.py": """
+            from sizes.parse import to_bytes
+
+
+            def test_gigabytes():
+                assert to_bytes("2G") == 2_000_000_000
+
+
+            def test_kilobytes():
+                assert to_bytes("3K") == 3000
+        """,
+    },
+    "class_attribute": {
+        "marks/__init__.py": "",
+        "marks/headers.py": """
+            import re
+
+
+            class UnderlineHeader:
+                \"\"\"A header underlined with = or - signs.\"\"\"
+
+                PATTERN = re.compile(r"^[=-]+$")
+                LEVELS = {"=": 1, "-": 2}
+
+                def level(self, underline):
+                    if not self.PATTERN.match(underline):
+                        return None
+                    return self.LEVELS[underline[0]]
+
+                def describe_1(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:1])
+
+                def describe_2(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:2])
+
+                def describe_3(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:3])
+
+                def describe_4(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:4])
+
+                def describe_5(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:5])
+
+                def describe_6(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:6])
+
+                def describe_7(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:7])
+
+                def describe_8(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:8])
+        """,
+        "marks/document.py": """
+            from marks.headers import UnderlineHeader
+
+
+            def header_level(lines):
+                return UnderlineHeader().level(lines[1])
+        """,
+        "tests/test_headers.py": """
+            from marks.document import header_level
+
+
+            def test_mixed_signs_are_no_underline():
+                assert header_level(["Title", "=-="]) is None
+
+
+            def test_equal_signs():
+                assert header_level(["Title", "==="]) == 1
+        """,
+    },
 }
 BUGGY = {
     "returned_value": ("calc/stats.py", "def spread(values):"),
@@ -180,6 +316,9 @@ BUGGY = {
     "doctest_in_a_text_file": ("textkit/case.py", "def title(words):"),
     "method_in_another_module": ("store/items.py", "def subtotal(self):"),
     "helper_through_a_fixture": ("inventory/load.py", "def parse_rows(text):"),
+    "fault_copied_into_a_sibling": ("units/clip.py", "def clip_items(values, limit=None):"),
+    "module_level_table": ("sizes/parse.py", "UNITS = {"),
+    "class_attribute": ("marks/headers.py", 'PATTERN = re.compile(r"^[=-]+$")'),
 }
 
 
@@ -264,3 +403,105 @@ def test_the_traceback_alone_misses_most_of_them(tmp_path: Path, capsys, monkeyp
         if not shows_whole(prompt, path, function_text(root, path, def_line)):
             missed.append(name)
     assert len(missed) >= 3, missed
+
+
+def write_project(tmp_path: Path, files: Dict[str, str]) -> Path:
+    root = tmp_path / "project"
+    for rel, text in {"pyproject.toml": PYPROJECT, **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return init_repo(root)
+
+
+def test_a_long_function_is_shown_with_its_signature_and_its_suspicious_lines(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """A 140-line function whose fault is near its end: the prompt shows its signature, a comment
+    naming the lines left out, and the lines around the fault, in one block under its path (before,
+    the window around the fault alone: the model never saw the parameters)."""
+    steps = "".join(f"    step_{n} = total + {n}\n" for n in range(130))
+    book = (
+        "def settle(entries, rounding=False):\n"
+        "    total = 0\n"
+        "    for amount in entries:\n"
+        "        total += amount\n"
+        f"{steps}"
+        "    if rounding:\n"
+        "        total = round(total) - 1\n"
+        "    return total\n"
+    )
+    root = write_project(
+        tmp_path,
+        {
+            "ledger/__init__.py": "",
+            "ledger/book.py": book,
+            "tests/test_book.py": """
+                from ledger.book import settle
+
+
+                def test_rounded():
+                    assert settle([1.4, 2], rounding=True) == 3
+
+
+                def test_exact():
+                    assert settle([1, 2]) == 3
+            """,
+        },
+    )
+    prompt = first_prompt(root, capsys, monkeypatch, localise=True)
+    block = prompt[prompt.index("### ledger/book.py, lines 1-") :]
+    block = block[: block.index("\n```\n", block.index("```python")) + 1]
+    assert "def settle(entries, rounding=False):" in block
+    assert "        total = round(total) - 1" in block
+    assert "    # ... lines 2-" in block and "not shown ..." in block
+    assert "(lines 1-1 and " in block.splitlines()[0]
+
+
+def test_failing_tests_whose_suspects_share_a_module_are_one_task(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """Two failing tests, each running a different faulty function of one module: one task, both
+    functions shown, and neither test called "another root cause" (before: two groups, the second
+    test listed as failing for another reason and its function left out)."""
+    root = write_project(
+        tmp_path,
+        {
+            "grid/__init__.py": "",
+            "grid/cells.py": """
+                def row_of(index, width):
+                    return index // width + 1
+
+
+                def column_of(index, width):
+                    return index % width + 1
+
+
+                def size(width, height):
+                    return width * height
+            """,
+            "tests/test_cells.py": """
+                import pytest
+
+                from grid.cells import column_of, row_of, size
+
+
+                def test_row():
+                    assert row_of(5, 3) == 1
+
+
+                def test_column():
+                    assert column_of(5, 3) == 2
+
+
+                @pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 6])
+                def test_size(width):
+                    assert size(width, 3) == 3 * width
+            """,
+        },
+    )
+    prompt = first_prompt(root, capsys, monkeypatch, localise=True)
+    tests = prompt[prompt.index("## Failing tests") : prompt.index("## Failure")]
+    assert "tests/test_cells.py::test_row" in tests and "tests/test_cells.py::test_column" in tests
+    assert "another root cause" not in prompt
+    assert "def row_of(index, width):" in prompt and "def column_of(index, width):" in prompt

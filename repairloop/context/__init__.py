@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from repairloop.context.source import (
     WINDOW,
@@ -39,6 +39,7 @@ __all__ = ["build_context", "group_failures", "plain_text"]
 MAX_OTHER_FAILING = 10  # names kept by trim step 1
 MAX_MESSAGE_CHARS = 2000  # trim step 2
 MAX_DIFF_LINES = 60  # trim step 5
+SHARED_SUSPECTS = 3  # a failing test's most suspicious functions compared with another's
 
 
 def group_failures(
@@ -46,25 +47,47 @@ def group_failures(
 ) -> List[Tuple[Failure, ...]]:
     """Failures grouped by root cause, largest group first, then by first test id.
 
-    With per-test line data (``localisation``) the root cause is the most suspicious function a
-    failing test ran: tests that share it are one task, whatever their exceptions. Otherwise it is
-    (exception type, innermost frame in project non-test code (not a test by ``test_files``) as
-    (path, function)), the function falling back to the line when the frame has no name; a failure
-    with no such frame (an assertion in the test) is a group of its own.
+    With per-test line data (``localisation``) failing tests are one task when they share a
+    suspect: one of their ``SHARED_SUSPECTS`` most suspicious functions is the same, or their most
+    suspicious functions lie in one file (the same fault copied into two functions of a module, or
+    two functions of one change), whatever their exceptions. Otherwise the root cause is (exception
+    type, innermost frame in project non-test code (not a test by ``test_files``) as (path,
+    function)), the function falling back to the line when the frame has no name; a failure with
+    no such frame (an assertion in the test) is a group of its own.
     """
-    groups: Dict[Tuple[str, ...], List[Failure]] = {}
+    keys: List[FrozenSet[Tuple[str, ...]]] = []
     for failure in failures:
         code = code_frames(failure.frames, test_files)
-        top = localisation.top_function(failure.test_id) if localisation is not None else None
-        if top is not None:
-            key: Tuple[str, ...] = ("suspect", top.path, top.name)
+        tops = localisation.top_functions(failure.test_id, SHARED_SUSPECTS) if localisation else []
+        if tops:
+            keys.append(
+                frozenset([("file", tops[0].path)] + [("suspect", f.path, f.name) for f in tops])
+            )
         elif code:
-            key = (failure.exc_type or "", code[-1].path, code[-1].function or str(code[-1].line))
+            frame = code[-1]
+            keys.append(
+                frozenset([(failure.exc_type or "", frame.path, frame.function or str(frame.line))])
+            )
         else:
-            key = ("", "<test>", failure.test_id)
-        groups.setdefault(key, []).append(failure)
-    ordered = [tuple(sorted(g, key=lambda f: f.test_id)) for g in groups.values()]
+            keys.append(frozenset([("", "<test>", failure.test_id)]))
+    ordered = [tuple(sorted(g, key=lambda f: f.test_id)) for g in _joined(failures, keys)]
     return sorted(ordered, key=lambda g: (-len(g), g[0].test_id))
+
+
+def _joined(
+    failures: Sequence[Failure], keys: Sequence[FrozenSet[Tuple[str, ...]]]
+) -> List[List[Failure]]:
+    """``failures`` in groups: two are in one group when their keys share an element, directly or
+    through others (the connected components)."""
+    groups: List[Tuple[Set[Tuple[str, ...]], List[Failure]]] = []
+    for failure, key in zip(failures, keys):
+        joined, members = set(key), [failure]
+        for group in [g for g in groups if g[0] & key]:
+            groups.remove(group)
+            joined |= group[0]
+            members = group[1] + members
+        groups.append((joined, members))
+    return [members for _, members in groups]
 
 
 def _traceback(failure: Failure, files: Files) -> str:
@@ -174,14 +197,20 @@ def _ranking(localisation: Optional[Localisation]) -> str:
 
 def _after(first: List[Piece], rest: List[Piece]) -> List[Piece]:
     """``first`` (the suspects) ahead of ``rest``, whose distances move behind theirs; one piece per
-    lines."""
+    lines. A piece of ``rest`` overlapping a suspect's is left out: the suspect shows that code as
+    it chose (a long function's signature and suspicious lines, not a window around a frame)."""
     if not first:
         return rest
     shift = max(p.distance for p in first) + 1
+    rest = [p for p in rest if not any(_overlap(p.code, q.code) for q in first)]
     return sorted(
         dedupe(first + [replace(p, distance=p.distance + shift) for p in rest]),
         key=lambda p: p.distance,
     )
+
+
+def _overlap(a: CodeSlice, b: CodeSlice) -> bool:
+    return a.path == b.path and a.start_line <= b.end_line and b.start_line <= a.end_line
 
 
 def _trim(
@@ -235,10 +264,9 @@ def _trim_slices(
     for index, piece in enumerate(pieces):
         if measure(ctx) <= budget:
             break
-        if (
-            index not in dropped
-            and piece.code.end_line - piece.code.start_line + 1 > 2 * WINDOW + 1
-        ):
+        span = piece.code.end_line - piece.code.start_line + 1
+        # a slice that already leaves lines out (a long suspect's signature and window) stays
+        if index not in dropped and len(piece.code.text.splitlines()) == span > 2 * WINDOW + 1:
             pieces[index] = _window(piece)
             shrunk.append(
                 f"slice shrunk: {piece.code.path} {piece.code.name} to lines "

@@ -11,9 +11,11 @@ the slice's name. Module-level suspects are shown as a window around their line.
 from __future__ import annotations
 
 import ast
-from typing import List, Sequence, Set, Tuple
+from dataclasses import replace
+from functools import lru_cache
+from typing import Dict, List, Sequence, Set, Tuple
 
-from repairloop.context.source import MODULE_WINDOW, WINDOW, Files, Piece
+from repairloop.context.source import MODULE_WINDOW, Files, Piece
 from repairloop.types import CodeSlice, Localisation, SuspectFunction
 
 MAX_SUSPECTS = 16  # functions shown at most (the token budget may drop the farthest)
@@ -21,31 +23,61 @@ MAX_SUSPECTS = 16  # functions shown at most (the token budget may drop the fart
 # def line when that line is within reach. 120 lines is about 1,500 tokens, a quarter of the
 # default context_tokens; the budget's trims may still shrink it (build_context, step 4).
 LONG_FUNCTION = 120
+# Below the first WHOLE_RANKS suspects, a function is shown in at most LATER_LINES lines the same
+# way: a far suspect is less likely the fault, and a budget spent on a few whole long functions
+# leaves the next suspects out (fixtures/realbugs: tomlkit's 185-line Container.append, eighth).
+WHOLE_RANKS = 5
+LATER_LINES = 40
+SIGNATURE_LINES = 30  # of a long function shown far from its def line, at most
+LEAD = 10  # lines shown before the first suspicious line of a long function's window
+CLASS_PREAMBLE_LINES = 30  # a class's header and attributes shown with a method, at most
+MODULE_TABLE_LINES = 40  # a module-level assignment a suspect reads is shown when no longer
+DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def relevant(localisation: Localisation, group: Sequence[str]) -> List[SuspectFunction]:
-    """The suspects the group's failing tests ran (all of them when the line data names no test).
-    Module-level code and class bodies are left out while a function is suspect: every test runs
-    them at import, so they are no evidence."""
+    """The suspects the group's failing tests ran (all of them when the line data names no test),
+    each followed by its copies (``Localisation.copies``: functions no failing test ran that repeat
+    its lines). Module-level code and class bodies are left out while a function is suspect: every
+    test runs them at import, so they are no evidence."""
     wanted = set(group)
     ran = [f for f in localisation.functions if f.tests & wanted] or [
         f for f in localisation.functions if not f.tests
     ]
     functions = [f for f in ran if f.kind == "function"]
-    return (functions or ran)[:MAX_SUSPECTS]
+    shown: List[SuspectFunction] = []
+    for fn in (functions or ran)[:MAX_SUSPECTS]:
+        shown.append(fn)
+        shown += [c for c in localisation.copies if c.copy_of == fn.name]
+    return shown[:MAX_SUSPECTS]
 
 
 def suspect_pieces(files: Files, suspects: Sequence[SuspectFunction]) -> List[Piece]:
     """Pieces for ``suspects`` in rank order (``distance`` is the rank; the first one is protected),
     each with its class header and the imports it uses."""
     pieces: List[Piece] = []
+    shown: Dict[str, Set[str]] = {}  # the lines shown of each suspect, stripped
     for rank, fn in enumerate(suspects):
         if not (files.root / fn.path).is_file():
             continue
+        if fn.copy_of:
+            fn = _where_copied(fn, files.get(fn.path).lines, shown.get(fn.copy_of, set()))
         anchor = fn.lines[0] if fn.lines else fn.start
-        pieces.append(_body(files, fn, anchor, rank))
+        body = _body(files, fn, anchor, rank)
+        shown.setdefault(fn.name, {line.strip() for line in body.code.text.splitlines()})
+        pieces.append(body)
         pieces += _context(files, fn, rank)
     return pieces
+
+
+def _where_copied(copy: SuspectFunction, lines: Sequence[str], shown: Set[str]) -> SuspectFunction:
+    """``copy`` with the lines that repeat what its suspect shows first, as its most suspicious:
+    a long copy is then shown where it repeats the code shown of the suspect."""
+    inside = [n for n in copy.lines if 0 < n <= len(lines) and lines[n - 1].strip() in shown]
+    if not inside:
+        return copy
+    rest = [n for n in copy.lines if n not in inside]
+    return replace(copy, lines=tuple(inside + rest), top_lines=len(inside))
 
 
 def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int) -> Piece:
@@ -53,53 +85,122 @@ def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int) -> Piece:
     if fn.kind == "module":
         start, end, _ = source.window(anchor, MODULE_WINDOW, "<module>")
         name = "<module>"
-    elif fn.end - fn.start + 1 > LONG_FUNCTION:
-        start, end = _long_window(fn, anchor)
-        name = f"{fn.name} (lines {start}-{end} of {fn.start}-{fn.end}: the rest not shown)"
+    elif fn.end - fn.start + 1 > (limit := LONG_FUNCTION if rank < WHOLE_RANKS else LATER_LINES):
+        return Piece(_long_slice(fn, source.lines, limit), anchor, rank, protected=rank == 0)
     else:
         start, end, name = fn.start, fn.end, fn.name
+    if fn.copy_of:
+        name += f" (repeats lines of {fn.copy_of}; no failing test runs it)"
     code = CodeSlice(fn.path, start, end, name, source.text(start, end))
     return Piece(code, anchor, rank, protected=rank == 0)
 
 
-def _long_window(fn: SuspectFunction, anchor: int) -> Tuple[int, int]:
-    """LONG_FUNCTION lines of a long function around ``anchor``: from its def line when the anchor
-    lies within LONG_FUNCTION - WINDOW lines of it (the signature names what the code uses), else
-    from WINDOW lines before the anchor."""
-    start = fn.start if anchor - fn.start <= LONG_FUNCTION - WINDOW else anchor - WINDOW
-    return start, min(fn.end, start + LONG_FUNCTION - 1)
+def _long_slice(fn: SuspectFunction, lines: Sequence[str], limit: int) -> CodeSlice:
+    """A long function as ``limit`` lines: from its def line when that shows as many of its
+    most suspicious lines (those with its score), each with LEAD lines after it, as any window;
+    else its signature (decorators to the line before the body, at most SIGNATURE_LINES), a
+    comment line saying which lines are left out, and the window holding most of them, from LEAD
+    lines before the first it holds (earlier when the function ends sooner). The slice spans the
+    lines it shows; its name says what is left out."""
+    text = "\n".join(lines[fn.start - 1 : fn.end])
+    top = sorted(fn.lines[: fn.top_lines]) or [fn.start]
+    signature_end = min(_header_end(text, fn.start), fn.start + SIGNATURE_LINES - 1)
+    room = limit - (signature_end - fn.start + 1) - 1  # lines left for the window
+
+    def held(first: int, last: int) -> int:
+        return sum(first <= line <= last for line in top)
+
+    start = max(
+        (max(signature_end + 2, line - LEAD) for line in top),
+        key=lambda first: (held(first, first + room - 1), -first),
+    )
+    start = max(signature_end + 2, min(start, fn.end - room + 1))  # a window ending at the end
+    head = min(fn.end, fn.start + limit - 1)
+    if held(fn.start, head - LEAD) >= held(start, start + room - 1):
+        name = f"{fn.name} (lines {fn.start}-{head} of {fn.start}-{fn.end}: the rest not shown)"
+        return CodeSlice(fn.path, fn.start, head, name, "\n".join(lines[fn.start - 1 : head]))
+    end = min(fn.end, start + room - 1)
+    body = lines[signature_end] if signature_end < len(lines) else ""
+    indent = body[: len(body) - len(body.lstrip())] or "    "
+    gap = f"{indent}# ... lines {signature_end + 1}-{start - 1} not shown ..."
+    shown = [*lines[fn.start - 1 : signature_end], gap, *lines[start - 1 : end]]
+    name = (
+        f"{fn.name} (lines {fn.start}-{signature_end} and {start}-{end} of {fn.start}-{fn.end}: "
+        "the rest not shown)"
+    )
+    return CodeSlice(fn.path, fn.start, end, name, "\n".join(shown))
 
 
 def _context(files: Files, fn: SuspectFunction, rank: int) -> List[Piece]:
-    """The class header of a method, and the module-level imports the function uses, as small
-    pieces."""
+    """Small pieces around a suspect: its class's header (with the class's attributes, docstring
+    first, when they come before the methods and are short), the module-level imports it uses, and
+    the module-level assignments it reads by name (a table, a pattern, a constant) when short."""
     source = files.get(fn.path)
     pieces: List[Piece] = []
     owner = source.find(fn.name.rsplit(".", 1)[0]) if "." in fn.name else None
     if owner is not None and owner.is_class:
-        header = _header_end(source.text(owner.start, owner.end), owner.start)
-        code = CodeSlice(
-            fn.path,
-            owner.start,
-            header,
-            f"class {owner.name} (header)",
-            source.text(owner.start, header),
-        )
+        text = source.text(owner.start, owner.end)
+        header = _header_end(text, owner.start)
+        preamble = _preamble_end(text, owner.start)
+        end = preamble if preamble - owner.start < CLASS_PREAMBLE_LINES else header
+        name = f"class {owner.name} (header{' and attributes' if end > header else ''})"
+        code = CodeSlice(fn.path, owner.start, end, name, source.text(owner.start, end))
         pieces.append(Piece(code, owner.start, rank, protected=rank == 0))
     used = _names(source.text(fn.start, fn.end))
     for start, end in sorted({span for name, span in source.import_lines.items() if name in used}):
         code = CodeSlice(fn.path, start, end, "import", source.text(start, end))
         pieces.append(Piece(code, start, rank, protected=rank == 0))
+    tables = _assignments("\n".join(source.lines))
+    for name, (start, end) in sorted(tables.items(), key=lambda item: item[1]):
+        if name in used and end - start < MODULE_TABLE_LINES and fn.kind != "module":
+            code = CodeSlice(fn.path, start, end, f"module-level {name}", source.text(start, end))
+            pieces.append(Piece(code, start, rank, protected=False))
     return pieces
 
 
+@lru_cache(maxsize=8)
+def _assignments(text: str) -> Dict[str, Tuple[int, int]]:
+    """The lines of each module-level assignment of ``text`` by the name it binds (``NAME = ...``,
+    ``NAME: T = ...``); cached, every suspect of a file asks."""
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    spans: Dict[str, Tuple[int, int]] = {}
+    for node in body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                spans[target.id] = (node.lineno, node.end_lineno or node.lineno)
+    return spans
+
+
+def _preamble_end(text: str, start: int) -> int:
+    """The last line of a class's leading statements that are not definitions (its docstring and
+    attributes), or of its header when its body starts with a definition."""
+    header = _header_end(text, start)
+    try:
+        node = ast.parse(_dedented(text)).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return header
+    end = header
+    for statement in getattr(node, "body", []):
+        if isinstance(statement, DEF_TYPES):
+            break
+        end = start + (statement.end_lineno or statement.lineno) - 1
+    return end
+
+
 def _header_end(text: str, start: int) -> int:
-    """The last line of a class statement's header (``class X(Base):`` may span lines)."""
+    """The last line of a class or def statement's header, decorators included (``class
+    X(Base):`` and a signature may span lines): the line before the first one of its body."""
     try:
         node = ast.parse(_dedented(text)).body[0]
     except (SyntaxError, ValueError, IndexError):
         return start
-    if not isinstance(node, ast.ClassDef) or not node.body:
+    if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not node.body:
         return start
     return start + max(0, node.body[0].lineno - 2)
 

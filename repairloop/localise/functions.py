@@ -1,11 +1,13 @@
 """From suspicious lines to suspicious functions: what the prompt shows, most suspicious first.
 
-A line belongs to the innermost function or method whose body holds it, to its
-class when it is in a class body outside any method, and to ``<module>``
-otherwise: a ``def`` line (and its decorators) runs when the enclosing scope
-runs, at import for a top-level function, so it is the enclosing scope's. A function's score is its
-most suspicious line's (Ochiai's ``max`` rule: one faulty line makes the function faulty); ties go
-to the line nearest a failing frame, then path and position, so the ranking is deterministic.
+A line belongs to the outermost function or method whose body holds it (a
+nested function is part of the function that defines it), to its class when
+it is in a class body outside any method, and to ``<module>`` otherwise: a
+``def`` line (and its decorators) runs when the enclosing scope runs, at
+import for a top-level function, so it is the enclosing scope's. A function's
+score is its most suspicious line's (Ochiai's ``max`` rule: one faulty line
+makes the function faulty); ties go to the line nearest a failing frame, then
+path and position, so the ranking is deterministic.
 """
 
 from __future__ import annotations
@@ -46,9 +48,13 @@ def definition_spans(text: str) -> List[Span]:
 
 
 def owner(spans: Sequence[Span], line: int) -> Optional[Span]:
-    """The innermost definition whose body holds ``line`` (None: module level)."""
-    holding = [s for s in spans if s[3] <= line <= s[2]]
-    return min(holding, key=lambda s: s[2] - s[1]) if holding else None
+    """The definition ``line`` is suspected in (None: module level): the outermost function whose
+    body holds it, so that a nested function (a closure, a ``key=`` helper) is ranked and shown as
+    part of the function that defines it (the unit a whole-function answer replaces, README
+    "Answer formats"); else the innermost class whose body holds it."""
+    holding = sorted((s for s in spans if s[3] <= line <= s[2]), key=lambda s: s[1] - s[2])
+    functions = [s for s in holding if s[4] == "function"]
+    return functions[0] if functions else (holding[-1] if holding else None)
 
 
 def rank_functions(
@@ -91,6 +97,79 @@ def rank_functions(
                 old.lines + (suspect.line,),
                 old.tests | tests,
                 kind,
+                top_lines=old.top_lines + (round(suspect.score, 9) == round(old.score, 9)),
             )
     ranked = sorted(found, key=lambda k: (*order[k], k[0], found[k].start))
     return tuple(found[k] for k in ranked)
+
+
+COPIED_SUSPECTS = 3  # the most suspicious functions whose lines are looked for elsewhere
+MAX_COPIES = 2  # copies kept, most shared lines first
+# Fewer shared lines are coincidence: on fixtures/realbugs' 59 bugs, copies sharing one or two
+# lines with a suspect were ordinary idioms (``name = getNodeName(node)``) in 55 of 56 cases.
+MIN_SHARED_LINES = 4
+MAX_PLACES = 4  # a line found in more places than this is common code, no evidence
+MIN_LINE_CHARS = 20  # shorter lines (``return x``, ``else:``) are too common to tell
+
+
+def copies(
+    functions: Sequence[SuspectFunction], sources: Mapping[str, str]
+) -> Tuple[SuspectFunction, ...]:
+    """Functions that repeat suspicious lines of the ``COPIED_SUSPECTS`` most suspicious functions
+    but were not among ``functions`` (no failing test ran them): a fault copied into a sibling
+    function is fixed in both places (a ``width`` and a ``wcswidth`` computing the same bound).
+
+    A line counts when, stripped and without its trailing comment, it has at least
+    ``MIN_LINE_CHARS`` characters and occurs in at most ``MAX_PLACES`` places of the project's
+    non-test ``sources``; a copy shares at least ``MIN_SHARED_LINES`` of them. The copies are ranked
+    by how many lines they share, at most ``MAX_COPIES``, each with ``lines`` its shared lines and
+    ``copy_of`` the name of the suspect it shares the most suspicious of them with.
+    """
+    top = [f for f in functions if f.kind == "function"][:COPIED_SUSPECTS]
+    # (line text, the suspect it is from), most suspicious suspect first, then its lines in order
+    wanted: Dict[str, SuspectFunction] = {}
+    for fn in top:
+        numbered = sources.get(fn.path, "").splitlines()
+        for line in fn.lines:
+            key = _normal(numbered[line - 1]) if 0 < line <= len(numbered) else ""
+            if key and key not in wanted:
+                wanted[key] = fn
+    places: Dict[str, List[Tuple[str, int]]] = {}
+    for path, text in sorted(sources.items()):
+        for number, code in enumerate(text.splitlines(), 1):
+            key = _normal(code)
+            if key in wanted:
+                places.setdefault(key, []).append((path, number))
+    known = {(f.path, f.name) for f in functions}
+    found: Dict[Tuple[str, str], SuspectFunction] = {}
+    spans: Dict[str, List[Span]] = {}
+    for key, source in wanted.items():  # so a copy's first line repeats the most suspicious one
+        where = places.get(key, [])
+        if len(where) > MAX_PLACES:
+            continue
+        for path, number in where:
+            if path not in spans:
+                spans[path] = definition_spans(sources[path])
+            span = owner(spans[path], number)
+            if span is None or span[4] != "function" or (path, span[0]) in known:
+                continue
+            old = found.get((path, span[0]))
+            found[(path, span[0])] = SuspectFunction(
+                path,
+                span[0],
+                span[1],
+                span[2],
+                old.score if old else source.score,
+                (old.lines if old else ()) + (number,),
+                kind="function",
+                copy_of=old.copy_of if old else source.name,
+                top_lines=len(old.lines) + 1 if old else 1,  # every shared line counts alike
+            )
+    kept = [f for f in found.values() if len(f.lines) >= MIN_SHARED_LINES]
+    ranked = sorted(kept, key=lambda f: (-len(f.lines), f.path, f.start))
+    return tuple(ranked[:MAX_COPIES])
+
+
+def _normal(line: str) -> str:
+    code = line.split("  #", 1)[0].strip()
+    return "" if code.startswith("#") or len(code) < MIN_LINE_CHARS else code

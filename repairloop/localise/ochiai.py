@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
 
-from repairloop.localise.functions import rank_functions
+from repairloop.localise.functions import copies, rank_functions
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 from repairloop.types import (
     FAR,
@@ -194,6 +194,7 @@ def localise(
     note = found
     scores = traceback_scores(frames, sources, failing_ids, root)
     suspects = rank(scores, frames)
+    functions = rank_functions(suspects, sources, {})
     return Localisation(
         "traceback",
         suspects,
@@ -201,7 +202,8 @@ def localise(
         passing,
         note,
         report=report,
-        functions=rank_functions(suspects, sources, {}),
+        functions=functions,
+        copies=copies(functions, sources),
     )
 
 
@@ -240,6 +242,7 @@ def _from_spectra(
         )
     ran_by = failing_runs(lines, failing_ids, scores)
     suspects = rank(scores, frames)
+    functions = rank_functions(suspects, sources, ran_by)
     return Localisation(
         "coverage",
         suspects,
@@ -248,7 +251,8 @@ def _from_spectra(
         tool=tool,
         ran_by=ran_by,
         report=report,
-        functions=rank_functions(suspects, sources, ran_by),
+        functions=functions,
+        copies=copies(functions, sources),
     )
 
 

@@ -61,6 +61,8 @@ class SuspectFunction:
     kind: str = (
         "function"  # "function", "class" (a line of its body outside any method) or "module"
     )
+    copy_of: str = ""  # for a copy (``Localisation.copies``): the suspect whose lines it repeats
+    top_lines: int = 1  # how many of ``lines`` (the first ones) have the function's score
 
     def to_json(self) -> Dict[str, object]:
         return {
@@ -94,10 +96,16 @@ class Localisation:
         None  # the run the line data came from (None: no run, the traceback only)
     )
     functions: Tuple[SuspectFunction, ...] = ()  # the suspects' functions, most suspicious first
+    # functions no failing test ran that repeat lines of the most suspicious ones (``copy_of``)
+    copies: Tuple[SuspectFunction, ...] = ()
 
     def top_function(self, test_id: str) -> Optional[SuspectFunction]:
         """The most suspicious function ``test_id`` ran (None: no per-test data names one)."""
         return next((f for f in self.functions if test_id in f.tests), None)
+
+    def top_functions(self, test_id: str, count: int) -> List[SuspectFunction]:
+        """The ``count`` most suspicious functions ``test_id`` ran, most suspicious first."""
+        return [f for f in self.functions if test_id in f.tests][:count]
 
     @property
     def degraded(self) -> bool:
