@@ -449,3 +449,34 @@ def test_a_long_suspect_is_shown_where_most_of_its_most_suspicious_lines_are(
     text = piece.code.text
     assert all(f"x{n - 2} = " in text for n in (300, 310, 320))
     assert "x148 = " not in text and "x18 = " not in text
+
+
+def test_a_method_whose_docstring_has_a_line_at_column_zero_brings_its_imports(
+    tmp_path: Path,
+) -> None:
+    """A docstring line continued at column 0 (after a backslash) does not stop the method from
+    parsing: the module-level import it uses is shown with it (semver's ``to_dict`` and
+    ``import collections``, fixtures/realbugs)."""
+    from repairloop.context.source import Files
+    from repairloop.context.suspects import suspect_pieces
+    from repairloop.types import SuspectFunction
+
+    module = (
+        "import collections\n"
+        "\n"
+        "\n"
+        "class Version:\n"
+        "    def to_dict(self):\n"
+        '        """\n'
+        "        >>> Version().to_dict()\n"
+        "        OrderedDict([('major', 3), \\\n"
+        "('minor', 2)])\n"
+        '        """\n'
+        "        return collections.OrderedDict(major=3, minor=2)\n"
+    )
+    write(tmp_path, {"pkg/version.py": module})
+    fn = SuspectFunction("pkg/version.py", "Version.to_dict", 5, 11, 1.0, lines=(11,))
+    pieces = suspect_pieces(Files(tmp_path), [fn])
+    assert [(p.code.name, p.code.text) for p in pieces if p.code.name == "import"] == [
+        ("import", "import collections")
+    ]

@@ -18,7 +18,10 @@ from typing import Dict, List, Sequence, Set, Tuple
 from repairloop.context.source import MODULE_WINDOW, Files, Piece
 from repairloop.types import CodeSlice, Localisation, SuspectFunction
 
-MAX_SUSPECTS = 16  # functions shown at most (the token budget may drop the farthest)
+# Functions shown at most; the token budget (context_tokens) drops the farthest. On
+# fixtures/realbugs, 16 put the fixed code in 51 of 59 first prompts (median 4,320 tokens), 24 in 53
+# (median 5,570), 48 in 53 (every prompt at the budget).
+MAX_SUSPECTS = 24
 # Longer functions are shown as LONG_FUNCTION lines around their most suspicious line, from the
 # def line when that line is within reach. 120 lines is about 1,500 tokens, a quarter of the
 # default context_tokens; the budget's trims may still shrink it (build_context, step 4).
@@ -214,6 +217,10 @@ def _names(text: str) -> Set[str]:
 
 
 def _dedented(text: str) -> str:
+    """``text`` (a definition, decorators first) moved to column 0: its first line's indentation
+    taken off every line that has it. A line with less is inside a string (a docstring's
+    continued line at column 0) and stays as it is, so the definition still parses."""
     lines = text.splitlines()
-    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
-    return "\n".join(line[indent:] for line in lines)
+    first = next((line for line in lines if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip())]
+    return "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines)
