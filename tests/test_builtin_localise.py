@@ -291,3 +291,107 @@ def test_a_function_repeating_the_suspects_lines_is_its_copy() -> None:
     crowded = TWINS + "".join(f"\n\ndef other_{n}(values, limit=None):\n{again}" for n in range(4))
     (copy,) = copies(rank_functions(suspects, {"t.py": crowded}, {}), {"t.py": crowded})
     assert 14 not in copy.lines
+
+
+CHECKER = """\
+class Checker:
+    def load(self, node, parent):
+        if parent == "shift":
+            return "report"
+        return node
+
+    def name(self, node):
+        return self.load(node, self.parent_of(node))
+
+    def augmented(self, node):
+        return self.load(node, "aug")
+
+    def parent_of(self, node):
+        return "shift"
+
+
+def helper(value):
+    return len(value)
+
+
+def one(value):
+    return helper(value)
+
+
+def two(value):
+    return helper(value) + 1
+
+
+def three(value):
+    return helper(value) + 2
+
+
+def four(value):
+    return helper(value) + 3
+"""
+
+
+def test_the_few_callers_of_a_suspect_come_with_it() -> None:
+    """A suspect called from at most MAX_CALL_SITES places brings the callers no failing test ran
+    (a fix that changes what it takes changes them too); a function called from more places is a
+    utility, and its callers are no lead."""
+    from repairloop.localise.functions import callers, rank_functions
+    from repairloop.types import Suspect
+
+    ranked = rank_functions(
+        [Suspect("c.py", 3, 1.0), Suspect("c.py", 11, 0.5)], {"c.py": CHECKER}, {}
+    )
+    assert [f.name for f in ranked] == ["Checker.load", "Checker.augmented"]
+    found = callers(ranked, {"c.py": CHECKER})
+    assert [(f.name, f.calls, f.lines) for f in found] == [("Checker.name", "Checker.load", (8,))]
+    busy = rank_functions([Suspect("c.py", 18, 1.0)], {"c.py": CHECKER}, {})
+    assert callers(busy, {"c.py": CHECKER}) == ()  # helper has four callers
+
+
+HINTS = """\
+def show_hint(command):
+    return "Try '{command} --help' for help.".format(command=command)
+
+
+def show_usage(command):
+    return f"Usage: {command} [OPTIONS]"
+
+
+def other():
+    return "Try again"
+"""
+
+
+def test_a_function_whose_text_the_failure_quotes_is_a_speaker() -> None:
+    """The code that wrote a wrong message is found by its literal's pieces between placeholders
+    (at least MIN_FRAGMENT_CHARS characters) in the failing tests' messages; a piece held by more
+    than MAX_HOLDERS functions, or a short one, names no one."""
+    from repairloop.localise.functions import speakers
+
+    message = "assert \"Try 'cli foo --help' for help.\" in [\"Try 'cli foo -h' for help.\"]"
+    found = speakers({"h.py": HINTS}, message)
+    assert [(f.name, f.says, f.lines) for f in found] == [("show_hint", "--help' for help.", (2,))]
+    assert speakers({"h.py": HINTS}, "") == ()
+    crowded = HINTS + "".join(
+        f'\n\ndef hint_{n}():\n    return "--help\' for help."\n' for n in range(3)
+    )
+    assert speakers({"h.py": crowded}, message) == ()
+
+
+def test_ties_go_to_the_function_the_failing_test_names() -> None:
+    """Among functions of equal score and distance, the one whose name shares words with the
+    failing tests' names ranks first (``test_header_...`` and ``HashHeaderProcessor.run``)."""
+    from repairloop.localise import rank_functions
+    from repairloop.types import Suspect
+
+    module = (
+        "class ListProcessor:\n    def run(self):\n        return 1\n\n\n"
+        "class HashHeaderProcessor:\n    def run(self):\n        return 2\n"
+    )
+    suspects = [Suspect("b.py", 3, 0.7), Suspect("b.py", 8, 0.7)]
+    plain = rank_functions(suspects, {"b.py": module}, {})
+    assert [f.name for f in plain] == ["ListProcessor.run", "HashHeaderProcessor.run"]
+    named = rank_functions(
+        suspects, {"b.py": module}, {}, ["tests/test_blocks.py::test_headers_after_paragraph"]
+    )
+    assert [f.name for f in named] == ["HashHeaderProcessor.run", "ListProcessor.run"]

@@ -26,10 +26,11 @@ MAX_SUSPECTS = 24
 # def line when that line is within reach. 120 lines is about 1,500 tokens, a quarter of the
 # default context_tokens; the budget's trims may still shrink it (build_context, step 4).
 LONG_FUNCTION = 120
-# Below the first WHOLE_RANKS suspects, a function is shown in at most LATER_LINES lines the same
-# way: a far suspect is less likely the fault, and a budget spent on a few whole long functions
-# leaves the next suspects out (fixtures/realbugs: tomlkit's 185-line Container.append, eighth).
-WHOLE_RANKS = 5
+# Once the suspects shown so far hold WHOLE_LINES lines, a function is shown in at most LATER_LINES
+# lines the same way: a far suspect is less likely the fault, and a budget spent on a few whole
+# long functions leaves the next suspects out (fixtures/realbugs: tomlkit's 185-line
+# Container.append, eighth). 240 lines is about half the default context_tokens.
+WHOLE_LINES = 240
 LATER_LINES = 40
 SIGNATURE_LINES = 30  # of a long function shown far from its def line, at most
 LEAD = 10  # lines shown before the first suspicious line of a long function's window
@@ -40,19 +41,29 @@ DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 def relevant(localisation: Localisation, group: Sequence[str]) -> List[SuspectFunction]:
     """The suspects the group's failing tests ran (all of them when the line data names no test),
-    each followed by its copies (``Localisation.copies``: functions no failing test ran that repeat
-    its lines). Module-level code and class bodies are left out while a function is suspect: every
-    test runs them at import, so they are no evidence."""
+    each followed by its copies and callers (``Localisation.copies``, ``callers``: functions no
+    failing test ran that repeat its lines or call it). Module-level code and class bodies are
+    left out while a function is suspect: every test runs them at import, so they are no
+    evidence."""
     wanted = set(group)
     ran = [f for f in localisation.functions if f.tests & wanted] or [
         f for f in localisation.functions if not f.tests
     ]
-    functions = [f for f in ran if f.kind == "function"]
-    shown: List[SuspectFunction] = []
-    for fn in (functions or ran)[:MAX_SUSPECTS]:
-        shown.append(fn)
-        shown += [c for c in localisation.copies if c.copy_of == fn.name]
-    return shown[:MAX_SUSPECTS]
+    functions = [f for f in ran if f.kind == "function"] or ran
+    quoted = [s for s in localisation.speakers if (s.path, s.name) not in _keys(functions[:1])]
+    ordered = (
+        functions[:1] + quoted + [f for f in functions[1:] if (f.path, f.name) not in _keys(quoted)]
+    )
+    shown: Dict[Tuple[str, str], SuspectFunction] = {}
+    for fn in ordered[:MAX_SUSPECTS]:
+        for one in [fn, *localisation.copies, *localisation.callers]:
+            if one is fn or fn.name in (one.copy_of, one.calls):
+                shown.setdefault((one.path, one.name), one)
+    return list(shown.values())[:MAX_SUSPECTS]
+
+
+def _keys(functions: Sequence[SuspectFunction]) -> Set[Tuple[str, str]]:
+    return {(f.path, f.name) for f in functions}
 
 
 def suspect_pieces(files: Files, suspects: Sequence[SuspectFunction]) -> List[Piece]:
@@ -60,13 +71,15 @@ def suspect_pieces(files: Files, suspects: Sequence[SuspectFunction]) -> List[Pi
     each with its class header and the imports it uses."""
     pieces: List[Piece] = []
     shown: Dict[str, Set[str]] = {}  # the lines shown of each suspect, stripped
+    used = 0  # lines shown so far
     for rank, fn in enumerate(suspects):
         if not (files.root / fn.path).is_file():
             continue
         if fn.copy_of:
             fn = _where_copied(fn, files.get(fn.path).lines, shown.get(fn.copy_of, set()))
         anchor = fn.lines[0] if fn.lines else fn.start
-        body = _body(files, fn, anchor, rank)
+        body = _body(files, fn, anchor, rank, LONG_FUNCTION if used < WHOLE_LINES else LATER_LINES)
+        used += len(body.code.text.splitlines())
         shown.setdefault(fn.name, {line.strip() for line in body.code.text.splitlines()})
         pieces.append(body)
         pieces += _context(files, fn, rank)
@@ -83,17 +96,21 @@ def _where_copied(copy: SuspectFunction, lines: Sequence[str], shown: Set[str]) 
     return replace(copy, lines=tuple(inside + rest), top_lines=len(inside))
 
 
-def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int) -> Piece:
+def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int, limit: int) -> Piece:
     source = files.get(fn.path)
     if fn.kind == "module":
         start, end, _ = source.window(anchor, MODULE_WINDOW, "<module>")
         name = "<module>"
-    elif fn.end - fn.start + 1 > (limit := LONG_FUNCTION if rank < WHOLE_RANKS else LATER_LINES):
+    elif fn.end - fn.start + 1 > limit:
         return Piece(_long_slice(fn, source.lines, limit), anchor, rank, protected=rank == 0)
     else:
         start, end, name = fn.start, fn.end, fn.name
     if fn.copy_of:
         name += f" (repeats lines of {fn.copy_of}; no failing test runs it)"
+    elif fn.calls:
+        name += f" (calls {fn.calls}; no failing test runs it)"
+    elif fn.says:
+        name += f" (its text {fn.says!r} is in the failure)"
     code = CodeSlice(fn.path, start, end, name, source.text(start, end))
     return Piece(code, anchor, rank, protected=rank == 0)
 

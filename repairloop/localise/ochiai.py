@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
 
-from repairloop.localise.functions import copies, rank_functions
+from repairloop.localise.functions import callers, copies, rank_functions, speakers
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 from repairloop.types import (
     FAR,
@@ -36,6 +36,8 @@ from repairloop.types import (
 )
 
 __all__ = ["localise", "ochiai", "rank"]
+
+MAX_MESSAGE_CHARS = 20_000  # of one failing test's message, searched for the project's literals
 
 
 def ochiai(
@@ -194,7 +196,7 @@ def localise(
     note = found
     scores = traceback_scores(frames, sources, failing_ids, root)
     suspects = rank(scores, frames)
-    functions = rank_functions(suspects, sources, {})
+    functions = rank_functions(suspects, sources, {}, failing_ids)
     return Localisation(
         "traceback",
         suspects,
@@ -203,7 +205,9 @@ def localise(
         note,
         report=report,
         functions=functions,
-        copies=copies(functions, sources),
+        copies=(copied := copies(functions, sources)),
+        callers=callers(functions, sources, copied),
+        speakers=speakers(sources, failure_text(report, failing_ids)),
     )
 
 
@@ -242,7 +246,7 @@ def _from_spectra(
         )
     ran_by = failing_runs(lines, failing_ids, scores)
     suspects = rank(scores, frames)
-    functions = rank_functions(suspects, sources, ran_by)
+    functions = rank_functions(suspects, sources, ran_by, failing_ids)
     return Localisation(
         "coverage",
         suspects,
@@ -252,7 +256,18 @@ def _from_spectra(
         ran_by=ran_by,
         report=report,
         functions=functions,
-        copies=copies(functions, sources),
+        copies=(copied := copies(functions, sources)),
+        callers=callers(functions, sources, copied),
+        speakers=speakers(sources, failure_text(report, failing_ids)),
+    )
+
+
+def failure_text(report: TestReport, failing: Sequence[str]) -> str:
+    """The messages of ``failing`` tests' results in ``report`` (their assertions and errors), each
+    cut at ``MAX_MESSAGE_CHARS``."""
+    wanted = set(failing)
+    return "\n".join(
+        r.message[:MAX_MESSAGE_CHARS] for r in report.results if r.test_id in wanted and r.failed
     )
 
 

@@ -62,6 +62,8 @@ class SuspectFunction:
         "function"  # "function", "class" (a line of its body outside any method) or "module"
     )
     copy_of: str = ""  # for a copy (``Localisation.copies``): the suspect whose lines it repeats
+    calls: str = ""  # for a caller (``Localisation.callers``): the suspect it calls
+    says: str = ""  # for a message source (``Localisation.speakers``): its text in the failure
     top_lines: int = 1  # how many of ``lines`` (the first ones) have the function's score
 
     def to_json(self) -> Dict[str, object]:
@@ -98,6 +100,10 @@ class Localisation:
     functions: Tuple[SuspectFunction, ...] = ()  # the suspects' functions, most suspicious first
     # functions no failing test ran that repeat lines of the most suspicious ones (``copy_of``)
     copies: Tuple[SuspectFunction, ...] = ()
+    # functions no failing test ran that call one of the most suspicious ones (``calls``)
+    callers: Tuple[SuspectFunction, ...] = ()
+    # functions whose string literals the failing tests' messages quote (``says``)
+    speakers: Tuple[SuspectFunction, ...] = ()
 
     def top_function(self, test_id: str) -> Optional[SuspectFunction]:
         """The most suspicious function ``test_id`` ran (None: no per-test data names one)."""
