@@ -372,10 +372,10 @@ def context_figure(
 def _notes(results: Sequence[CaseResult], corpus: int, full: bool, seconds: float) -> List[str]:
     libraries = sorted({r.case.library for r in results})
     measured = (
-        f"All {corpus} cases (BENCH_FULL=1)"
+        f"All {corpus} cases (`BENCH_REALBUGS=all` or `BENCH_FULL=1`)"
         if full
         else f"A fixed subset of {len(results)} of the {corpus} cases (context_figure.SUBSET, "
-        "every library once; `BENCH_FULL=1 make bench` runs all)"
+        "every library once; `BENCH_REALBUGS=all make bench` runs all)"
     )
     runs = [w for r in results for w in r.ways.values()]
     diffs = ", ".join(r.case.name for r in results if r.answer_kind == "diff") or "none"

@@ -9,7 +9,8 @@ of the budget, so a busy machine can overrun it), half for each way of
 validating candidates (fresh, warm), unless ``BENCH_FULL=1``
 (``engine_figure.py``). ``BENCH_FULL=1`` also has figure 13 run every real bug
 of ``fixtures/realbugs`` instead of its fixed subset, one per library
-(``context_figure.py``; the sdists come from PyPI once, then from the cache).
+(``context_figure.py``; the sdists come from PyPI once, then from the cache);
+``BENCH_REALBUGS=all`` does that alone, leaving figure 6 in its budget.
 
 Usage: ``python tests/bench/run.py [--out FILE] [--budget SECONDS] [--only 1,5]``
 """
@@ -93,6 +94,7 @@ def measure(
 
     want = set(only or range(1, 14))
     full = os.environ.get("BENCH_FULL") == "1"
+    every_bug = os.environ.get("BENCH_REALBUGS") == "all"  # figure 13's whole corpus, alone
     figures: Dict[int, Figure] = {}
     steps = [
         (5, lambda: speed_figures.figure_startup()),
@@ -105,7 +107,7 @@ def measure(
         (10, lambda: answer_figures.figure_calls_per_fix(work / "f10")),
         (11, lambda: classify_figure.figure_classification(work / "f11")),
         (12, lambda: warm_figure.figure_warm(work / "f12w")),
-        (13, lambda: context_figure.figure_context(work / "f13", full)),
+        (13, lambda: context_figure.figure_context(work / "f13", full or every_bug)),
     ]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
