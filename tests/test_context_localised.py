@@ -25,6 +25,17 @@ pytestmark = pytest.mark.slow
 
 PYPROJECT = '[tool.pytest.ini_options]\npythonpath = ["."]\n'
 
+# Methods that make a class too big to be shown whole (source.SMALL_CLASS_LINES).
+HELPERS = "".join(
+    f"""
+                def describe_{n}(self, text):
+                    # one of the header's helpers, to make the class too big to show whole
+                    words = text.split()
+                    return " ".join(words[:{n}])
+"""
+    for n in range(1, 9)
+)
+
 # Each case: the project's files, the buggy function's path and its text (as the file has it).
 CASES: Dict[str, Dict[str, str]] = {
     "returned_value": {
@@ -249,47 +260,8 @@ CASES: Dict[str, Dict[str, str]] = {
                     if not self.PATTERN.match(underline):
                         return None
                     return self.LEVELS[underline[0]]
-
-                def describe_1(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:1])
-
-                def describe_2(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:2])
-
-                def describe_3(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:3])
-
-                def describe_4(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:4])
-
-                def describe_5(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:5])
-
-                def describe_6(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:6])
-
-                def describe_7(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:7])
-
-                def describe_8(self, text):
-                    # one of the header's helpers, to make the class too big to show whole
-                    words = text.split()
-                    return " ".join(words[:8])
-        """,
+        """
+        + HELPERS,
         "marks/document.py": """
             from marks.headers import UnderlineHeader
 
