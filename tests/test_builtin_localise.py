@@ -277,7 +277,8 @@ def first(values):
 def test_a_function_repeating_the_suspects_lines_is_its_copy() -> None:
     """A function no failing test ran that shares at least MIN_SHARED_LINES distinctive lines with
     a top suspect is listed as its copy, the shared lines first; one shared line is no copy."""
-    from repairloop.localise.functions import MIN_SHARED_LINES, copies, rank_functions
+    from repairloop.localise.functions import rank_functions
+    from repairloop.localise.related import MIN_SHARED_LINES, copies
     from repairloop.types import Suspect
 
     suspects = [Suspect("t.py", n, 1.0) for n in (4, 6, 7, 2, 3, 8)]
@@ -335,7 +336,8 @@ def test_the_few_callers_of_a_suspect_come_with_it() -> None:
     """A suspect called from at most MAX_CALL_SITES places brings the callers no failing test ran
     (a fix that changes what it takes changes them too); a function called from more places is a
     utility, and its callers are no lead."""
-    from repairloop.localise.functions import callers, rank_functions
+    from repairloop.localise.functions import rank_functions
+    from repairloop.localise.related import callers
     from repairloop.types import Suspect
 
     ranked = rank_functions(
@@ -366,7 +368,7 @@ def test_a_function_whose_text_the_failure_quotes_is_a_speaker() -> None:
     """The code that wrote a wrong message is found by its literal's pieces between placeholders
     (at least MIN_FRAGMENT_CHARS characters) in the failing tests' messages; a piece held by more
     than MAX_HOLDERS functions, or a short one, names no one."""
-    from repairloop.localise.functions import speakers
+    from repairloop.localise.related import speakers
 
     message = "assert \"Try 'cli foo --help' for help.\" in [\"Try 'cli foo -h' for help.\"]"
     found = speakers({"h.py": HINTS}, message)

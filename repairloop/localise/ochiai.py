@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
 
-from repairloop.localise.functions import callers, copies, rank_functions, speakers
+from repairloop.localise.functions import rank_functions
+from repairloop.localise.related import callers, copies, speakers
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 from repairloop.types import (
     FAR,
