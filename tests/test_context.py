@@ -480,3 +480,22 @@ def test_a_method_whose_docstring_has_a_line_at_column_zero_brings_its_imports(
     assert [(p.code.name, p.code.text) for p in pieces if p.code.name == "import"] == [
         ("import", "import collections")
     ]
+
+
+def test_a_long_copy_is_labelled_like_a_short_one(tmp_path: Path) -> None:
+    """A function shown because it repeats a suspect's lines says so in its slice's name, long or
+    short."""
+    from repairloop.context.source import Files
+    from repairloop.context.suspects import suspect_pieces
+    from repairloop.types import SuspectFunction
+
+    body = "".join(f"    x{j} = {j}\n" for j in range(199))
+    write(
+        tmp_path,
+        {"pkg/m.py": f"def big(v):\n{body}    return v\n\n\ndef small(v):\n    return v\n"},
+    )
+    label = " (repeats lines of other; no failing test runs it)"
+    for start, end in ((1, 201), (204, 205)):
+        fn = SuspectFunction("pkg/m.py", "f", start, end, 1.0, lines=(start + 1,), copy_of="other")
+        (piece,) = suspect_pieces(Files(tmp_path), [fn])
+        assert piece.code.name.endswith(label), piece.code.name

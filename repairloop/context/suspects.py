@@ -1,11 +1,15 @@
 """The suspects' code for the prompt: the functions fault localisation ranks most suspicious, whole.
 
-Each suspect function (``types.SuspectFunction``, most suspicious first) is shown
-as its whole definition under its path, with line numbers as the file has them;
-a method brings its class's header line, and any function the module-level
-imports it uses (so a name in it is never a mystery). A function longer than
-``LONG_FUNCTION`` lines is shown around its suspicious lines, the elision said in
-the slice's name. Module-level suspects are shown as a window around their line.
+Each suspect function (``types.SuspectFunction``, most suspicious first, followed
+by the copies, callers and message sources ``localise.related`` adds, each
+labelled) is shown as its whole definition under its path, with line numbers as
+the file has them; a method brings its class's header and the attributes before
+its first method, and any function the module-level imports and short
+module-level assignments it reads by name (so a name in it is never a mystery).
+A function too long to show whole is shown as its signature, a comment naming
+the lines left out and the window holding most of its suspicious lines, in one
+slice whose name says which lines are shown. Module-level suspects are shown as
+a window around their line.
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from typing import Dict, List, Sequence, Set, Tuple
 from repairloop.context.source import MODULE_WINDOW, Files, Piece
 from repairloop.types import CodeSlice, Localisation, SuspectFunction
 
-# Functions shown at most; the token budget (context_tokens) drops the farthest. On
-# fixtures/realbugs, 16 put the fixed code in 51 of 59 first prompts (median 4,320 tokens), 24 in 53
-# (median 5,570), 48 in 53 (every prompt at the budget).
-MAX_SUSPECTS = 24
+# Suspects shown at most; the token budget (context_tokens) drops the farthest. On
+# fixtures/realbugs' 59 bugs, 16 put the fixed code in 54 first prompts (median 4,410 tokens of
+# material), 24 in 55 (median 5,860): one bug more is not worth a third more tokens on every call.
+MAX_SUSPECTS = 16
 # Longer functions are shown as LONG_FUNCTION lines around their most suspicious line, from the
 # def line when that line is within reach. 120 lines is about 1,500 tokens, a quarter of the
 # default context_tokens; the budget's trims may still shrink it (build_context, step 4).
@@ -102,17 +106,23 @@ def _body(files: Files, fn: SuspectFunction, anchor: int, rank: int, limit: int)
         start, end, _ = source.window(anchor, MODULE_WINDOW, "<module>")
         name = "<module>"
     elif fn.end - fn.start + 1 > limit:
-        return Piece(_long_slice(fn, source.lines, limit), anchor, rank, protected=rank == 0)
+        code = _long_slice(fn, source.lines, limit)
+        return Piece(replace(code, name=code.name + _why(fn)), anchor, rank, protected=rank == 0)
     else:
         start, end, name = fn.start, fn.end, fn.name
-    if fn.copy_of:
-        name += f" (repeats lines of {fn.copy_of}; no failing test runs it)"
-    elif fn.calls:
-        name += f" (calls {fn.calls}; no failing test runs it)"
-    elif fn.says:
-        name += f" (its text {fn.says!r} is in the failure)"
-    code = CodeSlice(fn.path, start, end, name, source.text(start, end))
+    code = CodeSlice(fn.path, start, end, name + _why(fn), source.text(start, end))
     return Piece(code, anchor, rank, protected=rank == 0)
+
+
+def _why(fn: SuspectFunction) -> str:
+    """Why a function no failing test ran is shown, for its slice's name ("" for a suspect)."""
+    if fn.copy_of:
+        return f" (repeats lines of {fn.copy_of}; no failing test runs it)"
+    if fn.calls:
+        return f" (calls {fn.calls}; no failing test runs it)"
+    if fn.says:
+        return f" (its text {fn.says!r} is in the failure)"
+    return ""
 
 
 def _long_slice(fn: SuspectFunction, lines: Sequence[str], limit: int) -> CodeSlice:
