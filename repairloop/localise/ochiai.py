@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
 
@@ -186,28 +187,26 @@ def localise(
     the non-test project files, ``{path: text}``. Falls back
     to the traceback frames, with a note saying why (localisation is then
     degraded), when there is no line data or it names no line executed by a
-    failing test. Raises nothing.
+    failing test. Either way the result carries the code no failing test ran
+    that goes with the suspects (``related``: copies, callers, message
+    sources). Raises nothing.
     """
     failing_ids = tuple(sorted(set(failing)))
     passing = tuple(t for t in report.passed_ids if t not in set(failing_ids))
     frames = failure_frames(report.results, failing_ids, traceback, root, test_files)
     found = _from_spectra(report, root, failing_ids, passing, frames, (test_files, sources))
-    if isinstance(found, Localisation):
-        return found
-    note = found
-    scores = traceback_scores(frames, sources, failing_ids, root)
-    suspects = rank(scores, frames)
-    functions = rank_functions(suspects, sources, {}, failing_ids)
-    return Localisation(
-        "traceback",
-        suspects,
-        failing_ids,
-        passing,
-        note,
-        report=report,
-        functions=functions,
-        copies=(copied := copies(functions, sources)),
-        callers=callers(functions, sources, copied),
+    if not isinstance(found, Localisation):
+        scores = traceback_scores(frames, sources, failing_ids, root)
+        suspects = rank(scores, frames)
+        functions = rank_functions(suspects, sources, {}, failing_ids)
+        found = Localisation(
+            "traceback", suspects, failing_ids, passing, found, report=report, functions=functions
+        )
+    copied = copies(found.functions, sources)
+    return replace(
+        found,
+        copies=copied,
+        callers=callers(found.functions, sources, copied),
         speakers=speakers(sources, failure_text(report, failing_ids)),
     )
 
@@ -247,7 +246,6 @@ def _from_spectra(
         )
     ran_by = failing_runs(lines, failing_ids, scores)
     suspects = rank(scores, frames)
-    functions = rank_functions(suspects, sources, ran_by, failing_ids)
     return Localisation(
         "coverage",
         suspects,
@@ -256,10 +254,7 @@ def _from_spectra(
         tool=tool,
         ran_by=ran_by,
         report=report,
-        functions=functions,
-        copies=(copied := copies(functions, sources)),
-        callers=callers(functions, sources, copied),
-        speakers=speakers(sources, failure_text(report, failing_ids)),
+        functions=rank_functions(suspects, sources, ran_by, failing_ids),
     )
 
 
