@@ -50,9 +50,20 @@ def definition_spans(text: str) -> List[Span]:
     """Every function, method and class of a module's ``text``: (qualified name, first line with
     decorators, last line, first line of its body, ``function`` or ``class``), outer before inner;
     [] when it does not parse."""
+    return spans_of(parsed(text))
+
+
+def parsed(text: str) -> Optional[ast.Module]:
+    """A module's ``text`` parsed, or None when it does not parse."""
     try:
-        body = ast.parse(text).body
+        return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def spans_of(tree: Optional[ast.Module]) -> List[Span]:
+    """``definition_spans`` of a parsed module (None: [])."""
+    if tree is None:
         return []
     spans: List[Span] = []
 
@@ -67,7 +78,7 @@ def definition_spans(text: str) -> List[Span]:
                 )
                 walk(node.body, name + ".")
 
-    walk(body, "")
+    walk(tree.body, "")
     return spans
 
 

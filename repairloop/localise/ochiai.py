@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
 
 from repairloop.localise.functions import rank_functions
-from repairloop.localise.related import callers, copies, speakers
+from repairloop.localise.related import widen
 from repairloop.localise.spectra import EVERY_TEST, read_spectra
 from repairloop.types import (
     FAR,
@@ -202,13 +202,8 @@ def localise(
         found = Localisation(
             "traceback", suspects, failing_ids, passing, found, report=report, functions=functions
         )
-    copied = copies(found.functions, sources)
-    return replace(
-        found,
-        copies=copied,
-        callers=callers(found.functions, sources, copied),
-        speakers=speakers(sources, failure_text(report, failing_ids)),
-    )
+    copied, calling, quoted = widen(found.functions, sources, failure_text(report, failing_ids))
+    return replace(found, copies=copied, callers=calling, speakers=quoted)
 
 
 def _from_spectra(

@@ -11,7 +11,9 @@ non-test sources and named in its slice's header (``context.suspects``):
 - ``speakers``: a function whose string literal the failure quotes (the code
   that wrote the wrong message).
 
-All three are heuristics over text and names, bounded by the limits below so
+Each takes an optional ``Definitions`` so that ``widen``, which runs all three
+for a localisation, parses each file once. All three are heuristics over text
+and names, bounded by the limits below so
 that common code (an idiom, a utility, boilerplate text) names no one. The
 limits were set on fixtures/realbugs (59 bugs of 11 libraries).
 """
@@ -22,24 +24,46 @@ import ast
 import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from repairloop.localise.functions import Span, definition_spans, owner
+from repairloop.localise.functions import Span, owner, parsed, spans_of
 from repairloop.types import SuspectFunction
 
 
-class _Definitions:
-    """The functions of the project's ``sources``, each file parsed once when first asked."""
+class Definitions:
+    """The project's non-test ``sources`` (``{path: text}``), each file parsed once, when first
+    asked, for all three searches of a localisation (``widen``)."""
 
     def __init__(self, sources: Mapping[str, str]) -> None:
         self.sources = sources
+        self.trees: Dict[str, Optional[ast.Module]] = {}
         self.spans: Dict[str, List[Span]] = {}
+
+    def tree(self, path: str) -> Optional[ast.Module]:
+        """``path``'s syntax tree (None when it does not parse)."""
+        if path not in self.trees:
+            self.trees[path] = parsed(self.sources.get(path, ""))
+        return self.trees[path]
 
     def function_at(self, path: str, line: int) -> Optional[Span]:
         """The function ``line`` of ``path`` belongs to (``functions.owner``); None at module
         level or in a class body."""
         if path not in self.spans:
-            self.spans[path] = definition_spans(self.sources.get(path, ""))
+            self.spans[path] = spans_of(self.tree(path))
         span = owner(self.spans[path], line)
         return span if span is not None and span[4] == "function" else None
+
+
+def widen(
+    functions: Sequence[SuspectFunction], sources: Mapping[str, str], failure_text: str
+) -> Tuple[Tuple[SuspectFunction, ...], ...]:
+    """(``copies``, ``callers``, ``speakers``) of the ranked ``functions``, over one parse of each
+    of the project's non-test ``sources``; ``failure_text`` is the failing tests' messages."""
+    definitions = Definitions(sources)
+    copied = copies(functions, sources, definitions)
+    return (
+        copied,
+        callers(functions, sources, copied, definitions),
+        speakers(sources, failure_text, definitions),
+    )
 
 
 COPIED_SUSPECTS = 3  # the most suspicious functions whose lines are looked for elsewhere
@@ -52,7 +76,9 @@ MIN_LINE_CHARS = 20  # shorter lines (``return x``, ``else:``) are too common to
 
 
 def copies(
-    functions: Sequence[SuspectFunction], sources: Mapping[str, str]
+    functions: Sequence[SuspectFunction],
+    sources: Mapping[str, str],
+    definitions: Optional[Definitions] = None,
 ) -> Tuple[SuspectFunction, ...]:
     """Functions that repeat suspicious lines of the ``COPIED_SUSPECTS`` most suspicious functions
     but were not among ``functions`` (no failing test ran them): a fault copied into a sibling
@@ -81,7 +107,7 @@ def copies(
                 places.setdefault(key, []).append((path, number))
     known = {(f.path, f.name) for f in functions}
     found: Dict[Tuple[str, str], SuspectFunction] = {}
-    definitions = _Definitions(sources)
+    definitions = definitions or Definitions(sources)
     for key, source in wanted.items():  # so a copy's first line repeats the most suspicious one
         where = places.get(key, [])
         if len(where) > MAX_PLACES:
@@ -121,6 +147,7 @@ def callers(
     functions: Sequence[SuspectFunction],
     sources: Mapping[str, str],
     copied: Sequence[SuspectFunction] = (),
+    definitions: Optional[Definitions] = None,
 ) -> Tuple[SuspectFunction, ...]:
     """Functions no failing test ran that call one of the ``CALLED_SUSPECTS`` most suspicious
     functions, when that one is called (by its name, ``f(...)`` or ``x.f(...)``) from at most
@@ -132,13 +159,13 @@ def callers(
     top = [f for f in functions if f.kind == "function"][:CALLED_SUSPECTS]
     by_name = {fn.name.rsplit(".", 1)[-1]: fn for fn in reversed(top)}  # the more suspicious wins
     sites: Dict[str, List[Tuple[str, int]]] = {}
-    for path, text in sorted(sources.items()):
-        for name, line in _calls(text):
+    definitions = definitions or Definitions(sources)
+    for path in sorted(sources):
+        for name, line in _calls(definitions.tree(path)):
             if name in by_name:
                 sites.setdefault(name, []).append((path, line))
     known = {(f.path, f.name) for f in [*functions, *copied]}
     found: Dict[Tuple[str, str], SuspectFunction] = {}
-    definitions = _Definitions(sources)
     for fn in top:
         where = sites.get(fn.name.rsplit(".", 1)[-1], [])
         if len(where) > MAX_CALL_SITES or by_name[fn.name.rsplit(".", 1)[-1]] is not fn:
@@ -154,12 +181,9 @@ def callers(
     return tuple(found.values())[:MAX_CALLERS]
 
 
-def _calls(text: str) -> List[Tuple[str, int]]:
-    """(called name, line) of every call by name in a module's ``text`` ([] when it does not
-    parse)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+def _calls(tree: Optional[ast.Module]) -> List[Tuple[str, int]]:
+    """(called name, line) of every call by name in a parsed module (None: [])."""
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -178,7 +202,9 @@ MAX_SPEAKERS = 2
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}|%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]")
 
 
-def speakers(sources: Mapping[str, str], failure_text: str) -> Tuple[SuspectFunction, ...]:
+def speakers(
+    sources: Mapping[str, str], failure_text: str, definitions: Optional[Definitions] = None
+) -> Tuple[SuspectFunction, ...]:
     """Functions whose string literals the failure quotes: the code that wrote a wrong message
     (click's ``UsageError.show`` and its ``"Try '{command} {option}' for help."``), however many
     passing tests ran it. A literal counts by its pieces between format placeholders (``{...}``,
@@ -190,9 +216,9 @@ def speakers(sources: Mapping[str, str], failure_text: str) -> Tuple[SuspectFunc
     if not failure_text.strip():
         return ()
     holders: Dict[str, Dict[Tuple[str, str], SuspectFunction]] = {}
-    definitions = _Definitions(sources)
-    for path, text in sorted(sources.items()):
-        for piece, line in _quoted(text, failure_text):
+    definitions = definitions or Definitions(sources)
+    for path in sorted(sources):
+        for piece, line in _quoted(definitions.tree(path), failure_text):
             span = definitions.function_at(path, line)
             if span is None:
                 continue
@@ -206,11 +232,10 @@ def speakers(sources: Mapping[str, str], failure_text: str) -> Tuple[SuspectFunc
     return tuple(found.values())[:MAX_SPEAKERS]
 
 
-def _quoted(text: str, failure_text: str) -> List[Tuple[str, int]]:
-    """(piece, line) of the string literals of a module's ``text`` that ``failure_text`` holds."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+def _quoted(tree: Optional[ast.Module], failure_text: str) -> List[Tuple[str, int]]:
+    """(piece, line) of the string literals of a parsed module (None: none) that ``failure_text``
+    holds."""
+    if tree is None:
         return []
     docstrings = {
         id(node.value)

@@ -105,10 +105,6 @@ class Localisation:
     # functions whose string literals the failing tests' messages quote (``says``)
     speakers: Tuple[SuspectFunction, ...] = ()
 
-    def top_function(self, test_id: str) -> Optional[SuspectFunction]:
-        """The most suspicious function ``test_id`` ran (None: no per-test data names one)."""
-        return next((f for f in self.functions if test_id in f.tests), None)
-
     def top_functions(self, test_id: str, count: int) -> List[SuspectFunction]:
         """The ``count`` most suspicious functions ``test_id`` ran, most suspicious first."""
         return [f for f in self.functions if test_id in f.tests][:count]
