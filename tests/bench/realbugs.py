@@ -44,7 +44,8 @@ except ImportError:  # pragma: no cover - Python < 3.11 without tomli
     tomllib = None
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CASES_ROOT = REPO_ROOT / "fixtures" / "realbugs"
+# Another corpus in the same format (a held-out set, say) is used instead when named here.
+CASES_ROOT = Path(os.environ.get("REPAIRLOOP_REALBUGS") or REPO_ROOT / "fixtures" / "realbugs")
 DEFAULT_CACHE = Path("~/.cache/repairloop-bench/sdists").expanduser()
 
 DISTANCES = (
