@@ -350,6 +350,58 @@ def test_the_few_callers_of_a_suspect_come_with_it() -> None:
     assert callers(busy, {"c.py": CHECKER}) == ()  # helper has four callers
 
 
+IS_TEXT = """\
+def is_text(node):
+    return isinstance(node, str)
+
+
+def apply(node):
+    if node is None:
+        return None
+    if not is_text(node):
+        return node.text
+    return node
+
+
+def process(nodes):
+    out = []
+    for node in nodes:
+        out.append(node)
+        if not is_text(node):
+            out.append(node.tail)
+    return out
+
+
+def render(nodes):
+    return [is_text(n) for n in nodes] + [is_text(nodes)]
+"""
+
+
+def test_a_call_of_a_suspect_no_failing_test_reached_brings_its_function() -> None:
+    """A function whose call of a top suspect no failing test ran comes with the suspect, with its
+    own suspicious lines, though the tests ran other lines of it (the same misuse, fixed behind
+    the crash); a caller is counted once however often it calls (render calls twice, and three
+    callers are at most MAX_CALLING_FUNCTIONS); with no line data no ranked function is a
+    caller."""
+    from repairloop.localise.functions import rank_functions
+    from repairloop.localise.related import callers
+    from repairloop.types import Suspect
+
+    suspects = [
+        Suspect("c.py", 2, 1.0),
+        Suspect("c.py", 9, 0.5),
+        Suspect("c.py", 23, 0.4),
+        Suspect("c.py", 14, 0.2),
+    ]
+    ranked = rank_functions(suspects, {"c.py": IS_TEXT}, {})
+    assert [f.name for f in ranked] == ["is_text", "apply", "render", "process"]
+    ran = {("c.py", n) for n in (2, 6, 8, 9, 14, 15, 16, 23)}  # the crash in apply comes first
+    found = callers(ranked, {"c.py": IS_TEXT}, ran=ran)
+    assert [(f.name, f.calls, f.lines) for f in found] == [("process", "is_text", (14,))]
+    assert callers(ranked, {"c.py": IS_TEXT}, ran=ran | {("c.py", 17)}) == ()
+    assert callers(ranked, {"c.py": IS_TEXT}) == ()  # no line data: every caller is ranked
+
+
 HINTS = """\
 def show_hint(command):
     return "Try '{command} --help' for help.".format(command=command)
@@ -380,6 +432,55 @@ def test_a_function_whose_text_the_failure_quotes_is_a_speaker() -> None:
     assert speakers({"h.py": crowded}, message) == ()
 
 
+PLACEHOLDERS = """\
+import re
+
+STX = "\\u0002"
+PREFIX = STX + "klzzwxh:"
+TOKEN = PREFIX + "%s" + "\\u0003"
+TOKEN_RE = re.compile(TOKEN % "([0-9]+)")
+
+
+def make(n):
+    return TOKEN % n
+
+
+def unescape(text, stash):
+    return TOKEN_RE.sub(lambda m: stash[m.group(1)], text)
+
+
+def other():
+    return STX
+"""
+
+
+def test_the_readers_of_a_constant_whose_text_the_failure_quotes_are_speakers() -> None:
+    """A quoted piece held by a module-level constant names the functions reading it, or a
+    constant built from it, by ``NAME`` or ``module.NAME`` (a leaked placeholder names the code
+    that should have replaced it), most suspicious first; a constant more than MAX_READERS
+    functions read names no one."""
+    from repairloop.localise.functions import rank_functions
+    from repairloop.localise.related import MAX_READERS, speakers
+    from repairloop.types import Suspect
+
+    sources = {
+        "p.py": PLACEHOLDERS,
+        "q.py": "import p\n\n\ndef strip(text):\n    return p.TOKEN_RE.sub('', text)\n",
+    }
+    message = "'<p>\\x02klzzwxh:0000\\x03</p>' != '<p><b>x</b></p>'"
+    ranked = rank_functions([Suspect("p.py", 14, 0.7)], sources, {})
+    found = speakers(sources, message, functions=ranked)
+    assert [(f.path, f.name, f.via, f.says) for f in found] == [
+        ("p.py", "unescape", "TOKEN_RE", "klzzwxh:"),
+        ("p.py", "make", "TOKEN", "klzzwxh:"),
+    ]
+    assert [f.name for f in speakers(sources, message)] == ["make", "unescape"]  # by place
+    crowded = dict(sources)
+    for n in range(MAX_READERS - 2):
+        crowded[f"r{n}.py"] = f"from p import TOKEN\n\n\ndef use{n}():\n    return TOKEN\n"
+    assert speakers(crowded, message) == ()
+
+
 def test_ties_go_to_the_function_the_failing_test_names() -> None:
     """Among functions of equal score and distance, the one whose name shares words with the
     failing tests' names ranks first (``test_header_...`` and ``HashHeaderProcessor.run``)."""
@@ -397,3 +498,33 @@ def test_ties_go_to_the_function_the_failing_test_names() -> None:
         suspects, {"b.py": module}, {}, ["tests/test_blocks.py::test_headers_after_paragraph"]
     )
     assert [f.name for f in named] == ["HashHeaderProcessor.run", "ListProcessor.run"]
+
+
+def test_ties_go_to_the_function_the_failing_test_describes(tmp_path: Path) -> None:
+    """The failing test's docstring and comments count with its name (``test_descriptions``), a
+    function's word matching a longer one that holds it (``compile`` in ``recompiled``)."""
+    from repairloop.localise import rank_functions
+    from repairloop.localise.ochiai import test_descriptions
+    from repairloop.types import Suspect
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_lists.py").write_text(
+        "def test_other():\n    # nothing about rules\n    pass\n\n\n"
+        "class TestLists:\n"
+        "    def test_marker_run(self):\n"
+        '        """A short marker run stays text."""\n'
+        "        # the break rules are recompiled per item\n"
+        "        assert True\n"
+    )
+    test_id = "tests/test_lists.py::TestLists::test_marker_run"
+    described = test_descriptions([test_id], tmp_path)
+    assert "recompiled per item" in described and "short marker run" in described
+    assert "nothing about" not in described
+    module = (
+        "def clean_line(text):\n    return text\n\n\ndef compile_sc(rules):\n    return rules\n"
+    )
+    suspects = [Suspect("l.py", 2, 0.7), Suspect("l.py", 6, 0.7)]
+    plain = rank_functions(suspects, {"l.py": module}, {}, [test_id])
+    assert [f.name for f in plain] == ["clean_line", "compile_sc"]
+    told = rank_functions(suspects, {"l.py": module}, {}, [test_id], described)
+    assert [f.name for f in told] == ["compile_sc", "clean_line"]

@@ -46,9 +46,9 @@ DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 def relevant(localisation: Localisation, group: Sequence[str]) -> List[SuspectFunction]:
     """The suspects the group's failing tests ran (all of them when the line data names no test),
     each followed by its copies and callers (``Localisation.copies``, ``callers``: functions no
-    failing test ran that repeat its lines or call it). Module-level code and class bodies are
-    left out while a function is suspect: every test runs them at import, so they are no
-    evidence."""
+    failing test ran that repeat its lines, or whose call of it no failing test ran).
+    Module-level code and class bodies are left out while a function is suspect: every test runs
+    them at import, so they are no evidence."""
     wanted = set(group)
     ran = [f for f in localisation.functions if f.tests & wanted] or [
         f for f in localisation.functions if not f.tests
@@ -119,7 +119,9 @@ def _why(fn: SuspectFunction) -> str:
     if fn.copy_of:
         return f" (repeats lines of {fn.copy_of}; no failing test runs it)"
     if fn.calls:
-        return f" (calls {fn.calls}; no failing test runs it)"
+        return f" (calls {fn.calls} in a line no failing test runs)"
+    if fn.via:
+        return f" (reads {fn.via}, whose text {fn.says!r} is in the failure)"
     if fn.says:
         return f" (its text {fn.says!r} is in the failure)"
     return ""

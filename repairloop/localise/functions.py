@@ -7,10 +7,10 @@ it is in a class body outside any method, and to ``<module>`` otherwise: a
 import for a top-level function, so it is the enclosing scope's. A function's
 score is its most suspicious line's (Ochiai's ``max`` rule: one faulty line
 makes the function faulty); ties go to the line nearest a failing frame, then
-to the function whose name shares more words with the failing tests' names
-(``test_header_and_paragraph_...`` and ``HashHeaderProcessor.run``: a test
-names what it tests), then path and position, so the ranking is
-deterministic.
+to the function whose name shares more words with the failing tests' names,
+docstrings and comments (``test_header_and_paragraph_...`` and
+``HashHeaderProcessor.run``: a test names what it tests), then path and
+position, so the ranking is deterministic.
 """
 
 from __future__ import annotations
@@ -33,17 +33,24 @@ _COMMON_WORDS = frozenset(
 
 def _words(text: str) -> FrozenSet[str]:
     """The words of identifiers in ``text``, split at ``_``, dots and case changes, lower case, of
-    at least three letters, common ones left out, a final ``s`` or ``ed`` cut (``headers`` and
-    ``header`` meet): what a test's name and a function's name are compared by."""
+    at least three letters, common ones left out, a final ``ed``, ``s`` and ``e`` cut from words of
+    five letters or more (``headers`` and ``header`` meet, ``compile`` and ``recompiled`` share
+    ``compil``): what a test's name and a function's name are compared by."""
     found = set()
     for part in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", text):
         word = part.lower()
-        for ending in ("ed", "s"):
+        for ending in ("ed", "s", "e"):
             if len(word) > 4 and word.endswith(ending):
                 word = word[: -len(ending)]
         if len(word) >= 3 and word not in _COMMON_WORDS:
             found.add(word)
     return frozenset(found)
+
+
+def _said(word: str, named: FrozenSet[str]) -> bool:
+    """Whether ``word`` of a function's name is one of the tests' words, or, from five letters on,
+    part of one (``compil`` in ``recompil``)."""
+    return word in named or (len(word) >= 5 and any(word in other for other in named))
 
 
 def definition_spans(text: str) -> List[Span]:
@@ -97,10 +104,12 @@ def rank_functions(
     sources: Mapping[str, str],
     ran_by: Mapping[LineKey, FrozenSet[str]],
     failing: Sequence[str] = (),
+    described: str = "",
 ) -> Tuple[SuspectFunction, ...]:
     """The functions holding ``suspects`` (most suspicious first, see the module docstring);
     ``sources`` are the project's non-test files, ``ran_by`` the failing tests that ran each suspect
-    line, ``failing`` their ids, whose names break what ties remain (``_words``)."""
+    line, ``failing`` their ids and ``described`` what the tests say they test (their docstrings and
+    comments, ``ochiai.test_descriptions``): their words break what ties remain (``_words``)."""
     spans: Dict[str, List[Span]] = {}
     found: Dict[Tuple[str, str], SuspectFunction] = {}
     order: Dict[Tuple[str, str], Tuple[float, int]] = {}
@@ -135,10 +144,12 @@ def rank_functions(
                 kind,
                 top_lines=old.top_lines + (round(suspect.score, 9) == round(old.score, 9)),
             )
-    named = _words(" ".join(re.sub(r"\[.*\]$", "", t.split("::")[-1]) for t in failing))
+    named = _words(
+        " ".join(re.sub(r"\[.*\]$", "", t.split("::")[-1]) for t in failing) + " " + described
+    )
 
     def named_by_tests(key: Tuple[str, str]) -> int:
-        return -len(_words(key[1]) & named)
+        return -sum(1 for word in _words(key[1]) if _said(word, named))
 
     ranked = sorted(found, key=lambda k: (*order[k], named_by_tests(k), k[0], found[k].start))
     return tuple(found[k] for k in ranked)

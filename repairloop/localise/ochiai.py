@@ -17,7 +17,18 @@ import math
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Sequence, Set, Tuple, Union
+from typing import (
+    Dict,
+    FrozenSet,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 from repairloop.localise.functions import rank_functions
 from repairloop.localise.related import widen
@@ -118,25 +129,43 @@ def _function_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
     return spans
 
 
-def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
-    """Names and attributes mentioned by the failing test functions (their module if not found)."""
-    names: Set[str] = set()
+def _test_scopes(test_ids: Iterable[str], root: Path) -> Iterator[Tuple[ast.AST, str]]:
+    """(the test function's syntax tree, its file's text) for each failing test id (the module's
+    when the function is not found); files that do not parse are left out."""
     for test_id in sorted(set(test_ids)):
         parts = test_id.split("::")
         function = re.sub(r"\[.*\]$", "", parts[-1]) if len(parts) > 1 else ""
         # a test id is the run's word: never a link out, nor /dev/zero
-        text = read_inside(root, parts[0])
+        text = read_inside(root, parts[0]) or ""
         try:
-            tree = ast.parse(text or "")
+            tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        scope = next((n for n in ast.walk(tree) if getattr(n, "name", None) == function), tree)
+        yield next((n for n in ast.walk(tree) if getattr(n, "name", None) == function), tree), text
+
+
+def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
+    """Names and attributes mentioned by the failing test functions (their module if not found)."""
+    names: Set[str] = set()
+    for scope, _ in _test_scopes(test_ids, root):
         for node in ast.walk(scope):
             if isinstance(node, ast.Name):
                 names.add(node.id)
             elif isinstance(node, ast.Attribute):
                 names.add(node.attr)
     return names
+
+
+def test_descriptions(test_ids: Iterable[str], root: Path) -> str:
+    """What the failing test functions say they test: their docstrings and comments, one text."""
+    said: List[str] = []
+    for scope, text in _test_scopes(test_ids, root):
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        said.append(ast.get_docstring(scope) or "")
+        lines = text.splitlines()[scope.lineno - 1 : scope.end_lineno]
+        said += [line.split("#", 1)[1] for line in lines if line.lstrip().startswith("#")]
+    return "\n".join(said)
 
 
 def traceback_scores(
@@ -198,11 +227,16 @@ def localise(
     if not isinstance(found, Localisation):
         scores = traceback_scores(frames, sources, failing_ids, root)
         suspects = rank(scores, frames)
-        functions = rank_functions(suspects, sources, {}, failing_ids)
+        functions = rank_functions(
+            suspects, sources, {}, failing_ids, test_descriptions(failing_ids, root)
+        )
         found = Localisation(
             "traceback", suspects, failing_ids, passing, found, report=report, functions=functions
         )
-    copied, calling, quoted = widen(found.functions, sources, failure_text(report, failing_ids))
+    ran = set(found.ran_by) if found.method == "coverage" else None
+    copied, calling, quoted = widen(
+        found.functions, sources, failure_text(report, failing_ids), ran
+    )
     return replace(found, copies=copied, callers=calling, speakers=quoted)
 
 
@@ -249,7 +283,9 @@ def _from_spectra(
         tool=tool,
         ran_by=ran_by,
         report=report,
-        functions=rank_functions(suspects, sources, ran_by, failing_ids),
+        functions=rank_functions(
+            suspects, sources, ran_by, failing_ids, test_descriptions(failing_ids, root)
+        ),
     )
 
 

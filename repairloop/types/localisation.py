@@ -64,6 +64,7 @@ class SuspectFunction:
     copy_of: str = ""  # for a copy (``Localisation.copies``): the suspect whose lines it repeats
     calls: str = ""  # for a caller (``Localisation.callers``): the suspect it calls
     says: str = ""  # for a message source (``Localisation.speakers``): its text in the failure
+    via: str = ""  # for a message source that reads the text from a module-level constant: its name
     top_lines: int = 1  # how many of ``lines`` (the first ones) have the function's score
 
     def to_json(self) -> Dict[str, object]:
