@@ -229,6 +229,32 @@ def test_last_attempt_does_not_repeat_the_failure_shown_above() -> None:
     assert "`xs[len(xs) - 2]`: assert 1 == 2\n" in render_context(other)
 
 
+def test_the_last_attempt_says_how_the_failure_changed() -> None:
+    """After a wrong answer the prompt says whether the failure stayed as it was or changed, with
+    the new one's type, message and the project frame it now fails in; the old one is repeated
+    only when the Failure section does not show it (the candidate was kept)."""
+    from repairloop.types import FailureSnapshot
+
+    was = FailureSnapshot("t::a", "IndexError", "list index out of range", ("calc/lists.py:11",))
+    now = FailureSnapshot(
+        "t::a", "TypeError", "unsupported operand", ("calc/lists.py:11", "calc/lists.py:4 in f")
+    )
+    reason = "fixed none of the 1 failing test(s): TypeError: unsupported operand"
+    same = LastAttempt(DIFF, Decision.REVERTED, reason, before=(was,), after=(was,))
+    changed = replace(same, after=(now,))
+    section = render_context(replace(CONTEXT, last_attempt=same)).split("## Last attempt", 1)[1]
+    assert "fixed none of the 1 failing test(s): the same failure" in section
+    section = render_context(replace(CONTEXT, last_attempt=changed)).split("## Last attempt", 1)[1]
+    assert (
+        "fixed none of the 1 failing test(s), now failing with TypeError: unsupported operand "
+        "at calc/lists.py:4 in f\n"
+    ) in section
+    assert "before it" not in section  # the Failure section above shows the IndexError
+    moved = replace(CONTEXT, message="ValueError: other", last_attempt=changed)
+    section = render_context(moved).split("## Last attempt", 1)[1]
+    assert "(before it: IndexError: list index out of range)" in section
+
+
 def test_a_one_line_attempt_adds_under_ten_percent_to_a_small_prompt() -> None:
     """Issue 2's flatness target, at the unit level: the last attempt is the only growth after
     iteration 1."""

@@ -33,8 +33,8 @@ def last_attempt_section(
     instead, and a kept one is then "applied", not "in the code above". The
     verdict leaves out a failure the Failure section already shows. The
     section is the only part of the prompt that iteration 1 lacks, so its size
-    is the prompt's growth over a run: about 40 tokens for a one-line candidate
-    (BENCHMARKS.md, figure 2).
+    is the prompt's growth over a run: about 60 tokens for a one-line candidate
+    that changed the failure (BENCHMARKS.md, figure 2).
     """
     visible = in_view(last.diff, slices, new_side=last.decision is Decision.KEPT)
     change = _one_line_change(last.diff, "\n".join(piece.text for piece in slices), visible)
@@ -98,9 +98,9 @@ def _outcome(last: LastAttempt, failure: str) -> str:
     head, _, detail = last.reason.strip().partition(": ")
     if not head:
         return ""
-    changed = _changed_failure(last)
+    changed = _changed_failure(last, failure)
     if head.startswith("fixed none of") and changed:
-        return f"{head}: {changed}"
+        return f"{head}{': ' if changed == 'the same failure' else ', '}{changed}"
     if head.startswith("fixed none of") and detail:
         first = detail.split("\n")[0].strip()
         first = (
@@ -114,11 +114,11 @@ def _outcome(last: LastAttempt, failure: str) -> str:
     return last.reason.strip()
 
 
-def _changed_failure(last: LastAttempt) -> str:
+def _changed_failure(last: LastAttempt, failure: str) -> str:
     """\"the same failure" when the candidate left every one of its tests failing as before;
     else the first failure it changed (type, message, the project frame it now fails in) beside
-    what it was; "" when the records do not tell (a run without per-test results, an older
-    journal)."""
+    what it was, unless the Failure section (``failure``) already shows that; "" when the records
+    do not tell (a run without per-test results, an older journal)."""
     before = {b.test_id: b for b in last.before}
     pairs = [(before[a.test_id], a) for a in last.after if a.test_id in before]
     if not pairs:
@@ -128,7 +128,8 @@ def _changed_failure(last: LastAttempt) -> str:
     was, now = next((b, a) for b, a in pairs if not b.same_as(a))
     new_frames = [f for f in now.frames if f not in was.frames]
     where = f" at {new_frames[-1]}" if new_frames else ""
-    return f"a different failure: {_said(now)}{where} (before it: {_said(was)})"
+    before = "" if was.message and was.message in failure else f" (before it: {_said(was)})"
+    return f"now failing with {_said(now)}{where}{before}"
 
 
 def _said(snapshot: FailureSnapshot) -> str:
