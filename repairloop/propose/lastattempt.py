@@ -128,8 +128,8 @@ def _changed_failure(last: LastAttempt, failure: str) -> str:
     was, now = next((b, a) for b, a in pairs if not b.same_as(a))
     new_frames = [f for f in now.frames if f not in was.frames]
     where = f" at {new_frames[-1]}" if new_frames else ""
-    before = "" if was.message and was.message in failure else f" (before it: {_said(was)})"
-    return f"now failing with {_said(now)}{where}{before}"
+    earlier = "" if was.message and was.message in failure else f" (before it: {_said(was)})"
+    return f"now failing with {_said(now)}{where}{earlier}"
 
 
 def _said(snapshot: FailureSnapshot) -> str:
