@@ -501,10 +501,10 @@ def test_ties_go_to_the_function_the_failing_test_names() -> None:
 
 
 def test_ties_go_to_the_function_the_failing_test_describes(tmp_path: Path) -> None:
-    """The failing test's docstring and comments count with its name (``test_descriptions``), a
+    """The failing test's docstring and comments count with its name (``described_by_tests``), a
     function's word matching a longer one that holds it (``compile`` in ``recompiled``)."""
     from repairloop.localise import rank_functions
-    from repairloop.localise.ochiai import test_descriptions
+    from repairloop.localise.ochiai import described_by_tests
     from repairloop.types import Suspect
 
     (tmp_path / "tests").mkdir()
@@ -517,7 +517,7 @@ def test_ties_go_to_the_function_the_failing_test_describes(tmp_path: Path) -> N
         "        assert True\n"
     )
     test_id = "tests/test_lists.py::TestLists::test_marker_run"
-    described = test_descriptions([test_id], tmp_path)
+    described = described_by_tests([test_id], tmp_path)
     assert "recompiled per item" in described and "short marker run" in described
     assert "nothing about" not in described
     module = (

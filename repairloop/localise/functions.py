@@ -109,7 +109,7 @@ def rank_functions(
     """The functions holding ``suspects`` (most suspicious first, see the module docstring);
     ``sources`` are the project's non-test files, ``ran_by`` the failing tests that ran each suspect
     line, ``failing`` their ids and ``described`` what the tests say they test (their docstrings and
-    comments, ``ochiai.test_descriptions``): their words break what ties remain (``_words``)."""
+    comments, ``ochiai.described_by_tests``): their words break what ties remain (``_words``)."""
     spans: Dict[str, List[Span]] = {}
     found: Dict[Tuple[str, str], SuspectFunction] = {}
     order: Dict[Tuple[str, str], Tuple[float, int]] = {}

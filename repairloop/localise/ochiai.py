@@ -131,17 +131,27 @@ def _function_spans(tree: ast.AST) -> List[Tuple[str, int, int]]:
 
 def _test_scopes(test_ids: Iterable[str], root: Path) -> Iterator[Tuple[ast.AST, str]]:
     """(the test function's syntax tree, its file's text) for each failing test id (the module's
-    when the function is not found); files that do not parse are left out."""
-    for test_id in sorted(set(test_ids)):
+    when the function is not found), each file parsed once; files that do not parse are left
+    out."""
+    wanted: Dict[str, Set[str]] = {}
+    for test_id in set(test_ids):
         parts = test_id.split("::")
         function = re.sub(r"\[.*\]$", "", parts[-1]) if len(parts) > 1 else ""
+        wanted.setdefault(parts[0], set()).add(function)
+    for path, functions in sorted(wanted.items()):
         # a test id is the run's word: never a link out, nor /dev/zero
-        text = read_inside(root, parts[0]) or ""
+        text = read_inside(root, path) or ""
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        yield next((n for n in ast.walk(tree) if getattr(n, "name", None) == function), tree), text
+        found = {}
+        for node in ast.walk(tree):
+            name = getattr(node, "name", None)
+            if name in functions and name not in found:
+                found[name] = node
+        for function in sorted(functions):
+            yield found.get(function, tree), text
 
 
 def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
@@ -156,7 +166,7 @@ def _test_references(test_ids: Iterable[str], root: Path) -> Set[str]:
     return names
 
 
-def test_descriptions(test_ids: Iterable[str], root: Path) -> str:
+def described_by_tests(test_ids: Iterable[str], root: Path) -> str:
     """What the failing test functions say they test: their docstrings and comments, one text."""
     said: List[str] = []
     for scope, text in _test_scopes(test_ids, root):
@@ -228,7 +238,7 @@ def localise(
         scores = traceback_scores(frames, sources, failing_ids, root)
         suspects = rank(scores, frames)
         functions = rank_functions(
-            suspects, sources, {}, failing_ids, test_descriptions(failing_ids, root)
+            suspects, sources, {}, failing_ids, described_by_tests(failing_ids, root)
         )
         found = Localisation(
             "traceback", suspects, failing_ids, passing, found, report=report, functions=functions
@@ -284,7 +294,7 @@ def _from_spectra(
         ran_by=ran_by,
         report=report,
         functions=rank_functions(
-            suspects, sources, ran_by, failing_ids, test_descriptions(failing_ids, root)
+            suspects, sources, ran_by, failing_ids, described_by_tests(failing_ids, root)
         ),
     )
 
