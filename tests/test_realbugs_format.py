@@ -1,4 +1,5 @@
-"""The real-bug corpus (``fixtures/realbugs``) is well formed: no network, no downloads.
+"""The real-bug corpora (``fixtures/realbugs`` and its held-out set) are well formed: no network,
+no downloads.
 
 ``tests/bench/realbugs.py check`` is the slow check that the bugs are real (it downloads the
 sdists and runs their tests); this one only reads the case files.
@@ -17,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "fixtures" / "realbugs"
+HELD_OUT = ROOT / "fixtures" / "realbugs-heldout"
 
 
 def _load_realbugs() -> ModuleType:
@@ -33,6 +35,7 @@ def _load_realbugs() -> ModuleType:
 
 rb = _load_realbugs()
 CASE_DIRS: List[Path] = sorted(p.parent for p in CASES.glob("*/case.toml"))
+HELD_OUT_DIRS: List[Path] = sorted(p.parent for p in HELD_OUT.glob("*/case.toml"))
 
 
 def test_corpus_size() -> None:
@@ -42,18 +45,29 @@ def test_corpus_size() -> None:
     assert {c.distance for c in cases} <= set(rb.DISTANCES)
 
 
-def test_readme_lists_every_case() -> None:
-    readme = (CASES / "README.md").read_text(encoding="utf-8")
-    for case_dir in CASE_DIRS:
+def test_held_out_set_is_other_libraries() -> None:
+    """The held-out set measures what was not tuned on: none of its libraries is in the corpus."""
+    held_out = rb.load_cases(HELD_OUT)
+    assert len(held_out) >= 10
+    assert not {c.library for c in held_out} & {c.library for c in rb.load_cases(CASES)}
+
+
+@pytest.mark.parametrize("root", [CASES, HELD_OUT], ids=["corpus", "held-out"])
+def test_readme_lists_every_case(root: Path) -> None:
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for case_dir in sorted(p.parent for p in root.glob("*/case.toml")):
         assert f"`{case_dir.name}`" in readme, f"README.md does not list {case_dir.name}"
 
 
-def test_every_directory_is_a_case() -> None:
-    dirs = sorted(p for p in CASES.iterdir() if p.is_dir())
-    assert dirs == CASE_DIRS
+@pytest.mark.parametrize("root", [CASES, HELD_OUT], ids=["corpus", "held-out"])
+def test_every_directory_is_a_case(root: Path) -> None:
+    dirs = sorted(p for p in root.iterdir() if p.is_dir())
+    assert dirs == sorted(p.parent for p in root.glob("*/case.toml"))
 
 
-@pytest.mark.parametrize("case_dir", CASE_DIRS, ids=[p.name for p in CASE_DIRS])
+@pytest.mark.parametrize(
+    "case_dir", CASE_DIRS + HELD_OUT_DIRS, ids=[p.name for p in CASE_DIRS + HELD_OUT_DIRS]
+)
 def test_case_format(case_dir: Path) -> None:
     data = rb.read_case_toml(case_dir / "case.toml")
     assert rb.case_format_problems(data) == []
@@ -89,7 +103,7 @@ def test_case_format(case_dir: Path) -> None:
 
 def test_toml_subset_parser_reads_every_case_as_tomllib_does() -> None:
     tomllib = pytest.importorskip("tomllib")
-    for case_dir in CASE_DIRS:
+    for case_dir in CASE_DIRS + HELD_OUT_DIRS:
         text = (case_dir / "case.toml").read_text(encoding="utf-8")
         assert rb.parse_toml_subset(text) == tomllib.loads(text), case_dir.name
 

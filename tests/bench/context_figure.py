@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import context_check
-import realbugs
-import scripted
-from figure import Check, Figure, median, pct
-from projects import REPO
-from scripted_server import ScriptedServer
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]  # tests/: scripted_server, run alone
+
+import context_check  # noqa: E402
+import realbugs  # noqa: E402
+import scripted  # noqa: E402
+from figure import Check, Figure, median, pct  # noqa: E402
+from projects import REPO  # noqa: E402
+from scripted_server import ScriptedServer  # noqa: E402
 
 WAYS: Tuple[Tuple[str, bool], ...] = (("localised", True), ("traceback only", False))
 WORKERS = 2
@@ -433,3 +435,25 @@ def figure_context(work: Path, full: bool = False) -> Figure:
     fig = context_figure(results, len(corpus), full, seconds)
     fig.seconds = seconds
     return fig
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python tests/bench/context_figure.py [CASE ...]``: figure 13 on every case of the corpus
+    (``REPAIRLOOP_REALBUGS`` names another, such as ``fixtures/realbugs-heldout``), or on the
+    cases named, printed as Markdown; BENCHMARKS.md is left alone."""
+    import tempfile
+
+    from run import machine
+
+    corpus = realbugs.load_cases()
+    chosen = [c for c in corpus if not argv or c.name in argv]
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="repairloop-figure13-") as work:
+        results = measure(chosen, Path(work))
+    fig = context_figure(results, len(chosen), True, time.perf_counter() - began)
+    print(fig.markdown(machine()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
