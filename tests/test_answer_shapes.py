@@ -200,6 +200,25 @@ def test_an_unclosed_fence_runs_to_the_end_and_other_languages_are_not_python() 
     ]
 
 
+def test_fences_inside_a_docstring_pair_up_when_that_makes_the_block_python() -> None:
+    """A function whose docstring holds a fenced example, answered inside a three-backtick fence
+    as models write it (seen on humanize's docstrings): the docstring's bare closing fence would
+    end the block by CommonMark and leave broken Python, so the fences inside pair up; a block
+    that is Python either way, and one that is Python neither way, end at the first bare
+    fence."""
+    function = (
+        "def ordinal(n):\n"
+        '    """Ordinal.\n\n    ```pycon\n    >>> ordinal(1)\n    \'1st\'\n    ```\n    """\n'
+        "    return str(n)"
+    )
+    blocks = code_blocks(f"humanize/number.py\n```python\n{function}\n```\n\nDone.")
+    assert [(b.label, b.code) for b in blocks] == [("humanize/number.py", function)]
+    two = code_blocks("```python\nx = 1\n```\ntext\n```python\ny = 2\n```")
+    assert [b.code for b in two] == ["x = 1", "y = 2"]
+    prose = code_blocks("```text\na\n```sh\nb\n```\nc\n```")
+    assert prose[0].code == "a\n```sh\nb"
+
+
 # --- whole definitions ---------------------------------------------------------------------------
 
 SOURCE = '''"""Shapes."""

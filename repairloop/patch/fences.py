@@ -1,7 +1,9 @@
 """Code blocks of an answer and the file each one names.
 
 A block is a Markdown fence (three or more backticks or tildes; an unclosed
-fence runs to the end of the answer). The file it names, if any, is taken
+fence runs to the end of the answer; a block that is Python only when the
+fences inside it pair up, as in a docstring's ```` ```pycon ```` example, is
+read so). The file it names, if any, is taken
 from, in order: the fence's info string (```` ```python calc.py ````,
 ```` ```python:calc.py ````, ```` ```python title="calc.py" ````), the line
 above the fence (``calc.py``, ``**calc.py**``, ``File: `calc.py` ``, prose
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -50,15 +53,43 @@ def code_blocks(text: str) -> List[CodeBlock]:
             i += 1
             continue
         fence, info = opened.group(1), opened.group(2)
-        end = i + 1
-        while end < len(lines) and not _closes(lines[end], fence):
-            end += 1
+        end = _end(lines, i, fence, nested=False)
+        if not _parses(lines[i + 1 : end]):
+            nested = _end(lines, i, fence, nested=True)
+            end = nested if _parses(lines[i + 1 : nested]) else end
         body = lines[i + 1 : end]
         blocks.append(_block(body, info, path_above(lines, i, stop=0), i + 2))
         i = end + 1
     if blocks or not text.strip():
         return blocks
     return [CodeBlock(text.strip("\n"), None, 1, True, "python")] if _plain_python(text) else []
+
+
+def _end(lines: List[str], start: int, fence: str, *, nested: bool) -> int:
+    """The line closing the fence opened at ``start`` (``len(lines)`` when none does). With
+    ``nested``, a fence with an info string inside it (a docstring's ```` ```pycon ```` example)
+    opens a level that the next bare fence closes, as models write code holding fences; by
+    CommonMark that bare fence closes the block."""
+    depth, end = 0, start + 1
+    while end < len(lines):
+        inner = _OPEN.match(lines[end]) if nested else None
+        if inner is not None and inner.group(2) and inner.group(1)[0] == fence[0]:
+            depth += 1
+        elif _closes(lines[end], fence):
+            if depth == 0:
+                return end
+            depth -= 1
+        end += 1
+    return end
+
+
+def _parses(body: List[str]) -> bool:
+    """Whether ``body`` is Python (indented as a method may be)."""
+    try:
+        ast.parse(textwrap.dedent("\n".join(body)))
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _closes(line: str, fence: str) -> bool:
