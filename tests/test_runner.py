@@ -218,6 +218,41 @@ def test_targeted_rerun_runs_only_the_given_ids(tmp_path: Path) -> None:
     assert report.command[-1] == "tests/test_calc.py::test_mean"
 
 
+SET_IDS = """
+    import os
+
+    import pytest
+
+    NAMES = {"name%d" % i for i in range(16)}
+
+
+    @pytest.mark.parametrize("name,value", [(n, object()) for n in NAMES])
+    def test_each(name, value):
+        pass
+
+
+    def test_seed():
+        assert os.environ["PYTHONHASHSEED"] == os.environ["EXPECTED_SEED"]
+"""
+
+
+def test_ids_built_from_a_set_are_the_same_in_every_run(tmp_path: Path) -> None:
+    """A parametrize id holding an object's position in a set (``name3-value7``) changes with
+    string hashing; runs get a fixed PYTHONHASHSEED, so every run names the same tests, unless
+    the user set a seed, which is kept."""
+    root = write_project(tmp_path, {"tests/test_ids.py": SET_IDS})
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    runs = [
+        run_tests(root, PYTEST, timeout=120, env={**base, "EXPECTED_SEED": "0"}) for _ in range(3)
+    ]
+    assert all(r.green and r.collected == 17 for r in runs)
+    assert runs[0].passed_ids == runs[1].passed_ids == runs[2].passed_ids
+    own = run_tests(
+        root, PYTEST, timeout=120, env={**base, "PYTHONHASHSEED": "7", "EXPECTED_SEED": "7"}
+    )
+    assert own.green
+
+
 def test_hanging_test_is_killed_with_its_forked_child(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     root = write_project(

@@ -87,7 +87,8 @@ def build_test_env(
     imports: Optional[ImportRedirect] = None,
     junit_witness: Optional[Path] = None,
 ) -> Dict[str, str]:
-    """The test process's environment: ``base`` plus the plugin, import redirection and quiet
+    """The test process's environment: ``base`` plus the plugin, import redirection, a fixed
+    ``PYTHONHASHSEED`` (unless ``base`` sets one) and quiet
     settings.
 
     PYTHONPATH becomes ``<plugin dir>:<redirect hook dir>:<pythonpath...>:<base
@@ -115,6 +116,10 @@ def build_test_env(
     env["PYTHONDONTWRITEBYTECODE"] = (
         "1"  # no __pycache__ written into the workspace (run_tests removes any)
     )
+    # Fixed string hashing unless the user chose a seed: a parametrize id built from a set (an
+    # object's position in it, ``expected6``) is then the same in every run, so a candidate's run
+    # names the tests the baseline ran (isodate 0.7.2's test_format ids changed run to run).
+    env.setdefault("PYTHONHASHSEED", "0")
     env["NO_COLOR"] = "1"
     env["PY_COLORS"] = "0"  # pytest's own switch; output is read by programs
     if coverage is not None:
