@@ -469,6 +469,70 @@ def test_recognising_the_tests_own_values_and_returning_a_constant_is_refused(
     )  # 11, 12 pass
 
 
+MONTHS_TEST = """\
+    from months import max_days_in_month
+
+
+    def test_april():
+        assert max_days_in_month(2021, 4) == 30
+
+
+    def test_february_leap():
+        assert max_days_in_month(2020, 2) == 29
+    """
+MONTHS = """\
+def max_days_in_month(year, month):
+    if month in (1, 3, 5, 7, 8, 10, 12):
+        return 31
+    if month in (4, 6, 9, 11):
+        return 31
+    if month == 2 and year % 4 == 0:
+        return 29
+    return 28
+"""
+
+
+def test_the_projects_own_branches_are_neither_refused_nor_flagged(tmp_path: Path) -> None:
+    """Seen on a held-out bench: the hard-coded-answer rule refused the project's own correct
+    line, so that bug could not be fixed by anyone. A branch whose condition the file already had
+    returns what the fix says (``return 30`` for April); the same answer behind a new condition
+    is still refused, and a new comparison with the test's input still flagged."""
+    root = project(tmp_path, {"tests/test_months.py": MONTHS_TEST})
+    literals = assertion_literals(
+        root, ["tests/test_months.py::test_april", "tests/test_months.py::test_february_leap"]
+    )
+    assert {"30", "2021"} <= literals
+    right = change(
+        "months.py", MONTHS, edit(MONTHS, "11):\n        return 31", "11):\n        return 30")
+    )
+    check_hardcoded(right, literals, inputs=failing_inputs(["tests/test_months.py::test_april"]))
+    assert overfitting_flags(right, literals) == ()
+    whole = change(  # the function rewritten whole, its branches in another order
+        "months.py",
+        MONTHS,
+        MONTHS.replace(
+            "    if month in (1, 3, 5, 7, 8, 10, 12):\n        return 31\n    if month in (4, 6, 9, 11):"
+            "\n        return 31\n",
+            "    if month in (4, 6, 9, 11):\n        return 30\n"
+            "    if month in (1, 3, 5, 7, 8, 10, 12):\n        return 31\n",
+        ),
+    )
+    check_hardcoded(whole, literals)
+    assert overfitting_flags(whole, literals) == ()
+    cheat = change(
+        "months.py",
+        MONTHS,
+        edit(
+            MONTHS,
+            "    if month in (1,",
+            "    if year == 2021 and month == 4:\n        return 30\n    if month in (1,",
+        ),
+    )
+    with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
+        check_hardcoded(cheat, literals)
+    assert overfitting_flags(cheat, literals)
+
+
 def test_inputs_spelled_as_strings_are_seen_through_int_and_abs(tmp_path: Path) -> None:
     strings = ORDINAL_TEST.replace(
         '(13, "13th"), (113, "113th"), (-13, "-13th")', '("13", "13th"), ("-113", "-113th")'

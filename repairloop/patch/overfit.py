@@ -127,7 +127,8 @@ def overfitting_flags(
     """Flags for branch conditions the candidate adds that compare with the tests' literals.
 
     Each flag is SUSPECTED_OVERFITTING with the detail ``PATH:LINE `CONDITION`
-    compares with LITERAL from the failing test``; at most MAX_FLAGS. Test files (by
+    compares with LITERAL from the failing test``; at most MAX_FLAGS. A comparison the file had
+    before the candidate is the project's own and never flagged. Test files (by
     ``test_files``) and non-Python files are not looked at. () when nothing is
     suspect or ``literals`` is empty.
     """
@@ -141,10 +142,11 @@ def overfitting_flags(
         removed = list(_special_cases(delta.removed, literals))
         before = Counter(k for k, _, _, _ in removed)
         known = frozenset(hit for _, _, _, hits in removed for hit in hits)
+        own = {key for key, _, _, _ in _special_cases(_parsed(change.old_text or ""), literals)}
         seen: Dict[str, int] = {}
         for key, shown, line, hits in _special_cases(delta.added, literals):
             seen[key] = seen.get(key, 0) + 1
-            if seen[key] > before.get(key, 0) and hits - known:
+            if seen[key] > before.get(key, 0) and hits - known and key not in own:
                 literal = max(sorted(hits - known), key=len)
                 flags.append(
                     Flag(
@@ -172,14 +174,17 @@ def check_hardcoded(
     is one whose condition compares inputs with nothing but ``inputs`` (the
     failing tests' own parameters, ``testliterals.failing_inputs``) and that
     returns a constant (``if number in (13, 113): return "th"``);
-    a branch that only compares is flagged (``overfitting_flags``).
+    a branch that only compares is flagged (``overfitting_flags``). A branch whose condition the
+    file had before the candidate is the project's own, never refused, whatever it returns now
+    (``if month in (4, 6, 9, 11): return 30`` restored from ``return 31``).
     """
     if not literals:
         return
     for change, delta in _code_deltas(applied, test_files):
         before = {ast.dump(n) for n in _answers(delta.removed, literals, inputs)}
+        own = _conditions(change.old_text or "")
         for node in _answers(delta.added, literals, inputs):
-            if ast.dump(node) not in before:
+            if ast.dump(node) not in before and ast.dump(_condition(node)) not in own:
                 shown = " ".join(ast.unparse(node).split())[:120]
                 raise GuardError(
                     f"the candidate hard-codes the failing test's answer in {change.path} (line "
@@ -188,6 +193,26 @@ def check_hardcoded(
                     hint="fix the computation for every input; "
                     "special-casing the test is not a fix",
                 )
+
+
+def _condition(node: ast.stmt) -> ast.AST:
+    """The condition of an answer ``_answers`` found: an ``if``'s test, a returned ternary's."""
+    if isinstance(node, ast.Return) and isinstance(node.value, ast.IfExp):
+        return node.value.test
+    return node.test if isinstance(node, ast.If) else node
+
+
+def _parsed(text: str) -> List[ast.AST]:
+    """A module's ``text`` as ``[tree]``; [] when it does not parse."""
+    try:
+        return [ast.parse(text)]
+    except (SyntaxError, ValueError):
+        return []
+
+
+def _conditions(text: str) -> Set[str]:
+    """Every branch condition of a module's ``text`` (``_branch_tests``), dumped."""
+    return {ast.dump(test) for test in _branch_tests(_parsed(text))}
 
 
 def _answers(
