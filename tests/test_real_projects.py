@@ -146,6 +146,22 @@ def test_candidate_runs_stop_a_test_that_hung_at_the_baseline_early() -> None:
     )
 
 
+def test_candidate_runs_keep_the_per_test_timeout_when_nothing_hung() -> None:
+    """The short limit is for suites that hung at the baseline: an honest fix of a test slower
+    than 5x the slowest passing one keeps the baseline's per-test timeout (seen on a held-out
+    bench: a right fix of a slow test refused as timed out)."""
+    suite = TestSuite(("pytest",), 300.0, None, {}, lambda: 100.0, per_test=60.0)
+    baseline = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            TestResult("t.py::fast", TestOutcome.PASSED, 0.01),
+            TestResult("t.py::slow_and_wrong", TestOutcome.FAILED, 0.2, exc_type="AssertionError"),
+        ),
+    )
+    assert suite.for_candidates(baseline) == (suite, "")
+
+
 PLUGIN_FRAME = Frame("/opt/rl/runner/plugin/repairloop_pytest_plugin.py", 62, "alarm")
 TEXTWRAP = Frame("/usr/lib/python3.11/textwrap.py", 340, "_wrap_chunks")
 

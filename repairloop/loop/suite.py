@@ -230,31 +230,27 @@ class TestSuite:
         """This suite with a short per-test timeout for runs of candidates, and a sentence saying
         so.
 
-        A test that hung at the baseline (a loop that does not end) is stopped after
-        ``CANDIDATE_FACTOR`` times the slowest test that passed there (at least
-        ``CANDIDATE_FLOOR`` s), not after the whole per-test timeout, in every candidate's
-        run. The sentence is "" when no test hit the per-test timeout at the baseline.
-        """
-        if not self.per_test:
-            return self, ""
-        slowest = max(
-            (r.duration for r in baseline.results if r.test_id in baseline.passed_only), default=0.0
-        )
-        short = round(min(self.per_test, max(CANDIDATE_FLOOR, CANDIDATE_FACTOR * slowest)), 1)
+        When a test hung at the baseline (a loop that does not end), every candidate's run
+        stops a test after ``CANDIDATE_FACTOR`` times the slowest test that passed there (at
+        least ``CANDIDATE_FLOOR`` s), not after the whole per-test timeout. Otherwise candidates
+        get the per-test timeout the baseline ran with: a short limit would refuse an honest fix
+        of a slow test (this suite unchanged, and the sentence "")."""
         hung = [
             r.test_id
             for r in baseline.failing
             if r.exc_type == "Timeout" and "per-test timeout" in r.message
         ]
+        if not self.per_test or not hung:
+            return self, ""
+        slowest = max(
+            (r.duration for r in baseline.results if r.test_id in baseline.passed_only), default=0.0
+        )
+        short = round(min(self.per_test, max(CANDIDATE_FLOOR, CANDIDATE_FACTOR * slowest)), 1)
         note = (
-            (
-                f"{len(hung)} test(s) ran past the per-test timeout at the baseline; candidate "
-                f"runs stop a test after "
-                f"{short:g} s ({CANDIDATE_FACTOR:g}x the slowest passing test, at least "
-                f"{CANDIDATE_FLOOR:g} s)"
-            )
-            if hung
-            else ""
+            f"{len(hung)} test(s) ran past the per-test timeout at the baseline; candidate "
+            f"runs stop a test after "
+            f"{short:g} s ({CANDIDATE_FACTOR:g}x the slowest passing test, at least "
+            f"{CANDIDATE_FLOOR:g} s)"
         )
         return replace(self, per_test=short), note
 

@@ -90,10 +90,11 @@ class TestRunner(Protocol):
     the whole run; ``time_limit`` the seconds one run may take. Raises nothing for the project's
     faults (a crash, a hang, a missing interpreter are in the report).
 
-    Copies: ``for_candidates`` is this runner with a short per-test timeout for candidate runs,
-    and a sentence saying so ("" when unchanged); ``plain`` is this runner in the user's own
-    world (no redirection: imports from the user's tree), for the fidelity check before any
-    candidate exists. ``warm`` makes (does not start) a warm process for ``root``.
+    Copies: ``for_candidates`` is this runner with a short per-test timeout for candidate runs
+    when a test hung at the baseline, and a sentence saying so ("" when unchanged); ``plain`` is
+    this runner in the user's own world (no redirection: imports from the user's tree), for the
+    fidelity check before any candidate exists. ``warm`` makes (does not start) a warm process
+    for ``root``.
     """
 
     @property
@@ -137,8 +138,9 @@ class TestRunner(Protocol):
         ...
 
     def for_candidates(self, baseline: TestReport) -> Tuple["TestRunner", str]:
-        """(this runner with a short per-test timeout for candidate runs, chosen from ``baseline``;
-        a sentence saying so, "" when no test hung at the baseline)."""
+        """(this runner with a short per-test timeout for candidate runs, chosen from ``baseline``,
+        when a test hung there, else this runner unchanged; a sentence saying so, "" when
+        unchanged)."""
         ...
 
     def plain(self) -> "TestRunner":
