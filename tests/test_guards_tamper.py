@@ -511,8 +511,8 @@ def test_the_projects_own_branches_are_neither_refused_nor_flagged(tmp_path: Pat
         "months.py",
         MONTHS,
         MONTHS.replace(
-            "    if month in (1, 3, 5, 7, 8, 10, 12):\n        return 31\n    if month in (4, 6, 9, 11):"
-            "\n        return 31\n",
+            "    if month in (1, 3, 5, 7, 8, 10, 12):\n        return 31\n"
+            "    if month in (4, 6, 9, 11):\n        return 31\n",
             "    if month in (4, 6, 9, 11):\n        return 30\n"
             "    if month in (1, 3, 5, 7, 8, 10, 12):\n        return 31\n",
         ),
