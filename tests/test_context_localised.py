@@ -244,6 +244,35 @@ CASES: Dict[str, Dict[str, str]] = {
                 assert to_bytes("3K") == 3000
         """,
     },
+    "table_imported_from_another_module": {
+        "sizes/__init__.py": "",
+        "sizes/units.py": """
+            UNITS = {
+                "K": 1000,
+                "M": 1000 * 1000,
+                "G": 1000 * 1000,
+            }
+        """,
+        "sizes/parse.py": """
+            from sizes.units import UNITS
+
+
+            def to_bytes(text):
+                number, unit = text[:-1], text[-1]
+                return int(float(number) * UNITS[unit])
+        """,
+        "tests/test_parse.py": """
+            from sizes.parse import to_bytes
+
+
+            def test_gigabytes():
+                assert to_bytes("2G") == 2_000_000_000
+
+
+            def test_kilobytes():
+                assert to_bytes("3K") == 3000
+        """,
+    },
     "class_attribute": {
         "marks/__init__.py": "",
         "marks/headers.py": """
@@ -290,6 +319,7 @@ BUGGY = {
     "helper_through_a_fixture": ("inventory/load.py", "def parse_rows(text):"),
     "fault_copied_into_a_sibling": ("units/clip.py", "def clip_items(values, limit=None):"),
     "module_level_table": ("sizes/parse.py", "UNITS = {"),
+    "table_imported_from_another_module": ("sizes/units.py", "UNITS = {"),
     "class_attribute": ("marks/headers.py", 'PATTERN = re.compile(r"^[=-]+$")'),
 }
 

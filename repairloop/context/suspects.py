@@ -166,7 +166,8 @@ def _long_slice(fn: SuspectFunction, lines: Sequence[str], limit: int) -> CodeSl
 def _context(files: Files, fn: SuspectFunction, rank: int) -> List[Piece]:
     """Small pieces around a suspect: its class's header (with the class's attributes, docstring
     first, when they come before the methods and are short), the module-level imports it uses, and
-    the module-level assignments it reads by name (a table, a pattern, a constant) when short."""
+    the module-level assignments it reads by name (a table, a pattern, a constant) when short, its
+    module's or another project module's it imports (``_imported_tables``)."""
     source = files.get(fn.path)
     pieces: List[Piece] = []
     owner = source.find(fn.name.rsplit(".", 1)[0]) if "." in fn.name else None
@@ -186,6 +187,26 @@ def _context(files: Files, fn: SuspectFunction, rank: int) -> List[Piece]:
     for name, (start, end) in sorted(tables.items(), key=lambda item: item[1]):
         if name in used and end - start < MODULE_TABLE_LINES and fn.kind != "module":
             code = CodeSlice(fn.path, start, end, f"module-level {name}", source.text(start, end))
+            pieces.append(Piece(code, start, rank, protected=False))
+    if fn.kind != "module":
+        pieces += _imported_tables(files, fn, used, rank)
+    return pieces
+
+
+def _imported_tables(files: Files, fn: SuspectFunction, used: Set[str], rank: int) -> List[Piece]:
+    """The short module-level assignments of other project modules that ``fn`` reads under a name
+    its module imports (``from isodate.isotzinfo import TZ_REGEX``): a pattern built in one module
+    and used in another."""
+    source, pieces = files.get(fn.path), []
+    for name in sorted(used & set(source.imports)):
+        module, _, attr = source.imports[name].rpartition(".")
+        path = files.module_path(module) if module else None
+        if path is None or path == fn.path:
+            continue
+        other = files.get(path)
+        start, end = _assignments("\n".join(other.lines)).get(attr, (0, MODULE_TABLE_LINES))
+        if start and end - start < MODULE_TABLE_LINES:
+            code = CodeSlice(path, start, end, f"module-level {attr}", other.text(start, end))
             pieces.append(Piece(code, start, rank, protected=False))
     return pieces
 
