@@ -263,6 +263,8 @@ def test_connection_refused_is_transient() -> None:
         make(None, rec, api_base=f"http://127.0.0.1:{port}/v1", max_retries=2).propose(request())
     assert info.value.attempts == 3 and len(rec.waits) == 2
     assert "127.0.0.1" in info.value.hint
+    # nothing reached a server: no tokens are charged (seen in a new user's trial: 4 x the prompt)
+    assert info.value.usage.calls == 3 and info.value.usage.prompt_tokens == 0
 
 
 def test_dropped_connection_is_retried_then_answered() -> None:

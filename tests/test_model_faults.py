@@ -82,6 +82,8 @@ def refused_connection(doc: dict, events: List[Dict[str, Any]], requests: List[d
     error = of(events, "proposal_error")[0]
     assert error["error_class"] == "TransientModelError" and error["attempts"] == 3
     assert [r["cause"] for r in of(events, "model_retry")] and doc["stop_reason"] == "no_model_left"
+    # the prompt never left: nothing counts against the token budget
+    assert error["usage"]["prompt_tokens"] == 0 and doc["totals"]["prompt_tokens"] == 0
 
 
 HUGE = "x = 1\n" * 140_000  # about 200,000 tokens of non-patch text

@@ -190,6 +190,26 @@ HINTS = {
 }
 
 
+# Errors raised before a connection existed: the request never left, so nothing is charged.
+# httpx and httpcore name theirs ConnectError and ConnectTimeout; the OS's is
+# ConnectionRefusedError, and a name that does not resolve is socket.gaierror.
+_NOT_CONNECTED = ("ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror")
+
+
+def never_sent(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) says no connection to the server
+    was made, so the prompt was never sent: a refused connection, a connect timeout, an unknown
+    host. A connection dropped after it was made may have carried the prompt: False."""
+    seen = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ in _NOT_CONNECTED:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def classify_exception(exc: BaseException) -> Tuple[str, str]:
     """Return ``(category, cause)`` for a model-side exception; first matching row wins.
 

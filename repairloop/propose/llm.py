@@ -34,6 +34,7 @@ from repairloop.propose.errors_table import (
     classify_exception,
     describe,
     hint_for,
+    never_sent,
 )
 from repairloop.propose.litellm_env import (
     classify_model_exception,
@@ -181,7 +182,8 @@ class LLMProposer:
             try:
                 response = self._complete(messages, timeout)
             except Exception as exc:  # classified below; KeyboardInterrupt passes through
-                failed = Usage(prompt_tokens, 0, self._failed_cost(), time.monotonic() - began, 1)
+                sent = 0 if never_sent(exc) else prompt_tokens  # a refused connection costs none
+                failed = Usage(sent, 0, self._failed_cost(), time.monotonic() - began, 1)
                 call.usage = call.usage + failed
                 if not self._drop_refused_param(exc):
                     self._after_failure(exc, call, request.budget)
