@@ -236,11 +236,13 @@ def test_a_function_is_in_the_prompt_when_one_block_shows_its_def_and_changed_li
     )
 
 
-def test_the_loop_runs_the_case_command_with_this_python_and_its_own_pytest_cache() -> None:
+def test_the_loop_runs_the_case_command_as_given_with_this_python() -> None:
+    """The case's own command, ``-p no:cacheprovider`` included: the loop adds no option a
+    configuration could reject (tests/test_pytest_configs.py)."""
     cmd = "python -m pytest -q -p no:cacheprovider -o pythonpath=src tests/test_x.py"
     assert (
         context_figure.loop_test_cmd(cmd, "/v/bin/python")
-        == "/v/bin/python -m pytest -q -o pythonpath=src tests/test_x.py"
+        == "/v/bin/python -m pytest -q -p no:cacheprovider -o pythonpath=src tests/test_x.py"
     )
 
 

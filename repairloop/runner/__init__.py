@@ -41,9 +41,11 @@ from repairloop.types import NOT_PROJECT_DIRS, TestReport, is_bytecode, within
 PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
 
 __all__ = [
+    "CACHE_DIR_ENV",
     "PER_TEST_TIMEOUT_ENV",
     "PLUGIN_DIR",
     "PLUGIN_NAME",
+    "PYTEST_ARGS",
     "CommandWrapper",
     "ImportRedirect",
     "ProcessResult",
@@ -65,16 +67,16 @@ PLUGIN_DIR = Path(os.path.abspath(__file__)).parent / "plugin"
 # importable in the project's environment (plugin/repairloop_pytest_plugin_trace.py).
 LINES_NAME = "repairloop-lines.jsonl"
 # Always added to a pytest command: run every test even when a module fails to
-# import (TECH-NOTES 5.1). The cache goes to the run's scratch directory, so no
-# .pytest_cache is left in the workspace; the cache plugin stays loaded, since
-# disabling it makes the user's `--lf`/`--ff` in addopts a usage error (exit 4)
-# that their own command never hits.
+# import (TECH-NOTES 5.1). Nothing else is: an option the user's configuration
+# could reject (`-o cache_dir=...` is an unknown option, an error under
+# --strict-config or -W error, where `-p no:cacheprovider` disables the cache
+# plugin) would make their suite fail here and not under their own command. The
+# cache goes to the run's scratch directory through the plugin instead
+# (CACHE_DIR_ENV), so no .pytest_cache is left in the workspace; the cache
+# plugin stays loaded, since disabling it makes the user's `--lf`/`--ff` in
+# addopts a usage error (exit 4) that their own command never hits.
 PYTEST_ARGS = ("--continue-on-collection-errors",)
-
-
-def pytest_arguments(scratch: Path) -> Tuple[str, ...]:
-    """The arguments added to every pytest command, with its cache in ``scratch``."""
-    return PYTEST_ARGS + ("-o", f"cache_dir={scratch / 'pytest-cache'}")
+CACHE_DIR_ENV = "REPAIRLOOP_CACHE_DIR"
 
 
 def build_test_env(
@@ -86,6 +88,7 @@ def build_test_env(
     coverage: Optional[Tuple[Sequence[str], Path]] = None,
     imports: Optional[ImportRedirect] = None,
     junit_witness: Optional[Path] = None,
+    cache_dir: Optional[Path] = None,
 ) -> Dict[str, str]:
     """The test process's environment: ``base`` plus the plugin, import redirection, a fixed
     ``PYTHONHASHSEED`` (unless ``base`` sets one) and quiet
@@ -98,7 +101,7 @@ def build_test_env(
     (dirs relative to ``root``) is for callers that want more on the path.
     ``coverage`` is ``(source dirs relative to root, data file)``.
     ``junit_witness`` is where pytest writes its own JUnit XML of the run
-    (``crosscheck``).
+    (``crosscheck``); ``cache_dir`` where pytest's cache goes (the plugin points it there).
     """
     env = dict(base)
     redirect = imports.environment(root) if imports else {}
@@ -113,6 +116,8 @@ def build_test_env(
         addopts.append(f"--junitxml={shlex.quote(str(junit_witness))}")
     env["PYTEST_ADDOPTS"] = " ".join(part for part in addopts if part)
     env["REPAIRLOOP_RESULTS"] = str(results_file)
+    if cache_dir is not None:
+        env[CACHE_DIR_ENV] = str(cache_dir)
     env["PYTHONDONTWRITEBYTECODE"] = (
         "1"  # no __pycache__ written into the workspace (run_tests removes any)
     )
@@ -170,7 +175,7 @@ def run_tests(
     # a .pyc an earlier run's code left in the tree never runs instead of its source
     remove_bytecode(root)
     with _Scratch(bool(coverage_source), scratch_dir) as scratch:
-        extra = pytest_arguments(scratch.results) + tuple(test_ids)
+        extra = PYTEST_ARGS + tuple(test_ids)
         final = with_arguments(command, extra) if is_pytest_command(command) else command
         coverage = (
             (tuple(coverage_source or ()), scratch.coverage_file) if scratch.coverage_file else None
@@ -183,6 +188,7 @@ def run_tests(
             coverage=coverage,
             imports=imports,
             junit_witness=scratch.witness,
+            cache_dir=scratch.results / "pytest-cache",
         )
         runnable = wrapped(
             final,

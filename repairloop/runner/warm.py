@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from repairloop.runner import (
+    PYTEST_ARGS,
     CommandWrapper,
     ImportRedirect,
     build_test_env,
-    pytest_arguments,
     wrapped,
 )
 from repairloop.runner.assemble import assemble
@@ -169,9 +169,13 @@ class WarmProcess:
 
     def _launch(self, theirs: socket.socket) -> "subprocess.Popen[bytes]":
         assert self._scratch is not None
-        final = with_arguments(self.command, pytest_arguments(self._scratch))
+        final = with_arguments(self.command, PYTEST_ARGS)
         env = build_test_env(
-            self.env, self.root, results_file=self._scratch / "server.jsonl", imports=self.imports
+            self.env,
+            self.root,
+            results_file=self._scratch / "server.jsonl",
+            imports=self.imports,
+            cache_dir=self._scratch / "pytest-cache",
         )
         env[WARM_FD_ENV] = str(theirs.fileno())
         env[SKIP_ENV] = os.pathsep.join(

@@ -85,20 +85,12 @@ class CaseResult:
 
 
 def loop_test_cmd(test_cmd: str, python: str = sys.executable) -> str:
-    """The case's test command for the loop: a leading ``python`` replaced by ``python`` (as
-    ``realbugs.check`` does) and ``-p no:cacheprovider`` left out. The loop points pytest's
-    cache into its scratch directory (``-o cache_dir=...``); with the cache plugin disabled
-    pytest warns of an unknown option, which ``filterwarnings = error`` (click) makes an error."""
+    """The case's test command for the loop, as the case gives it (``-p no:cacheprovider`` and
+    all), a leading ``python`` replaced by ``python`` (as ``realbugs.check`` does)."""
     argv = shlex.split(test_cmd)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = python
-    kept: List[str] = []
-    for arg in argv:
-        if arg == "no:cacheprovider" and kept and kept[-1] == "-p":
-            kept.pop()
-        else:
-            kept.append(arg)
-    return shlex.join(kept)
+    return shlex.join(argv)
 
 
 def select_cases(cases: Sequence[realbugs.RealBug], full: bool) -> List[realbugs.RealBug]:
@@ -388,8 +380,8 @@ def _notes(results: Sequence[CaseResult], corpus: int, full: bool, seconds: floa
         f"--json` in a fresh process with `--max-iterations 2 --final-runs 1 --timeout "
         f"{RUN_TIMEOUT:.0f} --per-test-timeout {PER_TEST_TIMEOUT:.0f} --no-builtin`, "
         "`REPAIRLOOP_CONFIRM_RUNS=0`, `REPAIRLOOP_WARM=false` "
-        "and the case's `test_cmd` run by this interpreter without `-p no:cacheprovider` (the "
-        "loop sets pytest's cache directory, which a disabled cache plugin warns about).",
+        "and the case's own `test_cmd` (`-p no:cacheprovider` included) run by this "
+        "interpreter.",
         "The scripted model answers the reference fix every time: each fixed function whole, "
         "from the fixed sdist, in a ```python block under its file path (a method inside `class "
         "Name:`, a function nested in a function as the function that holds it). Where an entry "

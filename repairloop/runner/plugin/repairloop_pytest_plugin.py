@@ -57,6 +57,7 @@ from repairloop_pytest_plugin_reload import trace_imports
 from repairloop_pytest_plugin_warm import WARM_FD_ENV, WarmServer
 
 RESULTS_ENV = "REPAIRLOOP_RESULTS"
+CACHE_DIR_ENV = "REPAIRLOOP_CACHE_DIR"
 COVERAGE_SOURCE_ENV = "REPAIRLOOP_COVERAGE_SOURCE"
 COVERAGE_FILE_ENV = "REPAIRLOOP_COVERAGE_FILE"
 PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
@@ -132,8 +133,11 @@ def pytest_exception_interact(node: Any, call: Any, report: Any) -> None:
             pass
 
 
+@pytest.hookimpl(tryfirst=True)  # before the cache plugin's own (tryfirst, registered earlier)
 def pytest_configure(config: Any) -> None:
-    """Start recording when repairloop asked for it (and not in an xdist worker)."""
+    """Point pytest's cache where repairloop asked; start recording when it asked for it (and not in
+    an xdist worker)."""
+    _point_cache(config, os.environ.get(CACHE_DIR_ENV))
     path = os.environ.pop(RESULTS_ENV, None)  # popped: a nested pytest must not write here
     source = os.environ.pop(COVERAGE_SOURCE_ENV, None)
     data_file = os.environ.pop(COVERAGE_FILE_ENV, None)
@@ -155,6 +159,23 @@ def pytest_configure(config: Any) -> None:
         config.pluginmanager.register(
             WarmServer(config, int(warm), recorder), "repairloop-warm-server"
         )
+
+
+def _point_cache(config: Any, directory: Any) -> None:
+    """Make ``directory`` the cache plugin's ``cache_dir``, as ``-o cache_dir=...`` would, without
+    adding an option to the user's command that their own configuration could reject (an unknown
+    option where ``-p no:cacheprovider`` disables the plugin: an error under --strict-config or
+    -W error). Nothing when the plugin is disabled, the user set ``cache_dir`` themselves with
+    ``-o``, or this pytest keeps its configuration values elsewhere (the cache then goes where the
+    project says)."""
+    cache = getattr(config, "_inicache", None)
+    if not directory or not isinstance(cache, dict):
+        return
+    if config.pluginmanager.get_plugin("cacheprovider") is None:
+        return
+    if any(str(o).startswith("cache_dir=") for o in getattr(config, "_override_ini", ()) or ()):
+        return
+    cache["cache_dir"] = str(directory)
 
 
 if os.environ.get(WARM_FD_ENV):
