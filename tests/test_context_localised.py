@@ -37,6 +37,18 @@ HELPERS = "".join(
 )
 
 # Each case: the project's files, the buggy function's path and its text (as the file has it).
+# The two tables' projects share their tests: 1000 * 1000 for "G" is the bug in both.
+SIZES_TESTS = """
+    from sizes.parse import to_bytes
+
+
+    def test_gigabytes():
+        assert to_bytes("2G") == 2_000_000_000
+
+
+    def test_kilobytes():
+        assert to_bytes("3K") == 3000
+"""
 CASES: Dict[str, Dict[str, str]] = {
     "returned_value": {
         "calc/__init__.py": "",
@@ -232,17 +244,7 @@ CASES: Dict[str, Dict[str, str]] = {
                 number, unit = text[:-1], text[-1]
                 return int(float(number) * UNITS[unit])
         """,
-        "tests/test_parse.py": """
-            from sizes.parse import to_bytes
-
-
-            def test_gigabytes():
-                assert to_bytes("2G") == 2_000_000_000
-
-
-            def test_kilobytes():
-                assert to_bytes("3K") == 3000
-        """,
+        "tests/test_parse.py": SIZES_TESTS,
     },
     "table_imported_from_another_module": {
         "sizes/__init__.py": "",
@@ -261,17 +263,7 @@ CASES: Dict[str, Dict[str, str]] = {
                 number, unit = text[:-1], text[-1]
                 return int(float(number) * UNITS[unit])
         """,
-        "tests/test_parse.py": """
-            from sizes.parse import to_bytes
-
-
-            def test_gigabytes():
-                assert to_bytes("2G") == 2_000_000_000
-
-
-            def test_kilobytes():
-                assert to_bytes("3K") == 3000
-        """,
+        "tests/test_parse.py": SIZES_TESTS,
     },
     "class_attribute": {
         "marks/__init__.py": "",
