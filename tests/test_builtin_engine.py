@@ -348,3 +348,22 @@ def test_at_equal_fixes_the_edit_at_a_statement_every_failing_test_runs_wins() -
         2,
         1,
     ]  # line 1 came first
+
+
+def test_an_engine_with_no_edit_to_try_says_why_not_that_it_tried_none() -> None:
+    """Seen in a new user's trial: a failing test command that is not pytest gave "none of the 0
+    candidate edits it tried made any of the 1 failing test(s) pass". With nothing to try the
+    message says why: no project line to change, or no edit that applies to the lines named."""
+    from repairloop.propose.builtin.engine_report import exhausted_message
+    from repairloop.propose.builtin.search import Search
+
+    empty = Search([], {}, 1)
+    assert exhausted_message(empty, 1, False, "all candidates tried", 0) == (
+        "the offline engine found no patch: it had no candidate edit to try, as the failing tests "
+        "point at no line of the project's code (a test command that is not pytest names no "
+        "failing test or frame)"
+    )
+    assert exhausted_message(empty, 2, True, "all candidates tried", 14).endswith(
+        "found no further patch: it had no candidate edit to try, as none of its edits applies "
+        "to the lines the failing tests point at"
+    )

@@ -344,7 +344,10 @@ class BuiltinProposer:
     def _exhausted_message(self, search: Search) -> str:
         assert self._plan is not None
         targets = len(self._plan.targets)
-        return exhausted_message(search, targets, bool(self._returned), self._stopped_because)
+        lines = len(self._localisation.suspects) if self._localisation is not None else -1
+        return exhausted_message(
+            search, targets, bool(self._returned), self._stopped_because, lines
+        )
 
     def _degraded(self) -> str:
         """Why the localisation was weak (it fell back to the traceback), "" when it was not."""

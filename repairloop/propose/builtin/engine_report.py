@@ -60,11 +60,22 @@ def result_notes(chosen: Optional[Result], others: List[Result]) -> Dict[str, An
     return notes
 
 
-def exhausted_message(search: Search, failing: int, returned: bool, stopped_because: str) -> str:
+def exhausted_message(
+    search: Search, failing: int, returned: bool, stopped_because: str, suspect_lines: int = -1
+) -> str:
     """The engine's message when it has no (further, once it ``returned`` one) patch for the
-    ``failing`` tests: how many candidates it tried and why each kind failed."""
+    ``failing`` tests: how many candidates it tried and why each kind failed; when it tried none,
+    why (``suspect_lines``: the project lines localisation named, -1 when unknown)."""
     counts = search.counts()
     found = "found no further patch" if returned else "found no patch"
+    if search.tried == 0:
+        why = (
+            "the failing tests point at no line of the project's code (a test command that is "
+            "not pytest names no failing test or frame)"
+            if suspect_lines == 0
+            else "none of its edits applies to the lines the failing tests point at"
+        )
+        return f"the offline engine {found}: it had no candidate edit to try, as {why}"
     return (
         f"the offline engine {found}: none of the {search.tried} candidate edits it tried made "
         f"any of the {failing} failing test(s) pass without breaking a passing one "
