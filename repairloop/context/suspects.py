@@ -204,8 +204,9 @@ def _imported_tables(files: Files, fn: SuspectFunction, used: Set[str], rank: in
         if path is None or path == fn.path:
             continue
         other = files.get(path)
-        start, end = _assignments("\n".join(other.lines)).get(attr, (0, MODULE_TABLE_LINES))
-        if start and end - start < MODULE_TABLE_LINES:
+        span = _assignments("\n".join(other.lines)).get(attr)
+        if span is not None and span[1] - span[0] < MODULE_TABLE_LINES:
+            start, end = span
             code = CodeSlice(path, start, end, f"module-level {attr}", other.text(start, end))
             pieces.append(Piece(code, start, rank, protected=False))
     return pieces

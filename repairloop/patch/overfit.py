@@ -142,7 +142,8 @@ def overfitting_flags(
         removed = list(_special_cases(delta.removed, literals))
         before = Counter(k for k, _, _, _ in removed)
         known = frozenset(hit for _, _, _, hits in removed for hit in hits)
-        own = {key for key, _, _, _ in _special_cases(_parsed(change.old_text or ""), literals)}
+        old = [delta.old_tree] if delta.old_tree is not None else []
+        own = {key for key, _, _, _ in _special_cases(old, literals)}
         seen: Dict[str, int] = {}
         for key, shown, line, hits in _special_cases(delta.added, literals):
             seen[key] = seen.get(key, 0) + 1
@@ -182,7 +183,7 @@ def check_hardcoded(
         return
     for change, delta in _code_deltas(applied, test_files):
         before = {ast.dump(n) for n in _answers(delta.removed, literals, inputs)}
-        own = _conditions(change.old_text or "")
+        own = _conditions(delta.old_tree)
         for node in _answers(delta.added, literals, inputs):
             if ast.dump(node) not in before and ast.dump(_condition(node)) not in own:
                 shown = " ".join(ast.unparse(node).split())[:120]
@@ -202,17 +203,9 @@ def _condition(node: ast.stmt) -> ast.AST:
     return node.test if isinstance(node, ast.If) else node
 
 
-def _parsed(text: str) -> List[ast.AST]:
-    """A module's ``text`` as ``[tree]``; [] when it does not parse."""
-    try:
-        return [ast.parse(text)]
-    except (SyntaxError, ValueError):
-        return []
-
-
-def _conditions(text: str) -> Set[str]:
-    """Every branch condition of a module's ``text`` (``_branch_tests``), dumped."""
-    return {ast.dump(test) for test in _branch_tests(_parsed(text))}
+def _conditions(tree: Optional[ast.Module]) -> Set[str]:
+    """Every branch condition of a module (``_branch_tests``; None: none), dumped."""
+    return {ast.dump(test) for test in _branch_tests([tree] if tree is not None else [])}
 
 
 def _answers(
