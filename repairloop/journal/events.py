@@ -64,11 +64,15 @@ class ResumedEvent:
 
 @dataclass(frozen=True)
 class WorkspaceEvent:
-    """The workspace's base commit and the user's HEAD (both None outside git)."""
+    """The workspace's base commit and the user's HEAD (both None outside git); the git-ignored
+    files brought into it (``workspace.ignored``) and those chosen but over its size limits (paths
+    relative to the repository's top level)."""
 
     kind: ClassVar[JournalKind] = JournalKind.WORKSPACE
     base: Optional[str]
     head: Optional[str]
+    brought_ignored: Tuple[str, ...] = ()
+    ignored_too_large: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

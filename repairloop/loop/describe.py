@@ -3,10 +3,11 @@ console."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence
 
 from repairloop.journal import TestsSummary
 from repairloop.types import Failure, FailureKind, TestReport
+from repairloop.workspace.ignored import IgnoredFiles
 
 
 def report_summary(report: TestReport) -> TestsSummary:
@@ -39,3 +40,24 @@ def blocking_detail(kind: FailureKind, failures: Sequence[Failure]) -> str:
     where = f" at {first.location}" if first.location else ""
     hint = f"; {first.hint}" if first.hint else ""
     return f"{kind.value} failure{where}: {first.message}{hint}"
+
+
+def ignored_files_notes(ignored: IgnoredFiles) -> List[str]:
+    """The console's lines about the git-ignored files the workspace brought along or left out
+    over its size limits (``workspace.ignored``); [] when there are none."""
+    notes = []
+    if ignored.brought:
+        notes.append(
+            f"brought {len(ignored.brought)} git-ignored file(s) your tests need into the copy: "
+            + _first(ignored.brought)
+        )
+    if ignored.too_large:
+        notes.append(
+            f"left out git-ignored file(s) over the size limit: {_first(ignored.too_large)}"
+        )
+    return notes
+
+
+def _first(paths: Sequence[str], limit: int = 8) -> str:
+    more = len(paths) - limit
+    return ", ".join(paths[:limit]) + (f" and {more} more" if more > 0 else "")

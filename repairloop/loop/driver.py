@@ -50,6 +50,7 @@ from repairloop.types import (
     TestReport,
 )
 from repairloop.workspace import (
+    Workspace,
     check_repository,
     clean_stale_workspaces,
     ensure_excluded,
@@ -146,6 +147,19 @@ def iterate(
     )
 
 
+def _record_start(journal: Journal, ws: Workspace) -> None:
+    """Journal the workspace a new run starts from, and keep its start state's hashes."""
+    journal.record(
+        WorkspaceEvent(
+            base=ws.base,
+            head=ws.start.head,
+            brought_ignored=ws.ignored.brought,
+            ignored_too_large=ws.ignored.too_large,
+        )
+    )
+    journal.write_json("start.json", asdict(ws.start))
+
+
 def drive(
     settings: Settings,
     project: Path,
@@ -183,8 +197,7 @@ def drive(
                 bundle=journal.run_dir / "start.bundle",
             ) as ws:
                 if recorded is None:  # a resume has them from its run
-                    journal.record(WorkspaceEvent(base=ws.base, head=ws.start.head))
-                    journal.write_json("start.json", asdict(ws.start))
+                    _record_start(journal, ws)
                 session = Session(
                     settings,
                     project,
@@ -329,7 +342,7 @@ def classify_project(
             settings, project, environ, lambda: settings.test_timeout, ws.scratch
         )
         report = suite.run(ws.root)
-        failures = classify_baseline(suite, ws.root, report)
+        failures = classify_baseline(suite, ws.root, report, ws)
         if (
             failures and blocking_kind(failures, settings.retry_kinds) is None
         ):  # as `run` does before spending

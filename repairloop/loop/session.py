@@ -35,7 +35,12 @@ from repairloop.loop.chain import (
     build_proposer,
     token_counter,
 )
-from repairloop.loop.describe import blocking_detail, describe_run, report_summary
+from repairloop.loop.describe import (
+    blocking_detail,
+    describe_run,
+    ignored_files_notes,
+    report_summary,
+)
 from repairloop.loop.flaky import classify_baseline, confirm_failures
 from repairloop.loop.inputs import AttemptInput, AttemptSetup
 from repairloop.loop.localising import localise_now, suspects_note
@@ -147,6 +152,7 @@ class Session:
         sandbox = self.suite.sandbox_status
         self.journal.record(SandboxEvent.of(sandbox))
         yield RunNote(sandbox.describe())  # what ran, always
+        yield from self._ignored_files_note()
         chosen = per_test_seconds(self.settings)[1]
         if chosen and is_pytest_command(self.suite.command):
             yield RunNote(chosen)
@@ -161,7 +167,7 @@ class Session:
                 green=baseline.green, time_gone=time_gone, blocking=None, all_flaky=None
             )
         # the user's world passing them: stop
-        failures = classify_baseline(self.suite, self.ws.root, baseline)
+        failures = classify_baseline(self.suite, self.ws.root, baseline, self.ws)
         self.state.set_failures(failures)
         self.journal.record(ClassifiedEvent(failures=failures))
         blocking = blocking_kind(failures, self.settings.retry_kinds)
@@ -180,6 +186,10 @@ class Session:
             yield from self._confirm_failures(baseline)
         flaky = ", ".join(self.state.flaky) if not self.state.failing else None
         return stop.baseline_ending(green=False, time_gone=False, blocking=None, all_flaky=flaky)
+
+    def _ignored_files_note(self) -> Iterator[LoopEvent]:
+        for note in ignored_files_notes(self.ws.ignored):
+            yield from self._note(note)
 
     def _set_baseline(self, baseline: TestReport) -> None:
         self.state.set_baseline(baseline)

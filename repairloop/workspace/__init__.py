@@ -14,7 +14,8 @@ beside the work tree, not in it (``workspace.start``). GitPython leaks
 subprocess per command) is used. Test runs go through ``workspace.sandbox``.
 
 Known limits: submodule and nested-repository contents are copied as plain
-files. Ignored files (build outputs, ``.env``) are not in a git workspace.
+files. Ignored files (build outputs, ``.env``) are not in a git workspace, except the
+generated modules the tests need (``workspace.ignored``).
 ``.gitattributes`` eol/filter conversions are not undone: ``diff()`` shows what
 git stores.
 """

@@ -16,6 +16,7 @@ from typing import Dict, Iterator, List, Mapping, Optional
 from repairloop.errors import ProjectError, WorkspaceError
 from repairloop.types import copy_ignore, within
 from repairloop.workspace.gitcmd import run_git, zsplit
+from repairloop.workspace.ignored import IgnoredFiles, ignored_files
 from repairloop.workspace.repository import check_repository, ensure_excluded, locate
 from repairloop.workspace.start import (
     WorkspaceGit,
@@ -58,6 +59,9 @@ class Workspace:
         self._baseline = baseline  # the workspace commit of the start state
         self._relative = relative  # root is a subdirectory of the work tree
         self._git = git
+        # The git-ignored files of the user's repository (workspace.ignored), and its top level.
+        self.ignored = IgnoredFiles()
+        self.user_top: Optional[Path] = None
         # The run's other temporary directories (test results, the offline engine's copies, the
         # proof run's copy) go here, beside the work tree in the registered directory: a killed
         # run's are removed with its workspace by the next run or `repairloop clean`. Set by
@@ -216,13 +220,15 @@ def _create_git(
     head = run_git(project, "rev-parse", "HEAD")
     top.mkdir()
     git.init(Path(top_src) / run_git(top_src, "rev-parse", "--git-path", "info/exclude"))
-    copied = copy_start_files(top_src, top, start_files(top_src))
+    paths = start_files(top_src)
+    ignored = ignored_files(top_src, paths)
+    copied = copy_start_files(top_src, top, paths + list(ignored.brought))
     baseline = git.commit_paths(copied, "repairloop start state")
     if bundle is not None:
         write_bundle(git, bundle)
     root = top / prefix if prefix else top
     root.mkdir(parents=True, exist_ok=True)
-    return Workspace(
+    ws = Workspace(
         project,
         root,
         baseline,
@@ -230,6 +236,8 @@ def _create_git(
         git=git,
         relative=bool(prefix),
     )
+    ws.ignored, ws.user_top = ignored, Path(top_src)
+    return ws
 
 
 def _start_hashes(git: WorkspaceGit, root: Path) -> Dict[str, str]:
