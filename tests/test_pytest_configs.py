@@ -4,7 +4,8 @@ command gives (the fidelity issue, item 1).
 Each case is a small project with a passing and a failing test under one configuration seen in
 tox, CI and library setups. The user's plain command (with ``-rA`` so that its own summary names
 every test) and repairloop's runner (plugin, results file, redirected cache) must agree on the exit
-code and on which tests passed and failed, and no ``.pytest_cache`` may be left in the tree.
+code and on which tests passed and failed, the run's second witness (pytest's JUnit XML) must be
+written whatever the configuration disables, and no ``.pytest_cache`` may be left in the tree.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ CONFIGS: Dict[str, Tuple[Tuple[str, ...], Dict[str, str]]] = {
     ),
     "another_plugin_disabled": (("-p", "no:doctest", "-p", "no:pastebin"), {}),
     "junit_plugin_disabled": (("-p", "no:junitxml"), {}),
+    "junit_plugin_disabled_in_addopts": (
+        (),
+        {"pytest.ini": "[pytest]\naddopts = -p no:junitxml\n"},
+    ),
+    "own_junitxml": (("--junitxml=own-report.xml",), {}),
     "last_failed_in_addopts": ((), {"pytest.ini": "[pytest]\naddopts = --lf\n"}),
 }
 
@@ -90,21 +96,7 @@ def _plain(root: Path, args: Tuple[str, ...]) -> Tuple[int, Set[str], Set[str]]:
     return done.returncode, said["PASSED"], said["FAILED"]
 
 
-# Not yet: the run's second witness is pytest's own JUnit XML, asked for with --junitxml, an option
-# that does not exist where the project disables the junitxml plugin (exit 4, "unrecognized
-# arguments"). Choosing when that witness can be done without is the fidelity issue's, open.
-KNOWN_GAPS = {"junit_plugin_disabled"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="the JUnit witness, open"))
-        if n in KNOWN_GAPS
-        else n
-        for n in sorted(CONFIGS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_the_runner_gives_the_users_own_verdict(tmp_path: Path, name: str) -> None:
     args, config = CONFIGS[name]
     files = {"tests/test_math.py": TESTS, "tests/conftest.py": CONFTEST, **config}
@@ -117,4 +109,5 @@ def test_the_runner_gives_the_users_own_verdict(tmp_path: Path, name: str) -> No
     report = run_tests(root, (PYTHON, "-m", "pytest", "-q", *args), timeout=120)
     assert report.exit_code == code, report.output[-2000:]
     assert set(report.passed_ids) == passed and set(report.failing_ids) == failed
+    assert report.distrust == "" and report.complete  # both witnesses wrote, and agree
     assert not cache.exists()

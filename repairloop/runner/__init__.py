@@ -13,7 +13,6 @@ the command writes (``source="junit"``), or from the exit code alone
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import tempfile
 from dataclasses import replace
@@ -77,6 +76,7 @@ LINES_NAME = "repairloop-lines.jsonl"
 # addopts a usage error (exit 4) that their own command never hits.
 PYTEST_ARGS = ("--continue-on-collection-errors",)
 CACHE_DIR_ENV = "REPAIRLOOP_CACHE_DIR"
+JUNIT_WITNESS_ENV = "REPAIRLOOP_JUNIT_WITNESS"  # read by the plugin: where its JUnit witness goes
 
 
 def build_test_env(
@@ -112,8 +112,8 @@ def build_test_env(
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     addopts = [env.get("PYTEST_ADDOPTS", "").strip(), f"-p {PLUGIN_NAME}"]
-    if junit_witness is not None:
-        addopts.append(f"--junitxml={shlex.quote(str(junit_witness))}")
+    if junit_witness is not None:  # written by the plugin, never an option the command rejects
+        env[JUNIT_WITNESS_ENV] = str(junit_witness)
     env["PYTEST_ADDOPTS"] = " ".join(part for part in addopts if part)
     env["REPAIRLOOP_RESULTS"] = str(results_file)
     if cache_dir is not None:
@@ -205,9 +205,7 @@ def run_tests(
             junit_path = None  # turned into a link out of the tree while the tests ran: never read
         plugin = read_plugin_results(scratch.results_file, root)
         report = assemble(final, done, plugin, junit_path, root, timeout)
-        report = witnessed(
-            report, plugin, scratch.witness, root, is_pytest_command(command), command
-        )
+        report = witnessed(report, plugin, scratch.witness, root, is_pytest_command(command))
         data = scratch.coverage_data()
         if data is not None:
             scratch.keep_coverage = True

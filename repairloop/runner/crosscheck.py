@@ -1,9 +1,11 @@
 """Two witnesses of one pytest run: repairloop's plugin and pytest's own JUnit XML.
 
 Code under test runs in the same process as the plugin that records results,
-so a candidate could patch the plugin to report passes. pytest's junitxml
-plugin records the same run independently, into a file outside the
-workspace; a run where they disagree about what failed is not trusted. Only
+so a candidate could patch the plugin to report passes. pytest's own JUnit
+XML writer (``_pytest.junitxml.LogXML``, registered by the plugin whatever
+plugins the user's configuration disables) records the same run
+independently, into a file outside the workspace; a run where they disagree
+about what failed is not trusted. Only
 the names of failing tests are compared (the two name tests slightly
 differently: classes, collection errors), which is what a forged pass
 changes. Both can still be forged by code that patches both; the content
@@ -39,8 +41,7 @@ def disagreement(
     """Why the plugin's results cannot be trusted, or "" when the witnesses agree.
 
     ``junit`` is None when pytest wrote no JUnit file; that only matters when
-    one was ``expected`` (pytest finished and the command did not choose its
-    own ``--junitxml``).
+    one was ``expected`` (pytest finished).
     """
     if junit is None:
         return "pytest's own JUnit record of the run is missing" if expected else ""

@@ -58,6 +58,7 @@ from repairloop_pytest_plugin_warm import WARM_FD_ENV, WarmServer
 
 RESULTS_ENV = "REPAIRLOOP_RESULTS"
 CACHE_DIR_ENV = "REPAIRLOOP_CACHE_DIR"
+JUNIT_WITNESS_ENV = "REPAIRLOOP_JUNIT_WITNESS"
 COVERAGE_SOURCE_ENV = "REPAIRLOOP_COVERAGE_SOURCE"
 COVERAGE_FILE_ENV = "REPAIRLOOP_COVERAGE_FILE"
 PER_TEST_TIMEOUT_ENV = "REPAIRLOOP_PER_TEST_TIMEOUT"
@@ -138,6 +139,7 @@ def pytest_configure(config: Any) -> None:
     """Point pytest's cache where repairloop asked; start recording when it asked for it (and not in
     an xdist worker)."""
     _point_cache(config, os.environ.get(CACHE_DIR_ENV))
+    _write_junit_witness(config, os.environ.pop(JUNIT_WITNESS_ENV, None))
     path = os.environ.pop(RESULTS_ENV, None)  # popped: a nested pytest must not write here
     source = os.environ.pop(COVERAGE_SOURCE_ENV, None)
     data_file = os.environ.pop(COVERAGE_FILE_ENV, None)
@@ -159,6 +161,23 @@ def pytest_configure(config: Any) -> None:
         config.pluginmanager.register(
             WarmServer(config, int(warm), recorder), "repairloop-warm-server"
         )
+
+
+def _write_junit_witness(config: Any, path: Any) -> None:
+    """Have pytest's own JUnit XML writer (``_pytest.junitxml.LogXML``, its defaults) record the
+    run to ``path``: the run's second witness (``runner.crosscheck``).
+
+    Registered here rather than asked for with ``--junitxml``, an option the user's configuration
+    could reject (``-p no:junitxml`` on the command line removes it: exit 4) or silently drop
+    (``-p no:junitxml`` in ``addopts`` unregisters the writer after the option is parsed), and
+    independent of a ``--junitxml`` of the user's own, which still writes where they asked. Not
+    in an xdist worker: the controller sees every report, as for ``--junitxml``.
+    """
+    if not path or hasattr(config, "workerinput"):
+        return
+    from _pytest.junitxml import LogXML
+
+    config.pluginmanager.register(LogXML(path, None), "repairloop-junit-witness")
 
 
 def _point_cache(config: Any, directory: Any) -> None:
