@@ -62,6 +62,12 @@ class _Asked:
     candidates: int = 0
 
 
+def _targeted_run(setup: AttemptSetup, failing: Tuple[str, ...]) -> Tuple[str, ...]:
+    """What a proposer's own run of the failing tests runs (``ProposalRequest.targeted_run``)."""
+    ids = setup.validation.targeted_ids(failing)
+    return ids if set(ids) != set(failing) else ()
+
+
 def propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairContext) -> Proposed:
     """Ask for a candidate and apply it (guards, syntax); one structural retry in the same
     thread."""
@@ -80,6 +86,7 @@ def propose_and_apply(setup: AttemptSetup, given: AttemptInput, context: RepairC
             feedback=feedback,
             iteration=given.number,
             localisation=given.localisation,
+            targeted_run=_targeted_run(setup, failing),
         )
         answer = _ask(setup.journal, given, request, round_, asked)
         if not isinstance(answer, Proposal):

@@ -55,7 +55,10 @@ class Confirmation:
     ``flaky`` are baseline failures whose outcome changed or that pass alone;
     ``confirmed`` failed in every run. ``unstable`` are tests that passed at
     the baseline and failed in a re-run of the same suite (flaky too, though
-    nothing was going to repair them). ``runs`` counts test-command runs.
+    nothing was going to repair them). ``needs_earlier`` are confirmed tests
+    that fail alone with another exception than in the suite's order: they
+    depend on tests before them, which a targeted run must then include.
+    ``runs`` counts test-command runs.
     """
 
     flaky: Tuple[FlakyTest, ...] = ()
@@ -63,6 +66,7 @@ class Confirmation:
     unstable: Tuple[str, ...] = ()
     runs: int = 0
     notes: Tuple[str, ...] = ()
+    needs_earlier: Tuple[str, ...] = ()
 
 
 def show(suite: TestRunner, test_ids: Sequence[str] = ()) -> str:
@@ -75,6 +79,7 @@ def show(suite: TestRunner, test_ids: Sequence[str] = ()) -> str:
 class _Tally:
     in_order: List[bool] = field(default_factory=lambda: [True])  # failed? The baseline failed it.
     alone: List[bool] = field(default_factory=list)
+    alone_errors: List[Optional[str]] = field(default_factory=list)  # exception types, alone
 
 
 def confirm_failures(
@@ -134,8 +139,12 @@ def confirm_failures(
             confirmed.append(t)
         else:
             flaky.append(record)
+    errors = {r.test_id: r.exc_type for r in baseline.failing}
+    earlier = tuple(t for t in confirmed if any(e != errors.get(t) for e in tally[t].alone_errors))
     confirmed += [t for t in failing if t == SESSION_ID]
-    return Confirmation(tuple(flaky), tuple(confirmed), tuple(unstable), runs, tuple(notes))
+    return Confirmation(
+        tuple(flaky), tuple(confirmed), tuple(unstable), runs, tuple(notes), earlier
+    )
 
 
 def _run_alone(suite: TestRunner, root: Path, ids: Sequence[str], tally: Dict[str, _Tally]) -> int:
@@ -147,6 +156,7 @@ def _run_alone(suite: TestRunner, root: Path, ids: Sequence[str], tally: Dict[st
         runs += 1
         if not report.timed_out and report.source != "exit_code":
             tally[t].alone.append(t in report.failing_ids)
+            tally[t].alone_errors += [r.exc_type for r in report.failing if r.test_id == t]
     rest = list(ids[ALONE_LIMIT:])
     if rest:
         report = suite.run(root, rest)

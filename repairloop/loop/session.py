@@ -209,6 +209,12 @@ class Session:
         flaky = frozenset(f.test_id for f in found.flaky)
         if flaky:
             self.state.set_flaky(flaky)
+        self.state.needs_earlier = frozenset(found.needs_earlier)
+        if found.needs_earlier:
+            yield RunNote(
+                f"{len(found.needs_earlier)} failing test(s) fail otherwise when run alone: "
+                "candidates run them after the tests before them in their module"
+            )
         if flaky or found.unstable:
             reasons = tuple(f"{f.test_id}: {f.reason}; see: {f.command}" for f in found.flaky)
             self.journal.record(
@@ -333,6 +339,9 @@ class Session:
             guarded=policy.guards_verdict,
             baseline_ids=self.state.baseline_ids,
             warm=settings.warm,
+            run_order=self.state.run_order,
+            needs_earlier=self.state.needs_earlier,
+            known_failures=self.state.results,  # updated in place as candidates are kept
         )
         return AttemptSetup(
             validation=validation,

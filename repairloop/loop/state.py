@@ -37,6 +37,8 @@ class RunState:
     chain: ChainState
     baseline_failing: Tuple[str, ...] = ()
     baseline_ids: FrozenSet[str] = frozenset()  # every test the baseline's run collected
+    run_order: Tuple[str, ...] = ()  # the tests the baseline ran, in the order it ran them
+    needs_earlier: FrozenSet[str] = frozenset()  # failing tests that depend on earlier tests
     failing: Tuple[str, ...] = ()
     results: Dict[str, TestResult] = field(default_factory=dict)
     failures: Tuple[Failure, ...] = ()  # at the baseline
@@ -94,6 +96,7 @@ class RunState:
         self.baseline_failing = self.failing = failing
         if baseline.source is not ResultSource.EXIT_CODE:
             self.baseline_ids = frozenset(r.test_id for r in baseline.results)
+            self.run_order = tuple(dict.fromkeys(r.test_id for r in baseline.results))
         self.results = {r.test_id: r for r in baseline.failing}
 
     def set_flaky(self, flaky: FrozenSet[str]) -> None:

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.classify import classify_report
 from repairloop.journal import Journal
@@ -32,11 +32,14 @@ from repairloop.types import (
     ResultSource,
     TestFiles,
     TestReport,
+    TestResult,
     TestRunner,
     judge_run,
 )
 from repairloop.workspace import Workspace
 from repairloop.workspace.fingerprint import Fingerprint, changed_files, fingerprint
+
+MAX_EARLIER = 200  # tests before a failing test in its module that a targeted run includes
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,12 @@ class ValidationSetup:
     ``baseline_ids`` are the tests the baseline's full run collected;
     ``warm`` runs the failing tests in a warm process first (``warm.py``;
     the workspace's, kept in ``slot`` and ended by ``close``).
+    ``run_order`` is the order the baseline ran its tests in; ``needs_earlier``
+    the failing tests that fail otherwise alone (``flaky.Confirmation``), which
+    the targeted run gives the tests before them in their module;
+    ``known_failures`` each failing test's latest failure (the baseline's, then
+    the kept candidates'), so a targeted run whose failure changed kind leaves
+    the verdict to the full suite.
     """
 
     workspace: Workspace
@@ -63,6 +72,35 @@ class ValidationSetup:
     baseline_ids: FrozenSet[str] = frozenset()
     warm: bool = False
     slot: WarmSlot = field(default_factory=WarmSlot, compare=False)
+    run_order: Tuple[str, ...] = ()
+    needs_earlier: FrozenSet[str] = frozenset()
+    known_failures: Mapping[str, TestResult] = field(default_factory=dict)
+
+    def targeted_ids(self, failing: Sequence[str]) -> Tuple[str, ...]:
+        """The tests a candidate's targeted run runs: ``failing``, each one in ``needs_earlier``
+        after the tests the baseline ran before it in its module (the last ``MAX_EARLIER`` of
+        them), in the suite's order."""
+        wanted = set(failing)
+        for test_id in failing:
+            if test_id not in self.needs_earlier or test_id not in self.run_order:
+                continue
+            module = test_id.split("::", 1)[0] + "::"
+            earlier = self.run_order[: self.run_order.index(test_id)]
+            wanted.update([t for t in earlier if t.startswith(module)][-MAX_EARLIER:])
+        in_order = [t for t in self.run_order if t in wanted]
+        return tuple(in_order + [t for t in failing if t not in in_order])
+
+    def failure_changed(self, report: TestReport, failing: Sequence[str]) -> List[str]:
+        """The ``failing`` tests that fail in ``report`` with another exception type than their
+        latest known failure."""
+        before = self.known_failures
+        return [
+            r.test_id
+            for r in report.failing
+            if r.test_id in failing
+            and r.test_id in before
+            and r.exc_type != before[r.test_id].exc_type
+        ]
 
     def warm_process(self) -> Optional[JournalledWarm]:
         """The workspace's warm process, started (before a candidate is written); None when off or
@@ -177,12 +215,14 @@ def _judge(
     if (
         targeted is not None and setup.targeted and not any(t.startswith("<") for t in failing)
     ):  # <session>: the suite is the unit
-        first = targeted.run(setup, failing, oracle)
+        first = targeted.run(setup, setup.targeted_ids(failing), oracle)
         seconds += first.seconds
         untrusted = untrusted_run(setup, first, root, oracle, full=False)
         if untrusted:
             return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
-        if not judge_run(first, failing).fixed:
+        # A failure that changed kind in the targeted run may be the tests' order, not the
+        # candidate: the full suite, in the suite's order, decides.
+        if not judge_run(first, failing).fixed and not setup.failure_changed(first, failing):
             return Checked(
                 Decision.REVERTED,
                 f"fixed none of the {len(failing)} failing test(s): " + _first_message(first),

@@ -154,6 +154,10 @@ class ProposalRequest:
     # The run's fault localisation for the code as it is now (the loop's; None: the proposer does
     # its own).
     localisation: Optional["Localisation"] = None
+    # The tests a run of the failing tests must include, in the suite's order, failing tests
+    # among them: the earlier tests of their module, for failing tests that fail otherwise alone
+    # (the loop's ``ValidationSetup.targeted_ids``); () when the failing tests can run alone.
+    targeted_run: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

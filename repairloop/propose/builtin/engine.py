@@ -155,7 +155,7 @@ class BuiltinProposer:
         key = (snapshot(sources), targets, group)
         if self._search is None or key != self._search_key:
             # A kept patch or a new group: validate against what fails now, from scratch.
-            self._plan = self._make_plan(self._baseline, targets, group)
+            self._plan = self._make_plan(self._baseline, targets, group, request.targeted_run)
             self._search, self._search_key = self._new_search(sources), key
         best = self._search.plausible(self._returned)
         if not best or (
@@ -240,23 +240,29 @@ class BuiltinProposer:
         self._boosts = family_boosts(report, targets)
 
     def _make_plan(
-        self, report: TestReport, targets: Tuple[str, ...], group: Tuple[str, ...] = ()
+        self,
+        report: TestReport,
+        targets: Tuple[str, ...],
+        group: Tuple[str, ...] = (),
+        targeted_run: Tuple[str, ...] = (),
     ) -> ValidationPlan:
         """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed.
 
         When the failing tests took over ``PROBE_SECONDS`` together (hangs stopped by a
         per-test timeout, slow tests) and share one root cause (no targets outside
-        ``group``), the quickest of them alone is run first. Baseline failures that
-        were never targets (the loop's flaky tests) may fail; tests a kept patch fixed
-        may not.
+        ``group``), the quickest of them alone is run first, unless they cannot run alone
+        (``targeted_run``, the loop's: they run after the earlier tests they need). Baseline
+        failures that were never targets (the loop's flaky tests) may fail; tests a kept patch
+        fixed may not.
         """
         durations = {r.test_id: r.duration for r in report.results}
-        target_seconds = sum(durations.get(t, 0.0) for t in targets)
+        target_seconds = sum(durations.get(t, 0.0) for t in targeted_run or targets)
         self._baseline_seconds = report.seconds
         allowed = frozenset(report.failing_ids) - frozenset(self._first_targets or targets)
         probe: Tuple[str, ...] = ()
         if (
             len(targets) > 1
+            and not targeted_run
             and target_seconds > PROBE_SECONDS
             and set(targets) <= set(group or targets)
         ):
@@ -268,6 +274,7 @@ class BuiltinProposer:
             target_timeout=max(self.candidate_timeout, 3.0 * target_seconds),
             suite_timeout=max(self.candidate_timeout, 3.0 * report.seconds),
             probe=probe,
+            targeted_run=targeted_run,
             probe_timeout=max(self.candidate_timeout, 3.0 * durations.get(probe[0], 0.0))
             if probe
             else 0.0,

@@ -213,7 +213,7 @@ class _Stages:
             if probe.status != "passed":
                 return replace(probe, status="failing") if probe.status == "partial" else probe
         timeout = _bounded(plan.target_timeout, time_left)
-        first = judge_targets(self.failing_tests(plan.targets, timeout), plan.targets, timeout)
+        first = judge_targets(self.failing_tests(plan.target_run, timeout), plan.targets, timeout)
         if first.status not in ("passed", "partial"):
             return first
         timeout = _bounded(plan.suite_timeout, time_left)

@@ -61,10 +61,18 @@ class ValidationPlan:
     probe: Tuple[str, ...] = ()  # a cheap subset of the targets run first when all of them are slow
     probe_timeout: float = 0.0
     group: Tuple[str, ...] = ()
+    targeted_run: Tuple[str, ...] = ()  # targets with the earlier tests they need, in order
 
     @property
     def group_ids(self) -> Tuple[str, ...]:
         return self.group or self.targets
+
+    @property
+    def target_run(self) -> Tuple[str, ...]:
+        """The tests a run of the targets runs: ``targeted_run`` when it has them all, else
+        the targets alone."""
+        run = self.targeted_run
+        return run if run and set(self.targets) <= set(run) else self.targets
 
 
 @dataclass(frozen=True)
