@@ -24,7 +24,7 @@ from typing import Dict, Iterator, Mapping, Tuple
 import pytest
 
 from repairloop.loop import suite as suite_module
-from repairloop.loop.flaky import fidelity_failures
+from repairloop.loop.fidelity import fidelity_failures
 from repairloop.runner import ProjectInterpreter, interpreter_of, probe_imports, project_python
 from repairloop.settings import Settings
 from repairloop.types import FailureKind, TestReport

@@ -329,7 +329,8 @@ def classify_project(
     ``iterate``'s. Raises ProjectError / WorkspaceError like ``iterate``.
     """
     from repairloop.classify import blocking_kind, overall_kind
-    from repairloop.loop.flaky import classify_baseline, confirm_failures, with_flaky
+    from repairloop.loop.fidelity import classify_baseline
+    from repairloop.loop.flaky import confirm_failures, with_flaky
 
     project = project.resolve()
     check_repository(project)

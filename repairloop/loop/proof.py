@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, Sequence
 
 from repairloop.errors import PatchError
+from repairloop.loop.test_ids import reconciled
 from repairloop.loop.validation import ValidationSetup, untrusted_run
 from repairloop.patch import AppliedPatch, FileChange, check_guards
 from repairloop.types import Proof, ResultSource, TestReport, judge_run
@@ -73,7 +74,11 @@ def prove(
                 fh.write(change.new_text)
         oracle = fingerprint(root, setup.guarded)
         for number in range(1, required + 1):
-            report = setup.suite.run(root, past_deadline=True, protect=tuple(oracle))
+            report, _ = reconciled(
+                setup.suite.run(root, past_deadline=True, protect=tuple(oracle)),
+                setup.baseline_ids,
+                baseline_failing,
+            )
             seconds += report.seconds
             why = untrusted_run(setup, report, root, oracle, full=True)
             if not why:

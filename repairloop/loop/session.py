@@ -41,7 +41,8 @@ from repairloop.loop.describe import (
     ignored_files_notes,
     report_summary,
 )
-from repairloop.loop.flaky import classify_baseline, confirm_failures
+from repairloop.loop.fidelity import classify_baseline
+from repairloop.loop.flaky import confirm_failures
 from repairloop.loop.inputs import AttemptInput, AttemptSetup
 from repairloop.loop.localising import localise_now, suspects_note
 from repairloop.loop.proof import prove, union
@@ -152,7 +153,8 @@ class Session:
         sandbox = self.suite.sandbox_status
         self.journal.record(SandboxEvent.of(sandbox))
         yield RunNote(sandbox.describe())  # what ran, always
-        yield from self._ignored_files_note()
+        for note in ignored_files_notes(self.ws.ignored):
+            yield from self._note(note)
         chosen = per_test_seconds(self.settings)[1]
         if chosen and is_pytest_command(self.suite.command):
             yield RunNote(chosen)
@@ -187,10 +189,6 @@ class Session:
         flaky = ", ".join(self.state.flaky) if not self.state.failing else None
         return stop.baseline_ending(green=False, time_gone=False, blocking=None, all_flaky=flaky)
 
-    def _ignored_files_note(self) -> Iterator[LoopEvent]:
-        for note in ignored_files_notes(self.ws.ignored):
-            yield from self._note(note)
-
     def _set_baseline(self, baseline: TestReport) -> None:
         self.state.set_baseline(baseline)
         # Files the runner collected tests from are tests whatever test_globs say (types.TestFiles).
@@ -210,18 +208,13 @@ class Session:
         if flaky:
             self.state.set_flaky(flaky)
         self.state.needs_earlier = frozenset(found.needs_earlier)
-        if found.needs_earlier:
-            yield RunNote(
-                f"{len(found.needs_earlier)} failing test(s) fail otherwise when run alone: "
-                "candidates run them after the tests before them in their module"
-            )
         if flaky or found.unstable:
             reasons = tuple(f"{f.test_id}: {f.reason}; see: {f.command}" for f in found.flaky)
             self.journal.record(
                 FlakyEvent(tests=self.state.flaky, reasons=reasons, unstable=found.unstable)
             )
-        for f in found.flaky:
-            yield RunNote(f"flaky, left alone: {f.test_id} ({f.reason}; see: {f.command})")
+        for note in found.console_notes():
+            yield RunNote(note)
 
     def _loop(self) -> Generator[LoopEvent, None, Ending]:
         setup = self.setup = self._attempt_setup()

@@ -15,15 +15,14 @@ when it is reported ``passed``: skipped, xfailed, deselected or missing is not.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.classify import classify_report
 from repairloop.journal import Journal
 from repairloop.loop.prefilter import JournalledWarm, WarmSlot
+from repairloop.loop.test_ids import moved_note, reconciled, unmatched
 from repairloop.patch import AppliedPatch, GuardPolicy
 from repairloop.types import (
     Decision,
@@ -203,6 +202,29 @@ class _Targeted:
         return setup.suite.run(setup.workspace.root, failing, protect=tuple(oracle))
 
 
+def _rejected_first(
+    setup: ValidationSetup, failing: Tuple[str, ...], oracle: Fingerprint, targeted: _Targeted
+) -> Tuple[Optional[Checked], float]:
+    """The targeted run of the failing tests: (a reverting Checked when it rejects the candidate,
+    else None; its seconds)."""
+    first = targeted.run(setup, setup.targeted_ids(failing), oracle)
+    untrusted = untrusted_run(setup, first, setup.workspace.root, oracle, full=False)
+    if untrusted:
+        return Checked(Decision.REVERTED, untrusted, failing=failing), first.seconds
+    # A failure that changed kind in the targeted run may be the tests' order, not the
+    # candidate, and a failing test it did not run may have moved (an id made from unordered
+    # values): the full suite, in the suite's order, decides.
+    ran = {r.test_id for r in first.results}
+    if (
+        judge_run(first, failing).fixed
+        or setup.failure_changed(first, failing)
+        or not all(t in ran for t in failing)
+    ):
+        return None, first.seconds
+    reason = f"fixed none of the {len(failing)} failing test(s): " + _first_message(first)
+    return Checked(Decision.REVERTED, reason, failing=failing, report=first), first.seconds
+
+
 def _judge(
     setup: ValidationSetup,
     failing: Tuple[str, ...],
@@ -215,22 +237,12 @@ def _judge(
     if (
         targeted is not None and setup.targeted and not any(t.startswith("<") for t in failing)
     ):  # <session>: the suite is the unit
-        first = targeted.run(setup, setup.targeted_ids(failing), oracle)
-        seconds += first.seconds
-        untrusted = untrusted_run(setup, first, root, oracle, full=False)
-        if untrusted:
-            return Checked(Decision.REVERTED, untrusted, failing=failing, seconds=seconds)
-        # A failure that changed kind in the targeted run may be the tests' order, not the
-        # candidate: the full suite, in the suite's order, decides.
-        if not judge_run(first, failing).fixed and not setup.failure_changed(first, failing):
-            return Checked(
-                Decision.REVERTED,
-                f"fixed none of the {len(failing)} failing test(s): " + _first_message(first),
-                failing=failing,
-                report=first,
-                seconds=seconds,
-            )
-    full = suite.run(root, protect=tuple(oracle))
+        rejected, seconds = _rejected_first(setup, failing, oracle, targeted)
+        if rejected is not None:
+            return replace(rejected, seconds=seconds)
+    full, moved = reconciled(
+        suite.run(root, protect=tuple(oracle)), setup.baseline_ids, (*failing, *flaky)
+    )
     seconds += full.seconds
     untrusted = untrusted_run(setup, full, root, oracle, full=True)
     if untrusted:
@@ -239,6 +251,7 @@ def _judge(
     if verdict.plausible:  # the proof run (proof.py) repeats the full suite `final_runs` times
         reason = (
             f"fixed {len(verdict.fixed)} test(s), broke none; {len(verdict.failing)} still failing"
+            + moved_note(moved)
         )
         return Checked(Decision.KEPT, reason, verdict.fixed, (), verdict.failing, full, seconds)
     if verdict.error:
@@ -299,30 +312,6 @@ def untrusted_run(
                 + more
             )
     return ""
-
-
-# An id pytest makes up for a parameter value it cannot show (``expected6``: the argument's name
-# and the value's position) changes when the values come from a set whose order is not fixed
-# (tuples holding None hash by address before Python 3.12): isodate 0.7.2's test_format.
-_MADE_UP_ID = re.compile(r"(?<=[\[-])([A-Za-z_]+)\d+(?=[-\]])")
-
-
-def stable_key(test_id: str) -> str:
-    """``test_id`` with the positions of made-up parameter ids left out (``test_f[4-19-expected6]``
-    is ``test_f[4-19-expected#]``): what stays when a parametrized list changes order."""
-    head, bracket, params = test_id.partition("[")
-    return head + _MADE_UP_ID.sub(r"\1#", bracket + params)
-
-
-def unmatched(missing: Sequence[str], new: Sequence[str]) -> List[str]:
-    """The ``missing`` test ids (run before, not now) that no ``new`` id (run now, not before)
-    stands for: ids of one ``stable_key`` match when as many are missing as are new (the same
-    parametrized tests under ids that moved); a heuristic over test names."""
-    gone: Dict[str, List[str]] = {}
-    for test_id in missing:
-        gone.setdefault(stable_key(test_id), []).append(test_id)
-    came = Counter(stable_key(test_id) for test_id in new)
-    return sorted(t for key, ids in gone.items() if came[key] != len(ids) for t in ids)
 
 
 def _first_message(report: TestReport) -> str:
