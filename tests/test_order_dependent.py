@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import List
 
@@ -19,6 +20,7 @@ from scripted_server import ScriptedServer
 
 from repairloop.cli import main
 from repairloop.loop.validation import ValidationSetup
+from repairloop.types import ResultSource, TestOutcome, TestReport, TestResult
 
 CART = """\
 class Cart:
@@ -151,3 +153,23 @@ def test_the_targeted_run_gives_a_dependent_test_the_earlier_tests_of_its_module
         None, None, None, None, None, 1, True, None, run_order=order  # type: ignore[arg-type]
     )  # fmt: skip
     assert alone.targeted_ids(failing) == failing[::-1]  # the failing tests alone, in order
+
+
+def test_a_changed_failure_is_the_candidates_when_the_test_runs_alone_as_in_order() -> None:
+    """A failing test the confirmation saw failing alone just as in the suite's order: its
+    failure changing kind in a targeted run is the candidate's doing, so the targeted run may
+    reject it; for a test not seen alone, the full suite decides."""
+    failing = ("tests/test_b.py::test_total",)
+    before = {failing[0]: TestResult(failing[0], TestOutcome.FAILED, exc_type="AssertionError")}
+    now = TestReport(
+        ("pytest",),
+        1,
+        (TestResult(failing[0], TestOutcome.FAILED, exc_type="TypeError"),),
+        source=ResultSource.PLUGIN,
+    )
+    unknown = ValidationSetup(
+        None, None, None, None, None, 1, True, None, known_failures=before  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert unknown.failure_changed(now, failing) == list(failing)
+    seen_alone = replace(unknown, runs_alone=frozenset(failing))
+    assert seen_alone.failure_changed(now, failing) == []

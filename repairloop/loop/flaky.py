@@ -48,7 +48,8 @@ class Confirmation:
     the baseline and failed in a re-run of the same suite (flaky too, though
     nothing was going to repair them). ``needs_earlier`` are confirmed tests
     that fail alone with another exception than in the suite's order: they
-    depend on tests before them, which a targeted run must then include.
+    depend on tests before them, which a targeted run must then include;
+    ``runs_alone`` those that fail alone just as in the suite's order.
     ``runs`` counts test-command runs.
     """
 
@@ -58,6 +59,7 @@ class Confirmation:
     runs: int = 0
     notes: Tuple[str, ...] = ()
     needs_earlier: Tuple[str, ...] = ()
+    runs_alone: Tuple[str, ...] = ()
 
     def console_notes(self) -> List[str]:
         """What the console says about the re-runs: the tests that need earlier ones, each flaky
@@ -129,9 +131,10 @@ def confirm_failures(
             flaky.append(record)
     errors = {r.test_id: r.exc_type for r in baseline.failing}
     earlier = tuple(t for t in confirmed if any(e != errors.get(t) for e in tally[t].alone_errors))
+    alone = tuple(t for t in confirmed if tally[t].alone_errors and t not in earlier)
     confirmed += [t for t in failing if t == SESSION_ID]
     return Confirmation(
-        tuple(flaky), tuple(confirmed), tuple(unstable), runs, tuple(notes), earlier
+        tuple(flaky), tuple(confirmed), tuple(unstable), runs, tuple(notes), earlier, alone
     )
 
 

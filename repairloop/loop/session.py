@@ -208,6 +208,7 @@ class Session:
         if flaky:
             self.state.set_flaky(flaky)
         self.state.needs_earlier = frozenset(found.needs_earlier)
+        self.state.runs_alone = frozenset(found.runs_alone)
         if flaky or found.unstable:
             reasons = tuple(f"{f.test_id}: {f.reason}; see: {f.command}" for f in found.flaky)
             self.journal.record(
@@ -330,11 +331,8 @@ class Session:
             targeted=is_pytest_command(self.suite.command),
             interpreter=self.suite.interpreter,
             guarded=policy.guards_verdict,
-            baseline_ids=self.state.baseline_ids,
             warm=settings.warm,
-            run_order=self.state.run_order,
-            needs_earlier=self.state.needs_earlier,
-            known_failures=self.state.results,  # updated in place as candidates are kept
+            **self.state.order_facts(),
         )
         return AttemptSetup(
             validation=validation,

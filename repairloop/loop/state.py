@@ -5,7 +5,7 @@ it, and only through the methods here; the run's result is built from it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Optional, Tuple
 
 from repairloop.classify import SESSION_ID
 from repairloop.loop import stop
@@ -39,6 +39,7 @@ class RunState:
     baseline_ids: FrozenSet[str] = frozenset()  # every test the baseline's run collected
     run_order: Tuple[str, ...] = ()  # the tests the baseline ran, in the order it ran them
     needs_earlier: FrozenSet[str] = frozenset()  # failing tests that depend on earlier tests
+    runs_alone: FrozenSet[str] = frozenset()  # failing tests seen failing alone as in order
     failing: Tuple[str, ...] = ()
     results: Dict[str, TestResult] = field(default_factory=dict)
     failures: Tuple[Failure, ...] = ()  # at the baseline
@@ -98,6 +99,18 @@ class RunState:
             self.baseline_ids = frozenset(r.test_id for r in baseline.results)
             self.run_order = tuple(dict.fromkeys(r.test_id for r in baseline.results))
         self.results = {r.test_id: r for r in baseline.failing}
+
+    def order_facts(self) -> Dict[str, Any]:
+        """What validation needs to know of the baseline's tests (``ValidationSetup``'s
+        ``baseline_ids``, ``run_order``, ``needs_earlier``, ``runs_alone`` and
+        ``known_failures``, the last updated in place as candidates are kept)."""
+        return {
+            "baseline_ids": self.baseline_ids,
+            "run_order": self.run_order,
+            "needs_earlier": self.needs_earlier,
+            "runs_alone": self.runs_alone,
+            "known_failures": self.results,
+        }
 
     def set_flaky(self, flaky: FrozenSet[str]) -> None:
         """Tests found flaky before the loop: reported and left alone."""

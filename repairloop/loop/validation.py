@@ -53,10 +53,11 @@ class ValidationSetup:
     the workspace's, kept in ``slot`` and ended by ``close``).
     ``run_order`` is the order the baseline ran its tests in; ``needs_earlier``
     the failing tests that fail otherwise alone (``flaky.Confirmation``), which
-    the targeted run gives the tests before them in their module;
+    the targeted run gives the tests before them in their module, and
+    ``runs_alone`` those seen failing alone just as in order;
     ``known_failures`` each failing test's latest failure (the baseline's, then
     the kept candidates'), so a targeted run whose failure changed kind leaves
-    the verdict to the full suite.
+    the verdict to the full suite, unless the test is in ``runs_alone``.
     """
 
     workspace: Workspace
@@ -73,6 +74,7 @@ class ValidationSetup:
     slot: WarmSlot = field(default_factory=WarmSlot, compare=False)
     run_order: Tuple[str, ...] = ()
     needs_earlier: FrozenSet[str] = frozenset()
+    runs_alone: FrozenSet[str] = frozenset()
     known_failures: Mapping[str, TestResult] = field(default_factory=dict)
 
     def targeted_ids(self, failing: Sequence[str]) -> Tuple[str, ...]:
@@ -91,12 +93,14 @@ class ValidationSetup:
 
     def failure_changed(self, report: TestReport, failing: Sequence[str]) -> List[str]:
         """The ``failing`` tests that fail in ``report`` with another exception type than their
-        latest known failure."""
+        latest known failure, but for those known to run alone as in order (``runs_alone``: a
+        changed failure is then the candidate's)."""
         before = self.known_failures
         return [
             r.test_id
             for r in report.failing
             if r.test_id in failing
+            and r.test_id not in self.runs_alone
             and r.test_id in before
             and r.exc_type != before[r.test_id].exc_type
         ]
