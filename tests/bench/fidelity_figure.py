@@ -54,7 +54,8 @@ from scripted_server import ScriptedServer  # noqa: E402
 HELDOUT = REPO / "fixtures" / "realbugs-heldout"
 WAYS = ("diff", "whole functions", "offline engine")
 WORKERS = 2
-RUN_TIMEOUT = 300.0  # seconds: each run's --timeout
+RUN_TIMEOUT = 300.0  # seconds: each run's --timeout with the scripted model
+ENGINE_TIMEOUT = 120.0  # seconds: the offline engine's (its outcome is recorded, not a target)
 # The bugs measured, fixed by name: all 12 held-out bugs (4 libraries: two with generated version
 # files, one with hash-dependent ids) and 20 of the corpus, at least one per library, the click
 # bugs under click's `filterwarnings = error`.
@@ -105,7 +106,9 @@ class WayRun:
     outcome: str
     detail: str
     seconds: float
-    needs_earlier: bool = False
+    needs_earlier: bool = False  # the console: failing tests fail otherwise alone
+    brought: bool = False  # the console: git-ignored files brought into the copy
+    moved: bool = False  # a verdict matched test ids that moved since the baseline
 
 
 @dataclass
@@ -161,13 +164,10 @@ def _config_text(root: Path) -> str:
     )
 
 
-def _test_text(root: Path, case: realbugs.RealBug) -> str:
-    files = {t.split("::")[0] for t in case.failing_tests}
-    return "\n".join(
-        (root / f).read_text(encoding="utf-8", errors="replace")
-        for f in sorted(files)
-        if (root / f).is_file()
-    )
+def _test_text(root: Path) -> str:
+    """Every test module of ``root`` (``test_*.py``, ``*_test.py``), joined."""
+    paths = sorted({*root.rglob("test_*.py"), *root.rglob("*_test.py")})
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
 
 
 def child_env() -> Dict[str, str]:
@@ -186,6 +186,7 @@ def run_cli(project: Path, test_cmd: str, url: Optional[str]) -> Tuple[Dict[str,
     """``repairloop run --json`` on ``project`` with the scripted model at ``url`` (None: the
     offline engine): its --json document (empty when it printed none) and its stderr."""
     model = ["--model", scripted.MODEL, "--api-base", url, "--no-builtin"] if url else []
+    limit = RUN_TIMEOUT if url else ENGINE_TIMEOUT
     argv = [
         sys.executable,
         "-m",
@@ -196,7 +197,7 @@ def run_cli(project: Path, test_cmd: str, url: Optional[str]) -> Tuple[Dict[str,
         "--max-iterations",
         "3",
         "--timeout",
-        str(RUN_TIMEOUT),
+        str(limit),
         "--test-cmd",
         test_cmd,
         "--json",
@@ -211,11 +212,11 @@ def run_cli(project: Path, test_cmd: str, url: Optional[str]) -> Tuple[Dict[str,
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT + 120)
+        out, err = proc.communicate(timeout=limit + 120)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err += f"\nkilled after {RUN_TIMEOUT + 120:.0f} s"
+        err += f"\nkilled after {limit + 120:.0f} s"
     try:
         return json.loads(out), err
     except ValueError:
@@ -234,8 +235,15 @@ def run_way(case: realbugs.RealBug, project: Path, answer: Optional[str]) -> Way
             summary, err = run_cli(project, test_cmd, srv.base_url)
     seconds = time.perf_counter() - began
     outcome = str(summary.get("outcome") or "error")
+    said = " ".join(err.split())
+    reasons = " ".join(str(i.get("reason")) for i in summary.get("iterations") or [])
     return WayRun(
-        outcome, why_not_fixed(summary, err), seconds, NEEDS_EARLIER in " ".join(err.split())
+        outcome,
+        why_not_fixed(summary, err),
+        seconds,
+        NEEDS_EARLIER in said,
+        "git-ignored file(s) your tests need" in said,
+        "moved since the baseline" in reasons,
     )
 
 
@@ -256,7 +264,7 @@ def measure_case(case: realbugs.RealBug, work: Path) -> CaseResult:
         case,
         generated,
         bool(STRICT.search(_config_text(first) + " " + case.test_cmd)),
-        bool(SET_IDS.search(_test_text(first, case))),
+        bool(SET_IDS.search(_test_text(first))),
     )
     for way in WAYS:
         if way == "whole functions" and not answers[way]:
@@ -285,7 +293,15 @@ def _share(hits: int, total: int) -> str:
 def _property_rows(results: Sequence[CaseResult]) -> List[List[str]]:
     groups = (
         ("a generated, git-ignored version file", [r for r in results if r.generated]),
+        (
+            "the workspace brought the git-ignored files",
+            [r for r in results if any(w.brought for w in r.ways.values())],
+        ),
         ("hash-dependent test ids (a set)", [r for r in results if r.set_ids]),
+        (
+            "test ids that moved between runs",
+            [r for r in results if any(w.moved for w in r.ways.values())],
+        ),
         ("a strict configuration", [r for r in results if r.strict]),
         (
             "failing tests that need earlier tests",
@@ -308,9 +324,12 @@ def _case_row(r: CaseResult) -> List[str]:
     for way in WAYS:
         run = r.ways.get(way)
         cells.append("-" if run is None else f"{run.outcome} ({run.seconds:.0f} s)")
+    runs = r.ways.values()
     traits = [t for t, on in (("generated", r.generated), ("set ids", r.set_ids)) if on]
+    traits += ["brought"] if any(w.brought for w in runs) else []
+    traits += ["ids moved"] if any(w.moved for w in runs) else []
     traits += ["strict"] if r.strict else []
-    traits += ["needs earlier"] if any(w.needs_earlier for w in r.ways.values()) else []
+    traits += ["needs earlier"] if any(w.needs_earlier for w in runs) else []
     cells.append(", ".join(traits) or "-")
     return cells
 
