@@ -156,8 +156,17 @@ def _cli(project: Path, test_cmd: str, url: str, env: Dict[str, str]) -> Tuple[D
         test_cmd,
         "--json",
     ]
+    return cli_json(argv, project, env, RUN_TIMEOUT)
+
+
+def cli_json(
+    argv: Sequence[str], project: Path, env: Dict[str, str], limit: float
+) -> Tuple[Dict[str, Any], str]:
+    """Run a ``repairloop ... --json`` command ``argv`` in ``project``: its --json document (empty
+    when it printed none) and its stderr. Its process group is killed 120 s after ``limit``
+    (seconds, its own --timeout)."""
     proc = subprocess.Popen(
-        argv,
+        list(argv),
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,
@@ -166,11 +175,11 @@ def _cli(project: Path, test_cmd: str, url: str, env: Dict[str, str]) -> Tuple[D
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT + 120)
+        out, err = proc.communicate(timeout=limit + 120)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err += f"\nkilled after {RUN_TIMEOUT + 120:.0f} s"
+        err += f"\nkilled after {limit + 120:.0f} s"
     try:
         return json.loads(out), err
     except ValueError:

@@ -29,11 +29,8 @@ tests (the run's console says so).
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +43,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]  # tests/: scripted
 import context_check  # noqa: E402
 import realbugs  # noqa: E402
 import scripted  # noqa: E402
-from context_figure import _sources, loop_test_cmd, why_not_fixed  # noqa: E402
+from context_figure import _sources, cli_json, loop_test_cmd, why_not_fixed  # noqa: E402
 from figure import Check, Figure, median  # noqa: E402
 from projects import REPO  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
@@ -202,25 +199,7 @@ def run_cli(project: Path, test_cmd: str, url: Optional[str]) -> Tuple[Dict[str,
         test_cmd,
         "--json",
     ]
-    proc = subprocess.Popen(
-        argv,
-        cwd=project,
-        env=child_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=limit + 120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        err += f"\nkilled after {limit + 120:.0f} s"
-    try:
-        return json.loads(out), err
-    except ValueError:
-        return {}, err
+    return cli_json(argv, project, child_env(), limit)
 
 
 def run_way(case: realbugs.RealBug, project: Path, answer: Optional[str]) -> WayRun:
@@ -378,6 +357,13 @@ def fidelity_figure(results: Sequence[CaseResult], seconds: float) -> Figure:
         notes,
         seconds,
     )
+
+
+def figure_fidelity(work: Path) -> Figure:
+    """Figure 14 for ``make bench`` (``BENCH_FIDELITY=1``): every case of ``FIDELITY_CASES``."""
+    began = time.perf_counter()
+    results = measure(all_cases(), work)
+    return fidelity_figure(results, time.perf_counter() - began)
 
 
 def main(argv: Sequence[str]) -> int:
