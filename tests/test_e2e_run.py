@@ -443,3 +443,18 @@ def test_the_prompt_after_a_kept_partial_fix_carries_code(make_project, capsys) 
     assert "In orders/pricing.py line 6, " in after
     retry = prompts[2]
     assert "against the current code shown in the first message" in retry
+
+
+def test_an_answer_cut_at_the_output_limit_is_never_applied(make_project, capsys) -> None:
+    """The right diff, but the model stopped at its output limit (finish_reason "length"): an
+    unfinished answer is not applied, whatever it looks like; the one structural retry asks for a
+    shorter edit, and its answer is judged as usual."""
+    project = make_project("off_by_one")
+    with ScriptedServer([("ok", RIGHT, "length"), ("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
+        retry = user_messages(srv.requests[1])
+        calls = len(srv.requests)
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed" and calls == 2
+    assert "cut off at the model's output limit" in retry and "shorter edit" in retry
+    assert len(doc["iterations"]) == 1  # the retry is the same iteration's, not a new one

@@ -90,19 +90,39 @@ def test_a_refusal_inside_thinking_is_not_a_refusal(fields: Any) -> None:
     assert proposal.answer.strip() in (answer, FIX) and proposal.notes["reasoning_chars"] > 0
 
 
-@pytest.mark.parametrize(
-    "item",
-    [
-        ("ok", "<think>\nThe bug is in last(); let me write the diff", "length"),
-        ("ok", "", "length", None, {"reasoning_content": "Long reasoning that ran out of tokens"}),
-    ],
-    ids=["unclosed-think", "reasoning-field-only"],
-)
-def test_an_answer_that_is_only_thinking_is_a_model_error_naming_it(item: tuple) -> None:
-    with ScriptedServer([item]) as srv:
+THINKING_ONLY = [
+    ("<think>\nThe bug is in last(); let me write the diff", None),
+    ("", {"reasoning_content": "Long reasoning that ran out of tokens"}),
+]
+
+
+@pytest.mark.parametrize("content,fields", THINKING_ONLY, ids=["unclosed-think", "reasoning-only"])
+def test_an_answer_that_is_only_thinking_is_a_model_error_naming_it(
+    content: str, fields: Any
+) -> None:
+    with ScriptedServer([("ok", content, "stop", None, fields)]) as srv:
         with pytest.raises(ModelError, match="holds only thinking") as info:
             make(srv, []).propose(ProposalRequest(context=CONTEXT))
     assert "max_completion_tokens" in info.value.hint and info.value.usage.calls == 1
+
+
+@pytest.mark.parametrize("content,fields", THINKING_ONLY, ids=["unclosed-think", "reasoning-only"])
+def test_thinking_cut_at_the_output_limit_is_an_unfinished_answer_not_the_end_of_the_run(
+    content: str, fields: Any
+) -> None:
+    """Cut at the limit (finish_reason "length"), thinking that never closed is an unfinished
+    answer the loop refuses and asks again for, never a model error that ends the run."""
+    with ScriptedServer([("ok", content, "length", None, fields)]) as srv:
+        proposal = make(srv, []).propose(ProposalRequest(context=CONTEXT))
+    assert proposal.cut_off and proposal.notes["finish_reason"] == "length"
+
+
+def test_a_complete_looking_answer_cut_at_the_output_limit_is_marked_unfinished() -> None:
+    with ScriptedServer([("ok", FIX, "length"), ("ok", FIX, "stop")]) as srv:
+        proposer = make(srv, [])
+        cut = proposer.propose(ProposalRequest(context=CONTEXT))
+        whole = proposer.propose(ProposalRequest(context=CONTEXT))
+    assert cut.cut_off and cut.answer == FIX and not whole.cut_off
 
 
 # --- edit formats --------------------------------------------------------------------------------

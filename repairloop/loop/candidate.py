@@ -176,6 +176,13 @@ class _Screen:
         string)."""
         setup = self.setup
         try:
+            if proposal.cut_off:
+                raise PatchError(
+                    "the answer was cut off at the model's output limit (finish_reason "
+                    f"{proposal.notes.get('finish_reason')!r}), so nothing of it was applied",
+                    hint="answer again with a shorter edit: only the lines that change, as "
+                    "SEARCH/REPLACE blocks or a unified diff, with no explanation",
+                )
             applied = apply_answer(
                 proposal.answer,
                 root,

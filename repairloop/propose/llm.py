@@ -25,7 +25,13 @@ from repairloop.errors import (
     TransientModelError,
     UnrecoverableModelError,
 )
-from repairloop.propose.answer import answer_of, is_refusal, refused_param, visible
+from repairloop.propose.answer import (
+    CUT_OFF_REASONS,
+    answer_of,
+    is_refusal,
+    refused_param,
+    visible,
+)
 from repairloop.propose.errors_table import (
     HINTS,
     TRANSIENT,
@@ -287,7 +293,9 @@ class LLMProposer:
         content, finish, reasoning = answer_of(response)
         call.usage = call.usage + self._usage(response, content, reasoning, prompt_tokens, seconds)
         answer = visible(content)
-        self._refuse_unusable(content, answer, finish, reasoning, call)
+        cut_off = finish in CUT_OFF_REASONS
+        if not cut_off:  # an unfinished answer is the loop's to refuse, never the run's end
+            self._refuse_unusable(content, answer, finish, reasoning, call)
         notes: Dict[str, Any] = {
             "finish_reason": finish,
             "attempts": call.attempts,
@@ -311,6 +319,7 @@ class LLMProposer:
             usage=call.usage,
             prompt=tuple(messages),
             notes=notes,
+            cut_off=cut_off,
         )
 
     def _usage(

@@ -183,6 +183,9 @@ class Proposal:
     validated: bool = False
     candidates: int = 1  # candidate edits behind this answer (the offline engine tries many)
     degraded: str = ""  # why the proposer's fault localisation was weak ("" when it was not)
+    # The model stopped at its output-token limit (finish_reason "length"): the answer is
+    # unfinished, so nothing of it is applied; the loop asks once more for a shorter edit.
+    cut_off: bool = False
 
 
 class Proposer(Protocol):
