@@ -6,7 +6,9 @@ copies in modules that may not import one another: the prompt (``propose``), the
 reports read from journals (``reports``) and the CI summary (``integrations``)
 all fence text; the workspace and the CI branch both read ``git apply
 --numstat``; the patch module and the offline engine both trim equal lines and
-read doctest examples.
+read doctest examples; the parser (``patch``) and the proposer's check for
+answers that are only thinking (``propose``) set thinking aside alike
+(``split_thinking``).
 ``types`` holds records and enums, not text helpers, so they live here.
 """
 
@@ -17,6 +19,7 @@ import doctest
 import re
 import warnings
 from collections import Counter
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 # What redaction puts where a secret was (``redact.py``): "[REDACTED]" or "[REDACTED:<kind>]".
@@ -118,3 +121,80 @@ def doctest_examples(text: Optional[str]) -> Counter[Tuple[str, str, str]]:
 
     visit(tree, "<module>")
     return found
+
+
+# --- thinking: set aside before parsing ---------------------------------------------------------
+#
+# Thinking is not the answer: ``<think>``/``<thinking>``/``<reasoning>`` blocks set aside before
+# parsing.
+#
+# Reasoning models served locally (DeepSeek-R1, Qwen3 through Ollama or vLLM)
+# write their chain of thought into the answer, often with draft diffs in it.
+# Shapes seen in the field and handled here:
+#
+# - ``<think>...</think>`` then the answer (the common case);
+# - ``...</think>`` then the answer, the opening tag missing (the chat template
+#   put it in the prompt: open-webui/open-webui#9808, SciSharp/LLamaSharp#1090);
+# - ``<think>`` never closed (the completion limit cut the thought short:
+#   jundot/omlx#2607): everything after it is thinking;
+# - empty ``<think>\\n\\n</think>`` pairs in the middle of the text (Qwen3 with
+#   thinking switched off: Palm1r/QodeAssist#189);
+# - gpt-oss's harmony channels written as text
+#   (``<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...``,
+#   OpenAI's harmony response format): only the last ``final`` message is the
+#   answer; ``analysis`` and ``commentary`` messages (drafts included) are thinking.
+#
+# Provider reasoning fields (``reasoning_content``) never reach the answer text;
+# ``propose/llm.py`` keeps them apart.
+
+_TAGS = "think|thinking|reasoning"
+_BLOCK = re.compile(rf"<({_TAGS})>.*?</\1>", re.S | re.I)
+_OPEN = re.compile(rf"<({_TAGS})>", re.I)
+_CLOSE = re.compile(rf"</({_TAGS})>", re.I)
+# One harmony message: its channel (the header may add `to=...` and `<|constrain|>...`), its text
+# up to the next special token or the end (a message cut at the limit has no <|end|>).
+_HARMONY = re.compile(
+    r"<\|channel\|>\s*(\w+)[^<]*(?:<\|constrain\|>[^<]*)?<\|message\|>"
+    r"(.*?)(?=<\|(?:end|return|call|start|channel)\|>|\Z)",
+    re.S,
+)
+
+
+@dataclass(frozen=True)
+class Thought:
+    """An answer split into what the model said and what it thought (``\\n`` newlines)."""
+
+    answer: str
+    thinking: str  # every thinking block, joined; "" when there was none
+    unclosed: bool = False  # a thinking block opened and never closed
+
+
+def split_thinking(text: str) -> Thought:
+    """Set the thinking of ``text`` aside; the rest is the answer to parse.
+
+    Order: harmony channels (only the last ``final`` message stays); text up to a
+    ``</think>`` that no ``<think>`` opened is thinking (the template opened it);
+    then closed blocks; then an unclosed opening tag makes everything after it
+    thinking.
+    """
+    thinking = []
+    if "<|channel|>" in text:
+        messages = [(m.group(1).lower(), m.group(2)) for m in _HARMONY.finditer(text)]
+        finals = [body for channel, body in messages if channel == "final"]
+        thinking += [body for channel, body in messages if channel != "final"] + finals[:-1]
+        text = finals[-1] if finals else ""
+    first_close, first_open = _CLOSE.search(text), _OPEN.search(text)
+    if first_close is not None and (first_open is None or first_close.start() < first_open.start()):
+        thinking.append(text[: first_close.start()])
+        text = text[first_close.end() :]
+
+    def keep(match: "re.Match[str]") -> str:
+        thinking.append(match.group(0))
+        return ""
+
+    text = _BLOCK.sub(keep, text)
+    unclosed = _OPEN.search(text)
+    if unclosed is not None:
+        thinking.append(text[unclosed.start() :])
+        text = text[: unclosed.start()]
+    return Thought(text, "\n".join(t for t in thinking if t), unclosed is not None)

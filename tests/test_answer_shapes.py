@@ -3,7 +3,7 @@ one.
 
 Every case of ``fixtures/answers/`` is parsed and judged by ``tests/test_patch.py``; here
 the cases that model a public thread are checked to say which one, and the rules of
-``patch/thinking.py``, ``elision.py``, ``fences.py`` and ``whole.py`` are pinned, with
+``textutil.split_thinking``, ``elision.py``, ``fences.py`` and ``whole.py`` are pinned, with
 the attacks on them (an answer that tries to slip elided or test code through).
 """
 
@@ -22,7 +22,7 @@ from repairloop.errors import GuardError, PatchError
 from repairloop.patch import GuardPolicy, apply_answer, check_guards
 from repairloop.patch.elision import elision_marker
 from repairloop.patch.fences import code_blocks
-from repairloop.patch.thinking import split_thinking
+from repairloop.textutil import split_thinking
 from repairloop.types import CodeSlice
 
 THREADED = [c for c in CASES if (c / "meta.json").exists()]

@@ -289,8 +289,25 @@ def test_a_bad_edit_format_flag_is_a_usage_error(
     ],
 )
 def test_visible_answer_without_inline_thinking(content: str, answer: str) -> None:
-    """The proposer's view of inline thinking agrees with the parser's (patch/thinking.py)."""
-    from repairloop.patch.thinking import split_thinking
+    """The proposer's view of inline thinking agrees with the parser's (textutil.split_thinking)."""
     from repairloop.propose.answer import visible
+    from repairloop.textutil import split_thinking
 
     assert visible(content) == answer == split_thinking(content).answer
+
+
+def test_a_harmony_answer_is_its_final_channel_and_its_analysis_is_thinking() -> None:
+    """gpt-oss's channels written as text: the draft in the analysis channel is never the
+    answer; an answer cut before its final channel is unfinished, not a refusal or an error."""
+    harmony = (
+        "<|channel|>analysis<|message|>I can't see the file; a draft:\n```diff\nwrong\n```<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>" + FIX + "<|return|>"
+    )
+    with ScriptedServer([("ok", harmony), ("ok", harmony.split("<|end|>")[0], "length")]) as srv:
+        proposer = make(srv, [])
+        whole = proposer.propose(ProposalRequest(context=CONTEXT))
+        cut = proposer.propose(ProposalRequest(context=CONTEXT))
+    from repairloop.textutil import split_thinking
+
+    assert split_thinking(whole.answer).answer == FIX and whole.notes["reasoning_chars"] > 0
+    assert cut.cut_off

@@ -29,8 +29,8 @@ from repairloop.patch.diffparse import parse_unified_diff
 from repairloop.patch.elision import check_elisions
 from repairloop.patch.guards import normalize_path, resolve_inside
 from repairloop.patch.locate import locate
-from repairloop.patch.thinking import split_thinking
 from repairloop.patch.whole import parse_whole
+from repairloop.textutil import split_thinking
 from repairloop.types import CodeSlice
 
 _NO_PATCH_HINT = (

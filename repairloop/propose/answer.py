@@ -9,14 +9,15 @@ without a parser write ``<think>...</think>`` into the answer itself. The
 answer stays verbatim (the journal keeps it, redacted); ``visible`` is the
 answer without inline thinking, used here to tell an answer from a refusal
 or from thinking alone. The parser sets thinking aside by the same rules
-(``patch/thinking.py``; workers do not import each other, so the few lines
-that find the tags are written twice).
+(``textutil.split_thinking``, which both use).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Dict, Optional, Tuple
+
+from repairloop.textutil import split_thinking
 
 _PATCH_MARK = re.compile(r"^(---\s|\+\+\+\s|@@|diff --git|<{5,}\s*SEARCH|\s*```)", re.M)
 _REFUSAL = re.compile(
@@ -25,10 +26,6 @@ _REFUSAL = re.compile(
     r"provide|do\s+that|fulfil|complete|continue|support)",
     re.I,
 )
-_THINK = "think|thinking|reasoning"
-_THINK_BLOCK = re.compile(rf"<({_THINK})>.*?(?:</\1>|\Z)", re.S | re.I)
-_OPEN = re.compile(rf"<({_THINK})>", re.I)
-_CLOSE = re.compile(rf"</({_THINK})>", re.I)
 # "Unsupported parameter: 'temperature' is not supported with this model." / "Unsupported value:
 # 'temperature' does not support 0 with this model." (OpenAI o-series; BerriAI/litellm#8242 shows
 # drop_params missing such a model, BeehiveInnovations/pal-mcp-server#78 both wordings).
@@ -60,12 +57,10 @@ def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
 
 
 def visible(content: str) -> str:
-    """``content`` without inline thinking: ``<think>`` blocks (an unclosed one runs to the end)
-    and the text before a ``</think>`` that no tag opened."""
-    close, opened = _CLOSE.search(content), _OPEN.search(content)
-    if close is not None and (opened is None or close.start() < opened.start()):
-        content = content[close.end() :]
-    return _THINK_BLOCK.sub("", content)
+    """``content`` without thinking (``textutil.split_thinking``: ``<think>`` blocks, an
+    unclosed one running to the end, text before a ``</think>`` no tag opened, harmony channels
+    other than the final one)."""
+    return split_thinking(content).answer
 
 
 def is_refusal(content: str) -> bool:
