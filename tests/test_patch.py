@@ -471,3 +471,12 @@ def test_empty_files_created_and_deleted_through_git(tmp_path: Path) -> None:
     patch.write_text(applied.diff())
     git(root, "apply", str(patch))
     assert (root / "new.py").read_text() == "" and not (root / "gone.py").exists()
+
+
+def test_three_character_block_markers_open_and_close_a_block() -> None:
+    from repairloop.patch.blocks import parse_blocks
+
+    edits = parse_blocks(
+        "calc.py\n<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>> REPLACE\n"
+    )
+    assert [e.path for e in edits] == ["calc.py"] and len(edits[0].hunks) == 1

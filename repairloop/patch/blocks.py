@@ -10,6 +10,11 @@
 The path is the nearest line above the block that is not blank nor a fence
 (``File: path``, ``**path**``, `` `path` `` and a trailing ``:`` are tolerated);
 a block right after another one reuses its path. An empty SEARCH creates a file.
+Cline's markers (``------- SEARCH``, ``+++++++ REPLACE``, in any mix with
+aider's: cline/cline#4216, #8178) and three-character ones (``<<< SEARCH``,
+``>>> REPLACE``) open and close blocks too. Line numbers copied from a numbered
+listing (``  12 | code``, on every non-blank line of the SEARCH text, as
+RooCodeInc/Roo-Code#1628 shows) are taken off both sides.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from repairloop.errors import PatchError
 from repairloop.patch.changes import ADDED, CONTEXT, REMOVED, FileEdit, Hunk
 from repairloop.textutil import common_ends
 
-SEARCH = re.compile(r"^[ \t]*<{5,9}[ \t]*SEARCH[ \t]*$")
+SEARCH = re.compile(r"^[ \t]*(?:<{3,9}|-{5,9})[ \t]*SEARCH[ \t]*$")
 _DIVIDER = re.compile(r"^[ \t]*={5,9}[ \t]*$")
-_REPLACE = re.compile(r"^[ \t]*>{5,9}[ \t]*REPLACE[ \t]*$")
+_REPLACE = re.compile(r"^[ \t]*(?:>{3,9}|\+{5,9})[ \t]*REPLACE[ \t]*$")
+_NUMBERED = re.compile(r"^[ \t]*\d+ [|│] ?")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 _LABEL = re.compile(r"^(?:#+\s*)?(?:file(?:name)?|path)\s*:\s*", re.I)
 _HINT = (
@@ -103,8 +109,21 @@ def _clean(line: str) -> Optional[str]:
     return line.replace("\\", "/")
 
 
+def _unnumbered(search: List[str], replace: List[str]) -> Tuple[List[str], List[str]]:
+    """Both sides without the ``NN | `` prefixes of a numbered listing, when every non-blank
+    SEARCH line has one (REPLACE lines lose theirs where they have one); else as they are."""
+    body = [line for line in search if line.strip()]
+    if not body or not all(_NUMBERED.match(line) for line in body):
+        return search, replace
+    return (
+        [_NUMBERED.sub("", line, count=1) for line in search],
+        [_NUMBERED.sub("", line, count=1) for line in replace],
+    )
+
+
 def _edit(path: str, search: List[str], replace: List[str], number: int) -> FileEdit:
     label = f"SEARCH/REPLACE block {number} ({path})"
+    search, replace = _unnumbered(search, replace)
     if not any(s.strip() for s in search):
         return FileEdit(
             path, "create", (Hunk(label, tuple((ADDED, r) for r in replace)),), "search_replace"
