@@ -26,7 +26,7 @@ from repairloop.patch import (
     check_syntax,
     parse_answer,
 )
-from repairloop.types import TestFiles
+from repairloop.types import CodeSlice, TestFiles
 
 OK_CASES = [d for d in CASES if refusal(d) is None]
 ERR_CASES = [d for d in CASES if refusal(d) is not None]
@@ -480,3 +480,24 @@ def test_three_character_block_markers_open_and_close_a_block() -> None:
         "calc.py\n<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>> REPLACE\n"
     )
     assert [e.path for e in edits] == ["calc.py"] and len(edits[0].hunks) == 1
+
+
+HUNK = "@@ -4,2 +4,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+
+
+def test_a_hunk_with_no_file_header_belongs_to_the_one_file_shown(tmp_path: Path) -> None:
+    """A hunk with no header is the one shown file's; with two files shown it stays refused."""
+    root = project(ANSWERS / "sr_single", tmp_path)
+    one = (CodeSlice("calc.py", 4, 5, "add", "def add(a, b):\n    return a - b\n"),)
+    test = CodeSlice("tests/test_calc.py", 1, 2, "test_add", "", read_only=True)
+    applied = apply_answer("```diff\n" + HUNK + "```\n", root, shown=one + (test,))
+    assert "return a + b" in applied.changes[0].new_text and applied.changes[0].path == "calc.py"
+    two = one + (CodeSlice("text.py", 1, 2, "f", ""),)
+    with pytest.raises(PatchError, match="before any file header"):
+        apply_answer(HUNK, root, shown=two)
+
+
+def test_a_plus_plus_plus_header_alone_names_the_file(tmp_path: Path) -> None:
+    root = project(ANSWERS / "sr_single", tmp_path)
+    applied = apply_answer("+++ b/calc.py\n" + HUNK, root)
+    assert applied.changes[0].path == "calc.py" and "return a + b" in applied.changes[0].new_text

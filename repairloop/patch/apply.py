@@ -60,7 +60,7 @@ def parse_answer(
     text = answer.replace("\r\n", "\n").replace("\r", "\n")
     thought = split_thinking(text)
     text = thought.answer
-    edits = parse_blocks(text) if has_blocks(text) else parse_unified_diff(text)
+    edits = parse_blocks(text) if has_blocks(text) else parse_unified_diff(text, _only(shown))
     if not edits and root is not None:
         edits = parse_whole(text, root, shown, is_test)
     if not edits:
@@ -73,6 +73,13 @@ def parse_answer(
             raise PatchError(f"the answer holds only thinking: {why}", hint=_NO_PATCH_HINT)
         raise PatchError("no patch found in the answer", hint=_NO_PATCH_HINT)
     return _unique([replace(e, path=normalize_path(e.path)) for e in edits])
+
+
+def _only(shown: Optional[Sequence[CodeSlice]]) -> Optional[str]:
+    """The one file the prompt showed code of to edit (the failing tests' own code is read-only),
+    or None when it showed none or several."""
+    paths = {s.path for s in shown or () if not s.read_only}
+    return paths.pop() if len(paths) == 1 else None
 
 
 def _unique(edits: List[FileEdit]) -> List[FileEdit]:

@@ -108,13 +108,15 @@ def _hunk_header(line: str, body: List[str]) -> Tuple[str, Optional[int]]:
     return f"@@ -{start},{old} +{start},{new} @@{section}", hint
 
 
-def normalize_diff(text: str) -> Tuple[str, List[Optional[int]]]:
+def normalize_diff(text: str, only_path: Optional[str] = None) -> Tuple[str, List[Optional[int]]]:
     """Normalised diff text (``a/``/``b/`` headers, recounted hunks, final newline)
     and, per hunk in order, the 0-based line its header claims or None.
 
     ``text`` has ``\\n`` newlines. Lines that are neither headers nor hunk bodies
-    (prose, ``index`` lines) are dropped. Raises PatchError for a hunk with no
-    file header before it.
+    (prose, ``index`` lines) are dropped. A ``+++ path`` line with no ``---`` line
+    before it heads that file; a hunk with no file header before it belongs to
+    ``only_path`` (the one file the prompt showed) when given. Raises PatchError
+    for a hunk with no file header before it otherwise.
     """
     lines = extract_diff(text).split("\n")
     out: List[str] = []
@@ -129,9 +131,16 @@ def normalize_diff(text: str) -> Tuple[str, List[Optional[int]]]:
         elif _is_file_header(lines, i):
             out += _file_header(_clean_path(line[4:]), _clean_path(lines[i + 1][4:]))
             have_file, i = True, i + 2
+        elif line.startswith("+++ ") and _clean_path(line[4:]) != DEV_NULL:
+            path = _clean_path(line[4:])  # `+++ path` alone: models drop the `---` line
+            out += _file_header("a/" + path[2:] if path.startswith("b/") else path, path)
+            have_file, i = True, i + 1
         elif line.startswith("@@"):
             if not have_file and git_paths is not None:
                 out += _file_header(*git_paths)  # git header without ---/+++: models drop them
+                have_file = True
+            if not have_file and only_path is not None:
+                out += _file_header(only_path, only_path)  # one file shown: the hunk is its
                 have_file = True
             if not have_file:
                 raise PatchError(
@@ -159,13 +168,14 @@ def _file_header(src: str, dst: str) -> List[str]:
     ]
 
 
-def parse_unified_diff(text: str) -> List[FileEdit]:
-    """FileEdits of a diff answer (``\\n`` newlines); [] when it holds no hunk.
+def parse_unified_diff(text: str, only_path: Optional[str] = None) -> List[FileEdit]:
+    """FileEdits of a diff answer (``\\n`` newlines); [] when it holds no hunk. ``only_path``:
+    the one file the prompt showed, which headerless hunks belong to (``normalize_diff``).
 
     Raises PatchError when unidiff rejects the normalised text or a file header
     renames a file (not supported).
     """
-    normalized, hints = normalize_diff(text)
+    normalized, hints = normalize_diff(text, only_path)
     try:
         patch_set = PatchSet(normalized)
     except UnidiffParseError as exc:
