@@ -501,3 +501,28 @@ def test_a_plus_plus_plus_header_alone_names_the_file(tmp_path: Path) -> None:
     root = project(ANSWERS / "sr_single", tmp_path)
     applied = apply_answer("+++ b/calc.py\n" + HUNK, root)
     assert applied.changes[0].path == "calc.py" and "return a + b" in applied.changes[0].new_text
+
+
+def test_an_apply_patch_answer_adds_updates_and_deletes_and_refuses_a_rename(
+    tmp_path: Path,
+) -> None:
+    root = project(ANSWERS / "sr_single", tmp_path)
+    applied = apply_answer(
+        "*** Begin Patch\n*** Add File: notes.py\n+TEXT = 1\n*** Delete File: text.py\n"
+        "*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b\n\n*** End Patch\n",
+        root,
+    )
+    by_path = {c.path: c for c in applied.changes}
+    assert by_path["notes.py"].new_text == "TEXT = 1\n" and by_path["text.py"].new_text is None
+    assert "return a + b" in (by_path["calc.py"].new_text or "")
+    with pytest.raises(PatchError, match=r"renames calc\.py"):
+        apply_answer(
+            "*** Begin Patch\n*** Update File: calc.py\n*** Move to: c.py\n@@\n-    return a - b\n"
+            "+    return a + b\n*** End Patch\n",
+            root,
+        )
+    with pytest.raises(PatchError, match="neither context"):
+        apply_answer(
+            "*** Begin Patch\n*** Update File: calc.py\n@@\n~    return a - b\n*** End Patch\n",
+            root,
+        )

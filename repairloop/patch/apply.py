@@ -25,6 +25,7 @@ from repairloop.patch.changes import (
     FileEdit,
     Hunk,
 )
+from repairloop.patch.codexpatch import has_codex_patch, parse_codex_patch
 from repairloop.patch.diffparse import parse_unified_diff
 from repairloop.patch.elision import check_elisions
 from repairloop.patch.guards import normalize_path, resolve_inside
@@ -49,8 +50,9 @@ def parse_answer(
 ) -> List[FileEdit]:
     """The edits a model's answer asks for, in order (paths normalised, not yet checked).
 
-    Thinking (``<think>`` blocks) is set aside first. SEARCH/REPLACE blocks
-    win when the answer has a ``<<<<<<< SEARCH`` line; otherwise a unified
+    Thinking (``<think>`` blocks) is set aside first. An ``apply_patch`` patch
+    (``*** Begin Patch``, ``codexpatch.py``) wins, then SEARCH/REPLACE blocks
+    when the answer has a ``<<<<<<< SEARCH`` line; otherwise a unified
     diff, fenced or not, CRLF or not; otherwise, with ``root``, whole
     functions, methods, classes or files (``whole.py``; ``shown`` is the code
     the prompt showed, ``is_test`` which paths are test files). Raises PatchError("no patch found in
@@ -60,7 +62,12 @@ def parse_answer(
     text = answer.replace("\r\n", "\n").replace("\r", "\n")
     thought = split_thinking(text)
     text = thought.answer
-    edits = parse_blocks(text) if has_blocks(text) else parse_unified_diff(text, _only(shown))
+    if has_codex_patch(text):
+        edits = parse_codex_patch(text)
+    elif has_blocks(text):
+        edits = parse_blocks(text)
+    else:
+        edits = parse_unified_diff(text, _only(shown))
     if not edits and root is not None:
         edits = parse_whole(text, root, shown, is_test)
     if not edits:

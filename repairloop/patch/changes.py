@@ -104,7 +104,9 @@ class FileEdit:
     path: str  # relative POSIX path as the answer names it (a/ b/ prefixes removed)
     kind: str
     hunks: Tuple[Hunk, ...]
-    format: str  # "unified_diff" | "search_replace" | "whole_function" | "whole_file"
+    format: (
+        str  # "unified_diff" | "search_replace" | "codex_patch" | "whole_function" | "whole_file"
+    )
     located: Tuple[str, ...] = ()
 
 
@@ -134,7 +136,9 @@ class AppliedPatch:
     """
 
     changes: Tuple[FileChange, ...]
-    format: str  # "unified_diff" | "search_replace" | "whole_function" | "whole_file"
+    format: (
+        str  # "unified_diff" | "search_replace" | "codex_patch" | "whole_function" | "whole_file"
+    )
     located: Tuple[str, ...] = ()
 
     def diff(self) -> str:
