@@ -526,3 +526,27 @@ def test_an_apply_patch_answer_adds_updates_and_deletes_and_refuses_a_rename(
             "*** Begin Patch\n*** Update File: calc.py\n@@\n~    return a - b\n*** End Patch\n",
             root,
         )
+
+
+def test_tool_calls_written_as_text_are_checked_strictly(tmp_path: Path) -> None:
+    root = project(ANSWERS / "sr_single", tmp_path)
+    whole = "def add(a, b):\n    return a + b\n"
+    applied = apply_answer(
+        "<write_to_file>\n<path>notes.py</path>\n<content>\nTEXT = 1\n</content>\n</write_to_file>",
+        root,
+    )
+    assert applied.changes[0].new_text == "TEXT = 1\n"
+    bare = (
+        "<function=str_replace_editor>\n<parameter=command>\nview\n</parameter>\n"
+        "<parameter=path>\ncalc.py\n</parameter>\n</function>\n"
+        "<function=str_replace_editor>\n<parameter=path>\ncalc.py\n</parameter>\n"
+        "<parameter=old_str>\n    return a - b\n</parameter>\n"
+        "<parameter=new_str>\n    return a + b\n</parameter>\n</function>"
+    )
+    assert whole in (apply_answer(bare, root).changes[0].new_text or "")  # `view` is skipped
+    with pytest.raises(PatchError, match="names no file"):
+        apply_answer('<tool_call>{"name": "edit", "arguments": {"old_str": "a"}}</tool_call>', root)
+    with pytest.raises(PatchError, match="neither old and new text nor"):
+        apply_answer('<tool_call>{"name": "e", "arguments": {"path": "calc.py"}}</tool_call>', root)
+    with pytest.raises(PatchError, match="neither JSON nor"):
+        apply_answer("<tool_call>edit calc.py please</tool_call>", root)

@@ -30,6 +30,7 @@ from repairloop.patch.diffparse import parse_unified_diff
 from repairloop.patch.elision import check_elisions
 from repairloop.patch.guards import normalize_path, resolve_inside
 from repairloop.patch.locate import locate
+from repairloop.patch.toolmarkup import has_tool_markup, parse_tool_markup
 from repairloop.patch.whole import parse_whole
 from repairloop.textutil import split_thinking
 from repairloop.types import CodeSlice
@@ -50,8 +51,9 @@ def parse_answer(
 ) -> List[FileEdit]:
     """The edits a model's answer asks for, in order (paths normalised, not yet checked).
 
-    Thinking (``<think>`` blocks) is set aside first. An ``apply_patch`` patch
-    (``*** Begin Patch``, ``codexpatch.py``) wins, then SEARCH/REPLACE blocks
+    Thinking (``<think>`` blocks) is set aside first. Tool calls written as text
+    (``toolmarkup.py``) win, then an ``apply_patch`` patch (``*** Begin Patch``,
+    ``codexpatch.py``), then SEARCH/REPLACE blocks
     when the answer has a ``<<<<<<< SEARCH`` line; otherwise a unified
     diff, fenced or not, CRLF or not; otherwise, with ``root``, whole
     functions, methods, classes or files (``whole.py``; ``shown`` is the code
@@ -62,7 +64,9 @@ def parse_answer(
     text = answer.replace("\r\n", "\n").replace("\r", "\n")
     thought = split_thinking(text)
     text = thought.answer
-    if has_codex_patch(text):
+    if has_tool_markup(text):
+        edits = parse_tool_markup(text, root)
+    elif has_codex_patch(text):
         edits = parse_codex_patch(text)
     elif has_blocks(text):
         edits = parse_blocks(text)

@@ -63,7 +63,7 @@ def parse_blocks(text: str) -> List[FileEdit]:
             raise PatchError(f"SEARCH/REPLACE block {number} names no file", hint=_HINT)
         search, replace, i = _block_body(lines, i + 1, number)
         last_end = i
-        edits.append(_edit(path, search, replace, number))
+        edits.append(search_replace_edit(path, search, replace, number))
     return edits
 
 
@@ -121,7 +121,8 @@ def _unnumbered(search: List[str], replace: List[str]) -> Tuple[List[str], List[
     )
 
 
-def _edit(path: str, search: List[str], replace: List[str], number: int) -> FileEdit:
+def search_replace_edit(path: str, search: List[str], replace: List[str], number: int) -> FileEdit:
+    """The FileEdit of SEARCH/REPLACE block ``number``: an empty SEARCH creates ``path``."""
     label = f"SEARCH/REPLACE block {number} ({path})"
     search, replace = _unnumbered(search, replace)
     if not any(s.strip() for s in search):

@@ -108,7 +108,10 @@ def file_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
             body = old[:-1] if old and old[-1] == "" else old
             edits.append(
                 FileEdit(
-                    path, "modify", (_hunk(f"the new {path}", body, new_lines, 0),), "whole_file"
+                    path,
+                    "modify",
+                    (replacement_hunk(f"the new {path}", body, new_lines, 0),),
+                    "whole_file",
                 )
             )
     return edits
@@ -135,7 +138,9 @@ def def_edits(plan: BlockPlan, targets: Dict[str, Target]) -> List[FileEdit]:
                 )
         lines = targets[path].lines
         hunks = tuple(
-            _hunk(f"the new `{d.qualname}` in {path}", lines[d.start - 1 : d.end], new, d.start - 1)
+            replacement_hunk(
+                f"the new `{d.qualname}` in {path}", lines[d.start - 1 : d.end], new, d.start - 1
+            )
             for d, new in changes
         )
         located = tuple(
@@ -152,7 +157,9 @@ def _located(plan: BlockPlan, path: str, qualname: str) -> bool:
     return any((path, ".".join(parts[:n])) in plan.located for n in range(1, len(parts) + 1))
 
 
-def _hunk(label: str, old: List[str], new: List[str], at: int) -> Hunk:
+def replacement_hunk(label: str, old: List[str], new: List[str], at: int) -> Hunk:
+    """A hunk that turns ``old`` (the lines from 0-based line ``at``) into ``new``, the lines both
+    share at their ends kept as context."""
     head, tail = common_ends(old, new)
     pairs = [(CONTEXT, s) for s in old[:head]]
     pairs += [(REMOVED, s) for s in old[head : len(old) - tail]]
