@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 from canned_projects import canned
@@ -458,3 +458,100 @@ def test_an_answer_cut_at_the_output_limit_is_never_applied(make_project, capsys
     assert code == 0 and doc["outcome"] == "fixed" and calls == 2
     assert "cut off at the model's output limit" in retry and "shorter edit" in retry
     assert len(doc["iterations"]) == 1  # the retry is the same iteration's, not a new one
+
+
+def _tool_call(name: str, arguments: str) -> Dict[str, Any]:
+    return {
+        "id": f"call_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+LAST_N_FIXED = (
+    'def last_n(items, n):\n    """Return the last ``n`` items of ``items``."""\n'
+    "    if n <= 0:\n        return []\n    return items[-n:]\n"
+)
+REPLACE_FUNCTION = json.dumps({"path": "calc/lists.py", "name": "last_n", "code": LAST_N_FIXED})
+STR_REPLACE = json.dumps(
+    {"path": "calc/lists.py", "old": "    return items[-n - 1:]", "new": "    return items[-n:]"}
+)
+
+
+@pytest.mark.parametrize(
+    "name,arguments", [("replace_function", REPLACE_FUNCTION), ("str_replace", STR_REPLACE)]
+)
+def test_a_model_given_the_edit_tools_fixes_with_one_call(
+    make_project, capsys, name: str, arguments: str
+) -> None:
+    """With `--edit-format tools` the request carries the three edit tools and requires a call;
+    the call's arguments are the candidate."""
+    project = make_project("off_by_one")
+    answer = ("ok", "", "tool_calls", None, {"tool_calls": [_tool_call(name, arguments)]})
+    with ScriptedServer([answer]) as srv:
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--edit-format", "tools"), capsys, canned("off_by_one")
+        )
+        body = srv.requests[0]
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed" and len(srv.requests) == 1
+    assert [t["function"]["name"] for t in body["tools"]] == [
+        "replace_function",
+        "str_replace",
+        "write_file",
+    ]
+    assert body["tool_choice"] == "required" and "+    return items[-n:]" in doc["patch"]
+
+
+def test_a_malformed_tool_call_is_sent_back_once_then_the_right_call_fixes(
+    make_project, capsys
+) -> None:
+    project = make_project("off_by_one")
+    bad = ("ok", "", "tool_calls", None, {"tool_calls": [_tool_call("str_replace", '{"path": ')]})
+    good = ("ok", "", "tool_calls", None, {"tool_calls": [_tool_call("str_replace", STR_REPLACE)]})
+    with ScriptedServer([bad, good]) as srv:
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--edit-format", "tools"), capsys, canned("off_by_one")
+        )
+        retry = user_messages(srv.requests[1])
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed" and len(doc["iterations"]) == 1
+    assert "arguments are not JSON" in retry and "Call the edit tools again" in retry
+
+
+def test_auto_gives_the_edit_tools_to_a_model_litellm_says_calls_functions(
+    make_project, capsys
+) -> None:
+    """`edit_format = "auto"`: gpt-4o-mini calls functions (litellm's model map), so it gets the
+    tools; the scripted model of the other tests (unknown to litellm) gets the diff prompt."""
+    project = make_project("off_by_one")
+    answer = (
+        "ok",
+        "",
+        "tool_calls",
+        None,
+        {"tool_calls": [_tool_call("str_replace", STR_REPLACE)]},
+    )
+    with ScriptedServer([answer]) as srv:
+        args = scripted_run(project, srv)
+        args[args.index("openai/scripted")] = "openai/gpt-4o-mini"
+        code, out, _ = run_cli(args, capsys, canned("off_by_one"))
+        body = srv.requests[0]
+    assert code == 0 and json.loads(out)["outcome"] == "fixed" and "tools" in body
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
+        assert "tools" not in srv.requests[0]
+
+
+def test_a_server_that_refuses_the_tools_gets_a_text_format_instead(make_project, capsys) -> None:
+    """A 400 naming `tool_choice` (a local server that takes no required call): the same request
+    goes again without the tools, asking for a diff, and the diff fixes."""
+    project = make_project("off_by_one")
+    refused = ("status", 400, "Unsupported parameter: 'tool_choice' is not supported here")
+    with ScriptedServer([refused, ("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(
+            scripted_run(project, srv, "--edit-format", "tools"), capsys, canned("off_by_one")
+        )
+        bodies = list(srv.requests)
+    assert code == 0 and json.loads(out)["outcome"] == "fixed"
+    assert "tools" in bodies[0] and "tools" not in bodies[1] and len(bodies) == 2

@@ -65,7 +65,7 @@ def parse_answer(
     thought = split_thinking(text)
     text = thought.answer
     if has_tool_markup(text):
-        edits = parse_tool_markup(text, root)
+        edits = parse_tool_markup(text, root, shown, is_test)
     elif has_codex_patch(text):
         edits = parse_codex_patch(text)
     elif has_blocks(text):

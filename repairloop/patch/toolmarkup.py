@@ -21,9 +21,11 @@ Arguments are read by the names editing tools use: the file (``path``,
 ``file_path``, ``file``, ``filename``, ``target_file``), the text to replace
 (``old_str``, ``old_string``, ``old_text``, their camelCase forms, ``old``,
 ``search``) and its replacement (``new_str`` and so on), or a whole file
-(``content``, ``file_text``, ``contents``); a call may hold an ``edits`` list of
-old and new texts for its file (ollama/ollama#17711's edit tool). A ``view`` or
-``undo_edit`` command edits nothing and is skipped.
+(``content``, ``file_text``, ``contents``), or a whole function (``code``: the
+``replace_function`` tool repairloop gives models that call functions). A call
+may hold an ``edits`` list of old and new texts for its file
+(ollama/ollama#17711's edit tool). A ``view`` or ``undo_edit`` command edits
+nothing and is skipped.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from repairloop.errors import PatchError
 from repairloop.patch.blocks import parse_blocks, search_replace_edit
 from repairloop.patch.changes import ADDED, FileEdit, Hunk
 from repairloop.patch.replace import replacement_hunk
+from repairloop.patch.whole import parse_whole
+from repairloop.types import CodeSlice
 
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _FUNCTION = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.S)
@@ -123,10 +127,18 @@ def has_tool_markup(text: str) -> bool:
     )
 
 
-def parse_tool_markup(text: str, root: Optional[Path]) -> List[FileEdit]:
+def parse_tool_markup(
+    text: str,
+    root: Optional[Path],
+    shown: Optional[Sequence[CodeSlice]] = None,
+    is_test: Optional[Callable[[str], bool]] = None,
+) -> List[FileEdit]:
     """The FileEdits of the tool calls written in ``text``; a whole file replaces the one under
-    ``root``. Raises PatchError for a call without a file or an edit."""
+    ``root``, and a whole function (``code``, repairloop's own ``replace_function`` tool) is
+    matched like a whole-function answer (``whole.parse_whole`` with ``shown`` and ``is_test``).
+    Raises PatchError for a call without a file or an edit."""
     edits: List[FileEdit] = []
+    functions: List[str] = []
     for number, call in enumerate(tool_calls(text), 1):
         if call.get("command") in ("view", "undo_edit"):
             continue
@@ -138,7 +150,10 @@ def parse_tool_markup(text: str, root: Optional[Path]) -> List[FileEdit]:
             _first(call, NEW_KEYS),
             _first(call, CONTENT_KEYS),
         )
-        if isinstance(call.get("edits"), list) and old is None and content is None:
+        code = call.get("code")
+        if isinstance(code, str):
+            functions.append(f"{path}\n```python\n{code.rstrip()}\n```")
+        elif isinstance(call.get("edits"), list) and old is None and content is None:
             edits += [_replacement(path, item, number) for item in call["edits"]]
         elif isinstance(call.get("diff"), str):
             edits += parse_blocks(f"{path}\n{call['diff']}")
@@ -151,6 +166,10 @@ def parse_tool_markup(text: str, root: Optional[Path]) -> List[FileEdit]:
                 f"tool call {number} ({path}) has neither old and new text nor the file's content",
                 hint=_HINT,
             )
+    if functions:
+        if root is None:
+            raise PatchError("a whole function needs the project to find it in", hint=_HINT)
+        edits += parse_whole("\n\n".join(functions), root, shown, is_test)
     return edits
 
 

@@ -14,6 +14,7 @@ or from thinking alone. The parser sets thinking aside by the same rules
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
@@ -54,6 +55,29 @@ def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
         getattr(choice, "finish_reason", None),
         reasoning if isinstance(reasoning, str) else "",
     )
+
+
+def tool_calls_text(response: Any) -> str:
+    """The function calls of a litellm completion written as ``<tool_call>`` JSON blocks, the
+    text ``patch/toolmarkup.py`` reads (so the journal keeps them as the answer); "" for none.
+    Arguments the model sent as a JSON string are decoded when they parse and kept verbatim
+    otherwise, for the parser to refuse."""
+    try:
+        calls = response.choices[0].message.tool_calls or []
+    except (AttributeError, IndexError, TypeError):
+        return ""
+    blocks = []
+    for call in calls:
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None) or ""
+        raw = getattr(function, "arguments", None)
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            arguments = raw
+        body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        blocks.append(f"<tool_call>\n{body}\n</tool_call>")
+    return "\n".join(blocks)
 
 
 def visible(content: str) -> str:

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any, Optional, Sequence, Tuple
 
 from repairloop.propose.errors_table import classify_exception
+from repairloop.types import Usage
 
 _ENV_DEFAULTS = (
     ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),  # no price-map fetch at import
@@ -110,3 +111,37 @@ def response_cost(
         except Exception:  # ModelNotMappedError (TECH-NOTES 1.6): the model is not priced
             return None
     return None if cost is None else float(cost)
+
+
+def completion_usage(
+    response: Any,
+    model: str,
+    price: Optional[Sequence[float]],
+    said: Tuple[str, str],
+    prompt_tokens: int,
+    seconds: float,
+) -> Usage:
+    """One call's tokens (the server's count, else ours) and cost (USD); ``said`` is the answer's
+    (content, reasoning), counted when the server reports no completion tokens."""
+    content, reasoning = said
+    reported = getattr(response, "usage", None)
+    used_prompt = getattr(reported, "prompt_tokens", None)
+    used_completion = getattr(reported, "completion_tokens", None)
+    # Providers count reasoning in completion_tokens; counted here, it is counted too. A server
+    # that sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty
+    # answer is unknown.
+    counted = count_tokens(model, content) + (count_tokens(model, reasoning) if reasoning else 0)
+    used = (
+        int(used_prompt) if used_prompt else prompt_tokens,
+        int(used_completion or 0) if used_completion or not counted else counted,
+    )
+    return Usage(used[0], used[1], response_cost(response, model, price, used), seconds, 1)
+
+
+def calls_functions(model: str) -> bool:
+    """litellm's ``supports_function_calling`` for ``model`` (its model map), False when it cannot
+    tell (an unknown provider or model makes litellm raise rather than say no)."""
+    try:
+        return bool(load_litellm().supports_function_calling(model))
+    except Exception:
+        return False

@@ -30,6 +30,7 @@ from repairloop.propose.answer import (
     answer_of,
     is_refusal,
     refused_param,
+    tool_calls_text,
     visible,
 )
 from repairloop.propose.errors_table import (
@@ -43,15 +44,16 @@ from repairloop.propose.errors_table import (
     never_sent,
 )
 from repairloop.propose.litellm_env import (
+    calls_functions,
     classify_model_exception,
+    completion_usage,
     count_tokens,
     load_litellm,
     price_usd,
     provider_key_env,
-    response_cost,
 )
 from repairloop.propose.model_call import ModelCall
-from repairloop.propose.prompts import render_messages
+from repairloop.propose.prompts import EDIT_TOOLS, render_messages
 from repairloop.types import (
     AnswerTruncatedEvent,
     Budget,
@@ -82,6 +84,7 @@ MAX_ANSWER_CHARS = 100_000  # an answer is a patch; 100k chars is far beyond any
 # sent only when no key is set: local servers need none, the openai client insists (1.9)
 DUMMY_KEY = "sk-no-key"
 MESSAGE_OVERHEAD = 4  # tokens per chat message beyond its content (OpenAI's counting guide)
+TOOLS_SENT = {"tools": EDIT_TOOLS, "tool_choice": "required"}  # a call of an edit tool is required
 MAX_REASONING_CHARS = 20_000  # kept in the journal per answer; the tokens are counted whole
 
 
@@ -142,14 +145,28 @@ class LLMProposer:
         )
         # Sent with every request; a parameter the model refuses is dropped for the rest of the run.
         self.params: Dict[str, Any] = {"temperature": 0, "max_tokens": max_completion_tokens}
+        self._calls_functions: Optional[bool] = None
+        self._tools_refused = False  # a 400 named `tools` or `tool_choice`: text formats from now
 
     @property
     def asked_format(self) -> str:
-        """The answer format the prompt asks for now: ``auto`` is diffs until it switches to
-        whole."""
+        """The answer format the prompt asks for now: ``auto`` is the edit tools where litellm
+        says the model supports function calling, else diffs, until a structural error switches
+        it to whole functions."""
         if self.edit_format == "auto":
-            return "whole" if self.switched else "diff"
+            if self.switched:
+                return "whole"
+            return "tools" if self.calls_functions else "diff"
+        if self.edit_format == "tools" and self._tools_refused:
+            return "diff"
         return self.edit_format
+
+    @property
+    def calls_functions(self) -> bool:
+        """Whether this model is given the edit tools under ``auto`` (``calls_functions``)."""
+        if self._calls_functions is None:
+            self._calls_functions = calls_functions(self.name)
+        return self._calls_functions
 
     def propose(self, request: ProposalRequest) -> Proposal:
         """Ask the model for a patch for ``request.context``; return its answer and usage.
@@ -189,7 +206,9 @@ class LLMProposer:
                 response = self._complete(messages, timeout)
             except Exception as exc:  # classified below; KeyboardInterrupt passes through
                 sent = 0 if never_sent(exc) else prompt_tokens  # a refused connection costs none
-                failed = Usage(sent, 0, self._failed_cost(), time.monotonic() - began, 1)
+                # a failed request is not billed by the providers we know; "not priced" stays
+                cost = None if price_usd(self.name, 1, 1, self.price) is None else 0.0
+                failed = Usage(sent, 0, cost, time.monotonic() - began, 1)
                 call.usage = call.usage + failed
                 if not self._drop_refused_param(exc):
                     self._after_failure(exc, call, request.budget)
@@ -201,6 +220,7 @@ class LLMProposer:
         # drop_params: litellm leaves out what it knows a model refuses (temperature for o1); what
         # it does not know, the server refuses with a 400 naming the parameter
         # (_drop_refused_param).
+        tools = TOOLS_SENT if self.asked_format == "tools" else {}
         return litellm.completion(
             model=self.name,
             messages=[dict(m) for m in messages],
@@ -209,24 +229,26 @@ class LLMProposer:
             timeout=timeout,
             max_retries=0,
             drop_params=True,
+            **tools,
             **self.params,
         )
 
     def _drop_refused_param(self, exc: BaseException) -> bool:
         """Drop a parameter a 400 says the model refuses (max_tokens becomes max_completion_tokens);
         True when the request can be sent again without it."""
-        param = refused_param(exc, self.params)
+        tools = TOOLS_SENT if self.asked_format == "tools" else {}
+        param = refused_param(exc, {**self.params, **tools})
         if param is None:
             return False
+        if param in tools:  # a server that takes no tools (or no required call): text formats
+            self._calls_functions, self._tools_refused = False, True
+            self._emit(ParamDroppedEvent(model=self.name, param=param, error=describe(exc)[:300]))
+            return True
         value = self.params.pop(param)
         if param == "max_tokens" and "max_completion_tokens" in str(exc):
             self.params["max_completion_tokens"] = value
         self._emit(ParamDroppedEvent(model=self.name, param=param, error=describe(exc)[:300]))
         return True
-
-    def _failed_cost(self) -> Optional[float]:
-        # A failed request is not billed by the providers we know; keep "not priced" visible.
-        return None if price_usd(self.name, 1, 1, self.price) is None else 0.0
 
     def _after_failure(self, exc: Exception, call: ModelCall, budget: BudgetLeft) -> None:
         """Sleep before a transient retry; raise the ProposerError that ends the call otherwise."""
@@ -291,7 +313,11 @@ class LLMProposer:
     ) -> Proposal:
         """Turn a completion into a Proposal; raise ModelError for an unusable answer."""
         content, finish, reasoning = answer_of(response)
-        call.usage = call.usage + self._usage(response, content, reasoning, prompt_tokens, seconds)
+        call.usage = call.usage + completion_usage(
+            response, self.name, self.price, (content, reasoning), prompt_tokens, seconds
+        )
+        calls = tool_calls_text(response)
+        content = (content + "\n" + calls).strip() if calls else content
         answer = visible(content)
         cut_off = finish in CUT_OFF_REASONS
         if not cut_off:  # an unfinished answer is the loop's to refuse, never the run's end
@@ -320,27 +346,6 @@ class LLMProposer:
             prompt=tuple(messages),
             notes=notes,
             cut_off=cut_off,
-        )
-
-    def _usage(
-        self, response: Any, content: str, reasoning: str, prompt_tokens: int, seconds: float
-    ) -> Usage:
-        """One call's tokens (the server's count, else ours) and cost."""
-        reported = getattr(response, "usage", None)
-        used_prompt = getattr(reported, "prompt_tokens", None)
-        used_completion = getattr(reported, "completion_tokens", None)
-        # Providers count reasoning in completion_tokens; counted here, it is counted too. A server
-        # that sends no usage gets zeros from litellm (measured, 1.110.2): zero for a non-empty
-        # answer is unknown.
-        counted = count_tokens(self.name, content) + (
-            count_tokens(self.name, reasoning) if reasoning else 0
-        )
-        used = (
-            int(used_prompt) if used_prompt else prompt_tokens,
-            int(used_completion or 0) if used_completion or not counted else counted,
-        )
-        return Usage(
-            used[0], used[1], response_cost(response, self.name, self.price, used), seconds, 1
         )
 
     def _refuse_unusable(

@@ -14,7 +14,7 @@ invite the model to copy the numbers into its diff.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from repairloop.propose.lastattempt import last_attempt_section
 from repairloop.textutil import fence
@@ -64,10 +64,81 @@ file path on its own line, then `<<<<<<< SEARCH`, the exact current lines, \
     "search_replace": _RULES + _SEARCH_REPLACE_RULE + _MINIMAL,
     "whole": _RULES + _WHOLE_RULE + _MINIMAL,
 }
+SYSTEM_PROMPTS["tools"] = (
+    _RULES
+    + """\
+- Make the change by calling the edit tools, at least once: `replace_function` \
+with the complete new version of a function or method you change (every line \
+written out), `str_replace` with the exact current text and its replacement, or \
+`write_file` for a new file. Paths are relative to the project root, exactly \
+as shown in the code headers.
+"""
+    + _MINIMAL
+)
 SYSTEM_PROMPTS["auto"] = SYSTEM_PROMPTS["diff"]
+
+# The edit tools a model that supports function calling is given (``edit_format`` "tools", or
+# "auto" where litellm says the model supports it). Their calls are read by the same strict
+# parser as calls written as text (``patch/toolmarkup.py``).
+EDIT_TOOLS: List[Dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "replace_function",
+            "description": "Replace one function or method with its complete new version.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "file path from the project root"},
+                    "name": {"type": "string", "description": "`func` or `Class.method`"},
+                    "code": {
+                        "type": "string",
+                        "description": "the whole new definition, every line written out",
+                    },
+                },
+                "required": ["path", "name", "code"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "str_replace",
+            "description": "Replace an exact piece of a file's current text.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "file path from the project root"},
+                    "old": {"type": "string", "description": "the exact current lines"},
+                    "new": {"type": "string", "description": "the lines that replace them"},
+                },
+                "required": ["path", "old", "new"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Write a new file (its whole content).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "file path from the project root"},
+                    "content": {"type": "string", "description": "the whole file"},
+                },
+                "required": ["path", "content"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
 SYSTEM_PROMPT = SYSTEM_PROMPTS["diff"]
 
 _ASK_AGAIN = {
+    "tools": "Call the edit tools again, with arguments that fix this,",
     "diff": "Answer again with a unified diff (or SEARCH/REPLACE blocks) only",
     "search_replace": "Answer again with SEARCH/REPLACE blocks only",
     "whole": (

@@ -48,7 +48,7 @@ KEYS_DOC = 'the "Configuration" section of repairloop\'s README'
 
 # Answer formats a model may be asked for (prompts.SYSTEM_PROMPTS); "auto" asks for diffs and, after
 # a structural error in the run, for whole functions (propose/llm.py).
-EDIT_FORMATS = ("auto", "diff", "search_replace", "whole")
+EDIT_FORMATS = ("auto", "diff", "search_replace", "whole", "tools")
 
 # Provider key variables that mean "a hosted model is reachable" when no model is
 # configured, with the model used then (a cheap, capable default per provider).

@@ -49,7 +49,13 @@ FIXES: Tuple[Tuple[str, str, str, str], ...] = (
 # Three cases, three shapes: nine loop runs (about 75 s on a loaded 2-core machine). More cases
 # would repeat the same counts and take their time from figure 6, which gets what the bench budget
 # leaves.
-SHAPES = ("unified diff", "whole function", "elided, then whole (auto)")
+SHAPES = (
+    "unified diff",
+    "whole function",
+    "elided, then whole (auto)",
+    "tool call (replace_function)",
+)
+FLAGS = {SHAPES[3]: {"edit_format": "tools"}}  # the edit tools are given to the model
 
 
 def corpus_rows(work: Path) -> Tuple[List[List[str]], int, int, List[str]]:
@@ -99,7 +105,17 @@ def answers(case: str, path: str, old: str, new: str) -> Dict[str, List[str]]:
         SHAPES[0]: [f"```diff\n{diff}```\n"],
         SHAPES[1]: [whole.format(function)],
         SHAPES[2]: [whole.format(elided), whole.format(function)],
+        SHAPES[3]: [
+            scripted.tool_calls(
+                ("replace_function", {"path": path, "name": _name(after, new), "code": function})
+            )
+        ],
     }
+
+
+def _name(text: str, line_text: str) -> str:
+    """The name of the top-level function of ``text`` that holds ``line_text``."""
+    return _function(text, line_text)[0].split("def ", 1)[1].split("(", 1)[0]
 
 
 def bench_copy(case: str, dest: Path) -> Path:
@@ -151,6 +167,7 @@ def figure_calls_per_fix(
                 bench_copy(case, work / shape.split()[0] / case),
                 answers(case, path, old, new)[shape],
                 max_iterations=3,
+                **FLAGS.get(shape, {}),
             )
             requests += result.requests
             iterations += len(result.report.iterations)
@@ -162,8 +179,9 @@ def figure_calls_per_fix(
         "model calls per fixed bench case (fixtures/bench, "
         f"{len(fixes)} single-mutation cases with one-line fixes) when the scripted model answers "
         f"the "
-        "right fix as a unified diff, as the whole corrected function, or first with an elided "
-        "function and then (asked for whole functions, edit_format auto) the complete one",
+        "right fix as a unified diff, as the whole corrected function, first with an elided "
+        "function and then (asked for whole functions, edit_format auto) the complete one, or "
+        "as a replace_function call of the edit tools (edit_format tools)",
     )
     fig.rows.append(
         ["answer shape", "bench cases", "fixed", "model calls", "iterations", "model calls per fix"]
@@ -172,8 +190,9 @@ def figure_calls_per_fix(
         per = f"{requests / fixed:.2f}" if fixed else "no fix"
         fig.rows.append([shape, str(len(fixes)), str(fixed), str(requests), str(iterations), per])
     (diff_calls, _, _), (whole_calls, whole_fixed, _), (elided_calls, elided_fixed, _) = (
-        calls[s] for s in SHAPES
+        calls[s] for s in SHAPES[:3]
     )
+    tool_calls, tool_fixed, _ = calls[SHAPES[3]]
     fig.checks.append(
         Check(
             "whole-function answers fix every case with as few model calls as diffs",
@@ -186,6 +205,14 @@ def figure_calls_per_fix(
             "an elided answer costs one structural retry, then the whole function fixes it",
             f"{elided_fixed}/{len(fixes)} fixed, {elided_calls} calls",
             elided_fixed == len(fixes) and elided_calls == 2 * len(fixes),
+        )
+    )
+    fig.checks.append(
+        Check(
+            "answers through the edit tools (native function calls) fix every case with as few "
+            "model calls as diffs",
+            f"{tool_fixed}/{len(fixes)} fixed, {tool_calls} vs {diff_calls} calls",
+            tool_fixed == len(fixes) and tool_calls <= diff_calls,
         )
     )
     fig.notes.append(

@@ -12,10 +12,11 @@ TECH-NOTES 1.5, gpt-4o is counted with cl100k).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from scripted_server import ScriptedServer
 
@@ -42,9 +43,33 @@ def _usage(body: Dict[str, Any], answer: str) -> Dict[str, int]:
     }
 
 
+TOOL_CALLS = "tool calls:"  # an answer that starts so is the function calls (a JSON list) it makes
+
+
+def _item(body: Dict[str, Any], answer: str) -> tuple:
+    if answer.startswith(TOOL_CALLS):
+        calls = json.loads(answer[len(TOOL_CALLS) :])
+        return ("ok", "", "tool_calls", _usage(body, answer), {"tool_calls": calls})
+    return ("ok", answer, "stop", _usage(body, answer))
+
+
 def answering(answers: Sequence[str]) -> List[Callable[[Dict[str, Any]], tuple]]:
-    """Script items that answer ``answers`` in order (the last repeats), with counted usage."""
-    return [lambda body, a=answer: ("ok", a, "stop", _usage(body, a)) for answer in answers]
+    """Script items that answer ``answers`` in order (the last repeats), with counted usage; an
+    answer starting with ``TOOL_CALLS`` answers with those function calls instead of text."""
+    return [lambda body, a=answer: _item(body, a) for answer in answers]
+
+
+def tool_calls(*calls: Tuple[str, Dict[str, Any]]) -> str:
+    """An answer of ``answering`` that makes the function calls ``(name, arguments)``."""
+    listed = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+        for n, (name, args) in enumerate(calls)
+    ]
+    return TOOL_CALLS + json.dumps(listed)
 
 
 @dataclass(frozen=True)
