@@ -313,3 +313,5 @@ def test_a_figure_not_measured_is_carried_over_with_its_date() -> None:
     again = run.render({13: thirteen}, "host", 1.0, "load", text)
     assert again.count("Carried over") == 1  # carried twice, still marked once
     assert run.carried_over("# Benchmarks\n", 14) == ([], "")
+    dated = previous.replace("Compares: fixes.", "Measured by `a script` on 2026-12-05.")
+    assert "Carried over" not in run.carried_over(dated, 14)[1]  # it says when already

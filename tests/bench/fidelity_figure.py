@@ -20,9 +20,12 @@ the warm process, the proof):
 
 Targets (the fidelity issue): every case ends ``fixed`` as a diff, and 95% as
 whole functions. A case counts for a property when its setup has it: a
-generated version file, hash-dependent test ids (a parametrized list built
-from a set), a strict configuration, and failing tests that need earlier
-tests (the run's console says so).
+generated version file (and the console said the workspace brought it), test
+ids that moved between runs (a verdict said it matched them), a strict
+configuration (``filterwarnings = error`` or ``--strict-*``), and failing tests
+that need earlier tests (the console says so). "set ids" is a text heuristic
+(``SET_IDS``: a set display of tuples in a test module, which a dict with tuple
+keys also matches); "ids moved" is what the runs saw.
 
     python tests/bench/fidelity_figure.py [CASE ...]   # prints the figure
 """
