@@ -180,13 +180,12 @@ class LLMProposer:
         """
         call = ModelCall(self.name, start=time.monotonic())
         if request.feedback is not None and self.edit_format == "auto" and not self.switched:
-            self.switched = (
-                True  # a structural error: ask this model for whole functions from now on
-            )
+            was = self.asked_format  # diff, or the edit tools
+            self.switched = True  # a structural error: ask this model for whole functions now
             self._emit(
                 EditFormatSwitchedEvent(
                     model=self.name,
-                    from_format="diff",
+                    from_format=was,
                     to_format="whole",
                     error=request.feedback.error[:300],
                 )
