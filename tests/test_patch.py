@@ -550,3 +550,23 @@ def test_tool_calls_written_as_text_are_checked_strictly(tmp_path: Path) -> None
         apply_answer('<tool_call>{"name": "e", "arguments": {"path": "calc.py"}}</tool_call>', root)
     with pytest.raises(PatchError, match="neither JSON nor"):
         apply_answer("<tool_call>edit calc.py please</tool_call>", root)
+
+
+def test_an_answers_indentation_is_read_in_its_own_unit_and_written_in_the_files() -> None:
+    from repairloop.patch.indentstyle import in_file_style, indent_unit
+
+    assert indent_unit(["def f():", "\tif x:", "\t\treturn 1"]) == "\t"
+    assert indent_unit(["def f():", "  if x:", "    return 1"]) == "  "
+    assert indent_unit(["x = 1", "y = 2"]) is None  # nothing indented: leave the lines alone
+    tabs = ["class K:", "\tdef f(self):", "\t\treturn 1"]
+    spaces = ["def f(self):", "    if x:", "        return (1,", "                2)"]
+    assert in_file_style(spaces, tabs) == [
+        "def f(self):",
+        "\tif x:",
+        "\t\treturn (1,",
+        "\t\t\t\t2)",
+    ]
+    assert in_file_style(["def f():", "  return 1"], ["def g():", "    pass"]) == [
+        "def f():",
+        "    return 1",
+    ]

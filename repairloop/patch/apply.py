@@ -29,6 +29,7 @@ from repairloop.patch.codexpatch import has_codex_patch, parse_codex_patch
 from repairloop.patch.diffparse import parse_unified_diff
 from repairloop.patch.elision import check_elisions
 from repairloop.patch.guards import normalize_path, resolve_inside
+from repairloop.patch.indentstyle import restyler
 from repairloop.patch.locate import locate
 from repairloop.patch.toolmarkup import has_tool_markup, parse_tool_markup
 from repairloop.patch.whole import parse_whole
@@ -275,7 +276,14 @@ def _apply_hunk(state: _FileState, hunk: Hunk, offset: int, threshold: float) ->
     loc = locate(state.lines, hunk, hint, threshold)
     state.note(loc.match, loc.score)
     window = state.lines[loc.start : loc.end]
-    shift = _indent_shift(hunk.before, window) if loc.match == "whitespace" else None
+    restyle: Callable[[str], str] = lambda line: line  # noqa: E731
+    if loc.match == "whitespace":  # the answer's indentation in the file's style (tabs, widths)
+        restyle = restyler([t for _, t in hunk.lines], state.lines)
+    shift = (
+        _indent_shift([restyle(t) for t in hunk.before], window)
+        if loc.match == "whitespace"
+        else None
+    )
     file_lines = iter(window)
     block: List[str] = []
     for tag, text in hunk.lines:
@@ -284,7 +292,7 @@ def _apply_hunk(state: _FileState, hunk: Hunk, offset: int, threshold: float) ->
         elif tag == REMOVED:
             next(file_lines)
         elif tag == ADDED:
-            block.append(_reindent(text, shift) if shift else text)
+            block.append(_reindent(restyle(text), shift) if shift else restyle(text))
     at_end = loc.end == len(state.lines)
     state.lines[loc.start : loc.end] = block
     if at_end and hunk.target_no_newline:

@@ -42,6 +42,7 @@ from repairloop.errors import PatchError
 from repairloop.patch.changes import FileEdit
 from repairloop.patch.fences import CodeBlock, code_blocks
 from repairloop.patch.guards import resolve_inside
+from repairloop.patch.indentstyle import restyler
 from repairloop.patch.lookup import ProjectDefs, locate, read_target
 from repairloop.patch.outline import (
     DEF_TYPES,
@@ -333,7 +334,9 @@ def _plan_def(
             return touched
     lines = block.code.split("\n")
     new = describe(node, "", lines)
-    body = reindent(lines[new.start - 1 : new.end], new.indent, old.indent)
+    restyle = restyler(lines, target.lines)  # tabs for a tab-indented file, and so on
+    code = [restyle(line) for line in lines[new.start - 1 : new.end]]
+    body = reindent(code, restyle(new.indent + "x")[:-1], old.indent)
     answer.plan.defs.setdefault((target.path, old.qualname), []).append((tuple(body), block.line))
     return {target.path}
 
