@@ -555,3 +555,20 @@ def test_a_server_that_refuses_the_tools_gets_a_text_format_instead(make_project
         bodies = list(srv.requests)
     assert code == 0 and json.loads(out)["outcome"] == "fixed"
     assert "tools" in bodies[0] and "tools" not in bodies[1] and len(bodies) == 2
+
+
+def test_a_draft_and_its_final_edit_in_one_answer_apply_the_final_and_the_journal_says_so(
+    make_project, capsys
+) -> None:
+    project = make_project("off_by_one")
+    draft = f"A first idea:\n```diff\n{WRONG}```\nNo, that drops one too few. Final:\n"
+    answer = draft + f"```diff\n{RIGHT}```\n"
+    with ScriptedServer([("ok", answer)]) as srv:
+        code, out, _ = run_cli(scripted_run(project, srv), capsys, canned("off_by_one"))
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed" and "+    return items[-n:]" in doc["patch"]
+    journal = (Path(doc["run_dir"]) / "journal.jsonl").read_text()
+    iteration = next(json.loads(line) for line in journal.splitlines() if '"set_aside"' in line)
+    assert (
+        "items[-n + 1:]" in iteration["set_aside"][0] and "set aside" in iteration["set_aside"][0]
+    )

@@ -570,3 +570,15 @@ def test_an_answers_indentation_is_read_in_its_own_unit_and_written_in_the_files
         "def f():",
         "    return 1",
     ]
+
+
+def test_a_draft_then_a_final_edit_of_the_same_lines_applies_the_final_and_says_so(
+    tmp_path: Path,
+) -> None:
+    root = project(ANSWERS / "two_diffs_same_lines", tmp_path)
+    applied = apply_answer((ANSWERS / "two_diffs_same_lines" / "answer.md").read_text(), root)
+    assert "return a + b" in (applied.changes[0].new_text or "")
+    assert applied.set_aside == (
+        "calc.py: an earlier change of the same lines (making `return b - a`) was set aside for "
+        "the answer's last one (making `return a + b`)",
+    )

@@ -115,7 +115,9 @@ class IterationEvent:
     """One iteration's record, what the model was shown, its answer and what the tests said.
 
     ``located`` names the definitions the candidate changes that the prompt did
-    not show, found by name in the project (``path::qualname (not in the prompt)``).
+    not show, found by name in the project (``path::qualname (not in the prompt)``);
+    ``set_aside`` the earlier versions of a place the answer changed again (a
+    draft, then its final edit: the last version is the candidate).
     """
 
     kind: ClassVar[JournalKind] = JournalKind.ITERATION
@@ -125,6 +127,7 @@ class IterationEvent:
     engine_notes: Optional[Dict[str, Any]] = None
     tests: Optional[TestsSummary] = None
     located: Tuple[str, ...] = ()
+    set_aside: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -209,8 +209,9 @@ class _Ended:
 
     def record(self, it: Iteration, report: Optional[TestReport] = None) -> Iteration:
         it = replace(it, seconds_total=self.clock() - self.began)
-        located = self.proposed.applied.located if self.proposed.applied else ()
-        _record(self.setup, it, self.context, self.proposed.proposal, report, located)
+        applied = self.proposed.applied
+        located = (applied.located, applied.set_aside) if applied else ((), ())
+        _record(self.setup, it, self.context, self.proposed.proposal, report, *located)
         return it
 
 
@@ -243,6 +244,7 @@ def _record(
     proposal: Optional[Proposal],
     report: Optional[TestReport],
     located: Tuple[str, ...] = (),
+    set_aside: Tuple[str, ...] = (),
 ) -> None:
     shown = Shown(
         failing_tests=context.failing_tests,
@@ -262,5 +264,6 @@ def _record(
             engine_notes=proposal.notes if proposal else None,
             tests=tests,
             located=located,
+            set_aside=set_aside,
         )
     )

@@ -49,6 +49,7 @@ def parse_answer(
     root: Optional[Path] = None,
     shown: Optional[Sequence[CodeSlice]] = None,
     is_test: Optional[Callable[[str], bool]] = None,
+    set_aside: Optional[List[str]] = None,
 ) -> List[FileEdit]:
     """The edits a model's answer asks for, in order (paths normalised, not yet checked).
 
@@ -60,7 +61,8 @@ def parse_answer(
     functions, methods, classes or files (``whole.py``; ``shown`` is the code
     the prompt showed, ``is_test`` which paths are test files). Raises PatchError("no patch found in
     the answer") when there is none of these, and PatchError for malformed blocks or diffs, refused
-    whole-code answers, and two different changes of the same lines.
+    whole-code answers. Two different changes of the same lines are a draft and its final
+    edit: the last one stays, and ``set_aside`` (when given) gets a line naming the earlier.
     """
     text = answer.replace("\r\n", "\n").replace("\r", "\n")
     thought = split_thinking(text)
@@ -84,7 +86,7 @@ def parse_answer(
             )
             raise PatchError(f"the answer holds only thinking: {why}", hint=_NO_PATCH_HINT)
         raise PatchError("no patch found in the answer", hint=_NO_PATCH_HINT)
-    return _unique([replace(e, path=normalize_path(e.path)) for e in edits])
+    return _unique([replace(e, path=normalize_path(e.path)) for e in edits], set_aside)
 
 
 def _only(shown: Optional[Sequence[CodeSlice]]) -> Optional[str]:
@@ -94,26 +96,33 @@ def _only(shown: Optional[Sequence[CodeSlice]]) -> Optional[str]:
     return paths.pop() if len(paths) == 1 else None
 
 
-def _unique(edits: List[FileEdit]) -> List[FileEdit]:
-    """Drop a block repeated verbatim; refuse two different changes of the same lines of a file."""
+def _unique(edits: List[FileEdit], set_aside: Optional[List[str]] = None) -> List[FileEdit]:
+    """Drop a block repeated verbatim; of two different changes of the same lines of a file (a
+    draft, then the final edit) keep the last, noting the earlier in ``set_aside``."""
     # Keyed by the line a diff header claims too: equal hunks at different lines are two places.
     seen: Dict[Tuple[str, Tuple[str, ...], Optional[int]], Hunk] = {}
+    for edit in edits:
+        for hunk in edit.hunks:
+            key = (edit.path, tuple(hunk.before), hunk.hint)
+            first = seen.get(key) if hunk.before else None
+            if first is not None and first.after != hunk.after and set_aside is not None:
+                one, other = _first_difference(first.after, hunk.after)
+                set_aside.append(
+                    f"{edit.path}: an earlier change of the same lines (making `{one}`) was set "
+                    f"aside for the answer's last one (making `{other}`)"
+                )
+            if hunk.before:
+                seen[key] = hunk  # the last version of this place
     out = []
     for edit in edits:
         hunks = []
         for hunk in edit.hunks:
             key = (edit.path, tuple(hunk.before), hunk.hint)
-            first = seen.get(key) if hunk.before else None
-            if first is None:
-                seen[key] = hunk
+            if not hunk.before:
                 hunks.append(hunk)
-            elif first.after != hunk.after:
-                one, other = _first_difference(first.after, hunk.after)
-                raise PatchError(
-                    f"the answer changes the same lines of {edit.path} in two different ways (one "
-                    f"makes `{one}`, the other `{other}`); it is ambiguous",
-                    hint="send one patch, with one change of each place",
-                )
+            elif seen.get(key) is hunk:
+                hunks.append(hunk)
+                del seen[key]  # a verbatim repeat later is the same place: kept once
         if hunks or edit.kind != "modify":
             out.append(replace(edit, hunks=tuple(hunks)))
     return out
@@ -214,7 +223,8 @@ def apply_answer(
             "another",
             hint="edit files by their own paths; a fix needs no links",
         )
-    edits = parse_answer(answer, root, shown, is_test)
+    set_aside: List[str] = []
+    edits = parse_answer(answer, root, shown, is_test, set_aside)
     states: Dict[str, _FileState] = {}
     for edit in edits:
         state = states.get(edit.path) or _load(root, edit.path)
@@ -227,7 +237,7 @@ def apply_answer(
             hint="make sure the new lines differ from the current ones",
         )
     located = tuple(name for e in edits for name in e.located)
-    applied = AppliedPatch(changes, edits[0].format, located)
+    applied = AppliedPatch(changes, edits[0].format, located, tuple(set_aside))
     check_elisions(applied)
     return applied
 

@@ -132,7 +132,9 @@ class AppliedPatch:
     """A candidate patch computed against a root: per-file changes, nothing written.
 
     ``located`` lists, for the journal, the definitions it changes that the
-    prompt did not show (``path::qualname (not in the prompt)``; ``FileEdit.located``).
+    prompt did not show (``path::qualname (not in the prompt)``; ``FileEdit.located``);
+    ``set_aside`` the earlier versions of a place the answer changed again (the last
+    one applies: a draft, then the final edit).
     """
 
     changes: Tuple[FileChange, ...]
@@ -140,6 +142,7 @@ class AppliedPatch:
         str  # "unified_diff" | "search_replace" | "codex_patch" | "whole_function" | "whole_file"
     )
     located: Tuple[str, ...] = ()
+    set_aside: Tuple[str, ...] = ()
 
     def diff(self) -> str:
         """Canonical unified diff: ``a/``/``b/`` prefixes, 3 lines of context.
