@@ -11,7 +11,7 @@ file's content, is a structural error):
   ``<parameter=path>...</parameter>...</function></tool_call>``, also without the
   ``<tool_call>`` wrapper (ml-explore/mlx-lm#1616 shows both left in the content);
 - Cline's ``<replace_in_file><path>...</path><diff>SEARCH/REPLACE blocks</diff>``
-  and ``<write_to_file><path>...</path><content>...</content>``
+  and ``<write_to_file>`` (or ``<write_file>``) with ``<path>`` and ``<content>``
   (cline/cline#8178);
 - a fenced ``json`` block holding an edit or a list of edits (also under an
   ``"edits"`` key), which a model writes instead of calling an edit tool
@@ -45,7 +45,7 @@ from repairloop.types import CodeSlice
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _FUNCTION = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.S)
 _PARAMETER = re.compile(r"<parameter=([\w\-]+)>\n?(.*?)\n?</parameter>", re.S)
-_CLINE = re.compile(r"<(replace_in_file|write_to_file)>(.*?)</\1>", re.S)
+_CLINE = re.compile(r"<(replace_in_file|write_to_file|write_file)>(.*?)</\1>", re.S)
 _FIELD = re.compile(r"<(\w+)>\n?(.*?)\n?</\1>", re.S)  # <path>calc.py</path> inside a Cline call
 _JSON_FENCE = re.compile(r"^[ \t]*```json[ \t]*\n(.*?)\n[ \t]*```", re.S | re.M)
 PATH_KEYS = ("path", "file_path", "file", "filename", "target_file")
