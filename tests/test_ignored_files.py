@@ -174,3 +174,15 @@ def test_a_run_says_which_ignored_files_it_brought_and_journals_them(tmp_path: P
     )
     journal = next((project / ".repairloop" / "runs").glob("*/journal.jsonl")).read_text()
     assert '"brought_ignored": ["src/stamp/_table.py", "src/stamp/_version.py"]' in journal
+
+
+def test_what_tools_leave_behind_never_makes_the_baseline_check_run(tmp_path: Path) -> None:
+    from repairloop.loop.fidelity import _missing_ignored
+
+    project = _project(
+        tmp_path / "calc",
+        {"calc/__init__.py": "", "tests/test_calc.py": ""},
+        {".coverage": "", "run.log": "", "calc/data.json": "{}"},
+    )
+    with open_workspace(project, run_id="r1", registry_dir=tmp_path / "reg") as ws:
+        assert _missing_ignored(ws) == ("calc/data.json",)  # only what a test could read

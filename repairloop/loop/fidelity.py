@@ -24,6 +24,10 @@ from repairloop.types import Failure, FailureKind, TestReport, TestRunner, copy_
 from repairloop.workspace import Workspace
 from repairloop.workspace.ignored import MAX_FILE_BYTES, MAX_TOTAL_BYTES
 
+# Ignored files that never decide a test's outcome, so none makes the baseline check run.
+NOT_INPUTS = frozenset({".coverage", ".DS_Store", "Thumbs.db", ".python-version"})
+NOT_INPUT_SUFFIXES = (".log", ".pyc", ".pyo", ".swp", ".swo", ".orig", ".rej", "~", ".bak")
+
 
 def classify_baseline(
     suite: TestRunner, root: Path, baseline: TestReport, ws: Optional[Workspace] = None
@@ -145,6 +149,9 @@ def _missing_ignored(ws: Workspace) -> Tuple[str, ...]:
     inside = "" if prefix == "." else prefix + "/"
     out = [rel for rel in ws.ignored.too_large if rel.startswith(inside)]
     for rel in ws.ignored.left_out:
+        name = rel.rsplit("/", 1)[-1]
+        if name in NOT_INPUTS or name.endswith(NOT_INPUT_SUFFIXES):
+            continue  # what tools leave behind, never what a test reads (a word list)
         if rel.startswith(inside):
             try:
                 if (ws.user_top / rel).lstat().st_size <= MAX_FILE_BYTES:
