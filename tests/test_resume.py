@@ -283,3 +283,33 @@ def test_a_recorded_answer_holding_a_masked_value_is_asked_again() -> None:
     assert replay.propose(ProposalRequest(context=context, iteration=1)).answer == "fresh answer"
     assert replay.propose(ProposalRequest(context=context, iteration=2)).answer == "x = 1"
     assert asked == [1]
+
+
+def test_a_replayed_answer_cut_at_the_output_limit_stays_unfinished() -> None:
+    """A resumed run replays the journalled answer; one the model did not finish (its
+    finish_reason is in the notes) is never applied on replay either."""
+    from dataclasses import replace
+
+    from repairloop.journal import ProposalEvent
+    from repairloop.loop.chain import ReplayProposer
+    from repairloop.types import Feedback, ProposalRequest, Proposer, RepairContext, Usage
+
+    def live() -> Proposer:
+        raise AssertionError("a recorded answer is never asked again")
+
+    cut = ProposalEvent(
+        iteration=1,
+        round=0,
+        model="m",
+        engine="llm",
+        answer="--- a/x.py\n+++ b/x.py\n",
+        usage=Usage(),
+        notes={"finish_reason": "length"},
+    )
+    whole = replace(cut, round=1, notes={"finish_reason": "stop"})
+    replay = ReplayProposer("m", {(1, 0): cut, (1, 1): whole}, live)
+    context = RepairContext(failing_tests=("t",), message="", traceback="", slices=())
+    assert replay.propose(ProposalRequest(context=context, iteration=1)).cut_off
+    feedback = Feedback(answer="x", error="cut off")
+    request = ProposalRequest(context=context, iteration=1, feedback=feedback)
+    assert not replay.propose(request).cut_off

@@ -18,6 +18,7 @@ from repairloop.loop.prefilter import journalled_warm
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import (
+    CUT_OFF_REASONS,
     Budget,
     Proposal,
     ProposalRequest,
@@ -223,6 +224,7 @@ class ReplayProposer:
             notes=notes,
             candidates=record.candidates,
             degraded=record.degraded,
+            cut_off=record.notes.get("finish_reason") in CUT_OFF_REASONS,  # never applied again
         )
 
 

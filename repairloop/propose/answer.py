@@ -36,11 +36,6 @@ _REFUSED_PARAM = re.compile(
 )
 
 
-# finish_reason values saying the answer was cut at the output-token limit: OpenAI's (which
-# litellm maps the others to), Anthropic's and Gemini's own, should one come through unmapped.
-CUT_OFF_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
-
-
 def answer_of(response: Any) -> Tuple[str, Optional[str], str]:
     """(content, finish_reason, reasoning) of a litellm completion; "" for what is missing."""
     try:

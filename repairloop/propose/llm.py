@@ -26,7 +26,6 @@ from repairloop.errors import (
     UnrecoverableModelError,
 )
 from repairloop.propose.answer import (
-    CUT_OFF_REASONS,
     answer_of,
     is_refusal,
     refused_param,
@@ -55,6 +54,7 @@ from repairloop.propose.litellm_env import (
 from repairloop.propose.model_call import ModelCall
 from repairloop.propose.prompts import EDIT_TOOLS, render_messages
 from repairloop.types import (
+    CUT_OFF_REASONS,
     AnswerTruncatedEvent,
     Budget,
     BudgetLeft,

@@ -59,6 +59,7 @@ from repairloop.types.paths import (
     write_inside,
 )
 from repairloop.types.proposals import (
+    CUT_OFF_REASONS,
     BudgetLeft,
     CodeSlice,
     FailureSnapshot,
@@ -77,6 +78,7 @@ from repairloop.types.testrunner import TestCommand, TestRunner, WarmStart, Warm
 from repairloop.types.verdict import CandidateVerdict, judge_run, passes
 
 __all__ = [
+    "CUT_OFF_REASONS",
     "DEFAULT_PROTECTED_GLOBS",
     "DEFAULT_TEST_GLOBS",
     "FAR",

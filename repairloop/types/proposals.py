@@ -160,6 +160,11 @@ class ProposalRequest:
     targeted_run: Tuple[str, ...] = ()
 
 
+# finish_reason values saying the answer was cut at the output-token limit: OpenAI's (which
+# litellm maps the others to), Anthropic's and Gemini's own, should one come through unmapped.
+CUT_OFF_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+
+
 @dataclass(frozen=True)
 class Proposal:
     """A proposer's answer: raw text (a diff or SEARCH/REPLACE blocks) and its cost.
