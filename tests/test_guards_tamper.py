@@ -604,3 +604,40 @@ def test_parametrized_inputs_count_and_existing_branches_do_not(tmp_path: Path) 
     assert str(overfitting_flags(change("words.py", old, added), literals)[0]).startswith(
         "suspected_overfitting: words.py:4 `w in ('hello', 'x')` compares with 'hello'"
     )
+
+
+LEAP = """\
+def days_in_feb(year):
+    if (year % 400 == 0) or (year % 100 != 0) and (year % 4 == 1):
+        return 29
+    return 28
+"""
+LEAP_TEST = """\
+from leap import days_in_feb
+
+
+def test_leap_years():
+    assert days_in_feb(2024) == 29
+    assert days_in_feb(2100) + 100 == 128
+"""
+
+
+def test_a_branch_whose_condition_keeps_the_files_own_values_is_not_hard_coding(
+    tmp_path: Path,
+) -> None:
+    """Seen in a new user's trial: the right fix of a leap-year condition (`% 4 == 1` to
+    `== 0`) was refused, because a test asserts on `+ 100` and the condition compares with 100.
+    The file's conditions already compared with every value the new one does; a branch that
+    compares with the test's input (2024) is still refused."""
+    root = project(tmp_path, {"tests/test_leap.py": LEAP_TEST})
+    literals = assertion_literals(root, ["tests/test_leap.py::test_leap_years"])
+    assert {"2024", "29", "100"} <= literals
+    right = change("leap.py", LEAP, edit(LEAP, "% 4 == 1", "% 4 == 0"))
+    check_hardcoded(right, literals)
+    cheat = change(
+        "leap.py",
+        LEAP,
+        edit(LEAP, "    return 28", "    if year == 2024:\n        return 29\n    return 28"),
+    )
+    with pytest.raises(GuardError, match="hard-codes the failing test's answer"):
+        check_hardcoded(cheat, literals)

@@ -177,14 +177,20 @@ def check_hardcoded(
     returns a constant (``if number in (13, 113): return "th"``);
     a branch that only compares is flagged (``overfitting_flags``). A branch whose condition the
     file had before the candidate is the project's own, never refused, whatever it returns now
-    (``if month in (4, 6, 9, 11): return 30`` restored from ``return 31``).
+    (``if month in (4, 6, 9, 11): return 30`` restored from ``return 31``), and so is one whose
+    condition compares only with values the file's conditions already compared with (a leap-year
+    test's ``% 4 == 1`` restored to ``% 4 == 0`` where a test asserts on ``+ 100``).
     """
     if not literals:
         return
     for change, delta in _code_deltas(applied, test_files):
         before = {ast.dump(n) for n in _answers(delta.removed, literals, inputs)}
         own = _conditions(delta.old_tree)
+        compared = _compared(delta.old_tree)
         for node in _answers(delta.added, literals, inputs):
+            test_values = literals_in(_condition(node)) & (literals | inputs)
+            if test_values <= compared:
+                continue  # compares only with values the file's conditions already had
             if ast.dump(node) not in before and ast.dump(_condition(node)) not in own:
                 shown = " ".join(ast.unparse(node).split())[:120]
                 raise GuardError(
@@ -201,6 +207,14 @@ def _condition(node: ast.stmt) -> ast.AST:
     if isinstance(node, ast.Return) and isinstance(node.value, ast.IfExp):
         return node.value.test
     return node.test if isinstance(node, ast.If) else node
+
+
+def _compared(tree: Optional[ast.Module]) -> Set[str]:
+    """Every literal (and derived value, ``literals_in``) the module's branch conditions hold."""
+    found: Set[str] = set()
+    for test in _branch_tests([tree] if tree is not None else []):
+        found |= literals_in(test)
+    return found
 
 
 def _conditions(tree: Optional[ast.Module]) -> Set[str]:
