@@ -34,7 +34,8 @@ def _project(root: Path, files: Dict[str, str], ignored: Dict[str, str]) -> Path
     (root / ".gitignore").write_text("\n".join(ignored) + "\n__pycache__/\n", encoding="utf-8")
     init_repo(root)
     for rel, text in ignored.items():
-        (root / rel).write_text(text, encoding="utf-8")
+        if not rel.endswith("/"):  # a directory pattern: the test writes its files itself
+            (root / rel).write_text(text, encoding="utf-8")
     return root
 
 
@@ -186,3 +187,58 @@ def test_what_tools_leave_behind_never_makes_the_baseline_check_run(tmp_path: Pa
     )
     with open_workspace(project, run_id="r1", registry_dir=tmp_path / "reg") as ws:
         assert _missing_ignored(ws) == ("calc/data.json",)  # only what a test could read
+
+
+def test_an_ignored_package_the_project_imports_is_brought_whole(tmp_path: Path) -> None:
+    """Seen in a new user's trial: `gen/` (a code generator's output, ignored as a directory) was
+    reported as a missing PyPI dependency."""
+    project = _project(
+        tmp_path / "shop",
+        {
+            "pyproject.toml": "[tool.pytest.ini_options]\npythonpath = ['.']\n",
+            "tests/test_rate.py": (
+                "from gen.tables import RATE\n\n\ndef test_rate():\n    assert RATE == 3\n"
+            ),
+        },
+        {"gen/": ""},
+    )
+    (project / "gen").mkdir()
+    (project / "gen" / "__init__.py").write_text("")
+    (project / "gen" / "tables.py").write_text("RATE = 3\n")
+    (project / ".venv" / "lib").mkdir(parents=True)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    _users_own_command_passes(project)
+    report, failures, kind = classify_project(Settings(test_cmd=PYTEST), project)
+    assert report.green and kind == "none", [(f.kind, f.message) for f in failures]
+    chosen = ignored_files(project, start_files(project))
+    assert set(chosen.brought) == {"gen/__init__.py", "gen/tables.py"}
+    assert chosen.left_out_dirs == ()  # .venv is an environment, never a test's input
+
+
+def test_an_ignored_data_directory_the_tests_read_stops_the_run_as_environment(
+    tmp_path: Path,
+) -> None:
+    """Seen in a new user's trial: with `data/` ignored as a directory, the run proposed a
+    'partial fix' that stopped reading the data."""
+    project = _project(
+        tmp_path / "fx",
+        {
+            "pyproject.toml": "[tool.pytest.ini_options]\npythonpath = ['.']\n",
+            "fx/__init__.py": (
+                "import json\nfrom pathlib import Path\n\n\ndef rate(cur):\n"
+                "    path = Path(__file__).parent.parent / 'data' / 'rates.json'\n"
+                "    return json.loads(path.read_text())[cur]\n"
+            ),
+            "tests/test_fx.py": (
+                "from fx import rate\n\n\ndef test_eur():\n    assert rate('eur') == 2\n"
+            ),
+        },
+        {"data/": ""},
+    )
+    (project / "data").mkdir()
+    (project / "data" / "rates.json").write_text('{"eur": 2}')
+    _users_own_command_passes(project)
+    _, failures, kind = classify_project(Settings(test_cmd=PYTEST), project)
+    assert kind == FailureKind.ENVIRONMENT.value, [(f.kind, f.message) for f in failures]
+    env = [f for f in failures if f.kind is FailureKind.ENVIRONMENT]
+    assert "data/" in env[0].message

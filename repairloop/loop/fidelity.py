@@ -108,18 +108,7 @@ def ignored_files_failures(
     shutil.rmtree(world, ignore_errors=True)
     top = world / ws.top.name
     shutil.copytree(ws.top, top, symlinks=True, ignore=copy_ignore)
-    total = 0
-    for rel in missing:
-        src = ws.user_top / rel
-        try:
-            size = src.lstat().st_size
-        except OSError:
-            continue
-        if src.is_symlink() or not src.is_file() or total + size > 2 * MAX_TOTAL_BYTES:
-            continue
-        total += size
-        (top / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, top / rel)
+    _add_missing(ws.user_top, top, missing)
     try:
         passing = _passing_in(suite, top / ws.root.relative_to(ws.top), baseline)
     finally:
@@ -140,9 +129,30 @@ def ignored_files_failures(
     return (Failure(SESSION_ID, FailureKind.ENVIRONMENT, False, message, hint=hint),)
 
 
+def _add_missing(user_top: Path, top: Path, missing: Sequence[str]) -> None:
+    """Copy ``missing`` (files, and ``/``-ended directories) from the user's tree to the copy at
+    ``top``: no symbolic links, at most ``2 * MAX_TOTAL_BYTES`` in all."""
+    total = 0
+    for rel in missing:
+        src = user_top / rel.rstrip("/")
+        files = [src] if not rel.endswith("/") else [p for p in src.rglob("*") if p.is_file()]
+        for path in files:
+            try:
+                size = path.lstat().st_size
+            except OSError:
+                continue
+            if path.is_symlink() or not path.is_file() or total + size > 2 * MAX_TOTAL_BYTES:
+                continue
+            total += size
+            target = top / path.relative_to(user_top)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+
+
 def _missing_ignored(ws: Workspace) -> Tuple[str, ...]:
-    """The ignored files of the project's root that ``ws`` lacks: those over its size limits, and
-    those left out of at most ``MAX_FILE_BYTES`` (repository-relative paths)."""
+    """The ignored files of the project's root that ``ws`` lacks: those over its size limits,
+    those left out of at most ``MAX_FILE_BYTES``, and the ignored directories left out
+    (``/``-ended); repository-relative paths."""
     if ws.user_top is None:
         return ()
     prefix = ws.root.relative_to(ws.top).as_posix()
@@ -158,6 +168,7 @@ def _missing_ignored(ws: Workspace) -> Tuple[str, ...]:
                     out.append(rel)
             except OSError:
                 continue
+    out += [rel + "/" for rel in ws.ignored.left_out_dirs if rel.startswith(inside)]
     return tuple(out)
 
 
