@@ -23,6 +23,7 @@ from repairloop.journal import (
     ProposalErrorEvent,
     ProposalEvent,
     StoppedEvent,
+    WorkspaceEvent,
     list_runs,
     new_run_id,
     pending_intents,
@@ -295,3 +296,16 @@ def test_an_unreadable_lock_is_not_taken_over(tmp_path: Path) -> None:
         with ProjectLock(tmp_path, "mine"):
             pass
     assert "unreadable" in err.value.message and "remove .repairloop/lock" in err.value.hint
+
+
+def test_a_file_name_that_is_not_utf8_is_journalled_and_read_back(tmp_path: Path) -> None:
+    """Seen in a new user's trial: a tracked `bad\\xffname.txt` crashed every run (the start
+    state's file list holds it as a lone surrogate, which UTF-8 cannot hold)."""
+    journal = Journal(tmp_path / "run")
+    name = "bad\udcffname.txt"  # os.fsdecode(b"bad\xffname.txt")
+    start = journal.write_json("start.json", {"files": {name: "0" * 64}})
+    assert json.loads(start.read_text(encoding="utf-8")) == {"files": {name: "0" * 64}}
+    journal.record(WorkspaceEvent(base="b" * 40, head=None, brought_ignored=(name,)))
+    entries, _ = read_events(journal.run_dir)
+    events = [e.event for e in entries if isinstance(e.event, WorkspaceEvent)]
+    assert events[0].brought_ignored == (name,)

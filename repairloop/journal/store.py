@@ -14,6 +14,7 @@ import dataclasses
 import enum
 import json
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePath, PurePosixPath
@@ -46,8 +47,15 @@ def to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
+# A lone surrogate: a file name that is not UTF-8 (``os.fsdecode`` keeps its bytes that way).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dumps(data: Any, indent: Optional[int] = None) -> str:
-    return json.dumps(data, default=to_jsonable, ensure_ascii=False, indent=indent)
+    """JSON text as UTF-8 can hold it: non-ASCII written as it is, a lone surrogate (a file name
+    that is not UTF-8) as its ``\\uXXXX`` escape, which reads back as the same string."""
+    text = json.dumps(data, default=to_jsonable, ensure_ascii=False, indent=indent)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _fsync_dir(path: Path) -> None:
