@@ -49,7 +49,7 @@ def run(
     edit_format: Optional[List[str]] = typer.Option(
         None,
         "--edit-format",
-        help="Answer format: auto, diff, search_replace, whole; or MODEL=FORMAT (repeatable).",
+        help="auto, diff, search_replace, whole or tools; or MODEL=FORMAT (repeatable).",
     ),
     max_iterations: Optional[int] = typer.Option(
         None, "--max-iterations", help="Iteration budget."

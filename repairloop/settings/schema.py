@@ -85,7 +85,7 @@ class Settings(BaseModel):
     )
     edit_format: str = Field(
         "auto",
-        description="Answer format asked of the models: auto, diff, search_replace or whole.",
+        description="Answer format asked of the models: auto, diff, search_replace, whole, tools.",
     )
     model_edit_formats: Dict[str, str] = Field(
         default_factory=dict,
