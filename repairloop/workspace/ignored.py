@@ -117,7 +117,8 @@ TOOL_DIRS = frozenset(
         ".venv", "venv", "env", ".env", "__pycache__", ".pytest_cache", ".mypy_cache",
         ".ruff_cache", ".tox", ".nox", "build", "dist", "node_modules", ".git", ".repairloop",
         "htmlcov", ".idea", ".vscode", ".eggs", "site-packages", ".hypothesis",
-        ".ipynb_checkpoints", ".cache", ".coverage_html",
+        ".ipynb_checkpoints", ".cache", ".coverage_html", "_build", "wheelhouse",
+        "__pypackages__", ".pdm-build", ".benchmarks",
     }
 )  # fmt: skip
 MAX_DIR_FILES = 2000  # files of one ignored directory looked at; a larger one is left alone
