@@ -28,6 +28,12 @@ from typing import List, Optional, Sequence, Tuple
 REDACTION_MARKER = "[REDACTED"
 
 
+def listed(items: Sequence[str], limit: int = 5) -> str:
+    """The first ``limit`` of ``items`` joined by ", ", and "and N more" for the rest."""
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
 def adds_marker(old: Optional[str], new: Optional[str]) -> bool:
     """True when ``new`` holds more redaction markers than ``old`` (None: no text)."""
     return (new or "").count(REDACTION_MARKER) > (old or "").count(REDACTION_MARKER)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from repairloop.journal import TestsSummary
+from repairloop.textutil import listed
 from repairloop.types import Failure, FailureKind, TestReport
 from repairloop.workspace.ignored import IgnoredFiles
 
@@ -49,15 +50,10 @@ def ignored_files_notes(ignored: IgnoredFiles) -> List[str]:
     if ignored.brought:
         notes.append(
             f"brought {len(ignored.brought)} git-ignored file(s) your tests need into the copy: "
-            + _first(ignored.brought)
+            + listed(ignored.brought, 8)
         )
     if ignored.too_large:
         notes.append(
-            f"left out git-ignored file(s) over the size limit: {_first(ignored.too_large)}"
+            f"left out git-ignored file(s) over the size limit: {listed(ignored.too_large, 8)}"
         )
     return notes
-
-
-def _first(paths: Sequence[str], limit: int = 8) -> str:
-    more = len(paths) - limit
-    return ", ".join(paths[:limit]) + (f" and {more} more" if more > 0 else "")

@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from repairloop.classify import SESSION_ID, classify_report
 from repairloop.runner import is_pytest_command
+from repairloop.textutil import listed
 from repairloop.types import Failure, FailureKind, TestReport, TestRunner, copy_ignore
 from repairloop.workspace import Workspace
 from repairloop.workspace.ignored import MAX_FILE_BYTES, MAX_TOTAL_BYTES
@@ -57,11 +58,6 @@ def _passing_in(suite: TestRunner, root: Path, baseline: TestReport) -> List[str
     return (ids or ["the test suite"]) if again.green else []
 
 
-def _listed(items: Sequence[str], limit: int = 5) -> str:
-    more = len(items) - limit
-    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
-
-
 def fidelity_failures(suite: TestRunner, root: Path, baseline: TestReport) -> Tuple[Failure, ...]:
     """One ``environment`` failure when the user's world passes what repairloop's world fails, else
     ().
@@ -78,7 +74,7 @@ def fidelity_failures(suite: TestRunner, root: Path, baseline: TestReport) -> Tu
         return ()
     names = ", ".join(suite.redirected)
     message = (
-        f"repairloop's copy of the project does not behave like your tree: {_listed(passing)} "
+        f"repairloop's copy of the project does not behave like your tree: {listed(passing)} "
         f"fail(s) in the copy but pass when {names} is imported from your tree, as your "
         f"environment (an editable install) does"
     )
@@ -116,9 +112,9 @@ def ignored_files_failures(
     if not passing:
         return ()
     message = (
-        f"repairloop's copy of the project does not behave like your tree: {_listed(passing)} "
+        f"repairloop's copy of the project does not behave like your tree: {listed(passing)} "
         f"fail(s) in the copy but pass when your git-ignored files are added to it "
-        f"({_listed(list(missing), 8)})"
+        f"({listed(list(missing), 8)})"
     )
     hint = (
         "the tests need a git-ignored file repairloop did not bring into its copy (it brings "

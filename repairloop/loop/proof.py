@@ -19,6 +19,7 @@ from repairloop.errors import PatchError
 from repairloop.loop.test_ids import reconciled
 from repairloop.loop.validation import ValidationSetup, untrusted_run
 from repairloop.patch import AppliedPatch, FileChange, check_guards
+from repairloop.textutil import listed
 from repairloop.types import Proof, ResultSource, TestReport, judge_run
 from repairloop.workspace.fingerprint import fingerprint
 from repairloop.workspace.fresh import start_copy
@@ -108,11 +109,7 @@ def _shortfall(
     verdict = judge_run(report, baseline_failing)
     not_passed = [t for t in claimed_fixed if t not in verdict.fixed]
     if verdict.error or not_passed:
-        return verdict.error or f"{_some(not_passed)} did not pass"
+        return verdict.error or f"{listed(not_passed, 3)} did not pass"
     if verdict.broke:
-        return f"{_some(verdict.broke)} failed, which passed at the baseline"
+        return f"{listed(verdict.broke, 3)} failed, which passed at the baseline"
     return ""
-
-
-def _some(names: Sequence[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")

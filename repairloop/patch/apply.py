@@ -287,13 +287,10 @@ def _apply_hunk(state: _FileState, hunk: Hunk, offset: int, threshold: float) ->
     state.note(loc.match, loc.score)
     window = state.lines[loc.start : loc.end]
     restyle: Callable[[str], str] = lambda line: line  # noqa: E731
+    shift = None
     if loc.match == "whitespace":  # the answer's indentation in the file's style (tabs, widths)
         restyle = restyler([t for _, t in hunk.lines], state.lines)
-    shift = (
-        _indent_shift([restyle(t) for t in hunk.before], window)
-        if loc.match == "whitespace"
-        else None
-    )
+        shift = _indent_shift([restyle(t) for t in hunk.before], window)
     file_lines = iter(window)
     block: List[str] = []
     for tag, text in hunk.lines:
