@@ -60,3 +60,17 @@ def test_witnesses_compare_failing_names_only() -> None:
         "missing" in disagreement(plugin, None, expected=True)
         and disagreement(plugin, None, expected=False) == ""
     )
+
+
+def test_a_candidate_that_turns_the_junit_witness_off_is_not_trusted(tmp_path: Path) -> None:
+    """The witness is registered by the plugin, not asked for with an option; code under test that
+    unregisters it (or blocks pytest's junitxml plugin) only leaves the run without its second
+    witness, and such a run is never trusted."""
+    forger = (
+        "import pytest\n\n\n@pytest.hookimpl(trylast=True)\ndef pytest_configure(config):\n"
+        "    witness = config.pluginmanager.get_plugin('repairloop-junit-witness')\n"
+        "    if witness is not None:\n        config.pluginmanager.unregister(witness)\n"
+    )
+    fixed = {**FAILING, "calc.py": "def add(a, b):\n    return a + b\n", "conftest.py": forger}
+    report = run_tests(write_project(tmp_path, fixed), (*PYTEST, "-p", "no:junitxml"))
+    assert "JUnit record of the run is missing" in report.distrust and not report.green
