@@ -30,7 +30,8 @@ FAKE_SUMMARY_CONFTEST = """\
 """
 
 # The same lie, spelled so that no literal looks like a summary, printed by the code under test:
-# it gets past the content rules and shows that verdicts never come from what tests print.
+# with its capability allowed (import:sys) it gets past the content rules and shows that verdicts
+# never come from what tests print.
 SNEAKY_SUMMARY = (
     "--- a/calc/lists.py\n+++ b/calc/lists.py\n@@ -1,3 +1,6 @@\n"
     ' """List helpers."""\n'
@@ -122,13 +123,52 @@ def test_conftest_printing_a_fake_summary_is_rejected_and_changes_no_verdict(
 def test_a_fake_summary_that_slips_through_changes_no_verdict(make_project, capsys) -> None:
     project = make_project("off_by_one")
     with ScriptedServer([("ok", SNEAKY_SUMMARY)]) as srv:
-        code, out, _ = run_cli(one_iteration(project, srv), capsys)
+        code, out, _ = run_cli(
+            one_iteration(project, srv, "--allow-capability", "import:sys"), capsys
+        )
     doc = json.loads(out)
     it = doc["iterations"][0]
     assert (
         it["decision"] == "reverted" and "fixed none" in it["reason"]
     )  # tested: the plugin's results decide
     assert code == 1 and doc["outcome"] == "not_fixed" and doc["patch"] is None
+
+
+def test_a_capability_is_refused_unless_the_user_allows_it(make_project, capsys) -> None:
+    project = make_project("off_by_one")
+    fix = (project / "calc" / "lists.py").read_text()
+    answer = (
+        "calc/lists.py\n```python\n"
+        + fix.replace(
+            '"""List helpers."""\n',
+            '"""List helpers."""\nimport os\n\nSTRICT = os.environ.get("X")\n',
+        ).replace("items[-n - 1:]", "items[-n:] if n else []")
+        + "```\n"
+    )
+    with ScriptedServer([("ok", answer)]) as srv:
+        code, out, _ = run_cli(one_iteration(project, srv, "--edit-format", "whole"), capsys)
+    it = json.loads(out)["iterations"][0]
+    assert code == 1 and it["decision"] == "rejected"
+    assert "capability it did not use: import:os" in it["reason"]
+    # the project cannot allow it for itself: the key is the user's
+    (project / "repairloop.toml").write_text('allow_capabilities = ["import:os"]\n')
+    with ScriptedServer([("ok", answer)]) as srv:
+        code, out, err = run_cli(one_iteration(project, srv, "--edit-format", "whole"), capsys)
+    assert code == 1 and json.loads(out)["iterations"][0]["decision"] == "rejected"
+    assert "'allow_capabilities'" in err and "is ignored" in err
+    with ScriptedServer([("ok", answer)]) as srv:
+        code, out, _ = run_cli(
+            one_iteration(
+                project, srv, "--edit-format", "whole", "--allow-capability", "import:os"
+            ),
+            capsys,
+        )
+    doc = json.loads(out)
+    assert code == 0 and doc["outcome"] == "fixed"
+    flags = doc["iterations"][0]["flags"]
+    assert any(
+        f.startswith("capability: import:os at calc/lists.py:") and "allowed" in f for f in flags
+    )
 
 
 def test_skip_marker_is_rejected_even_with_test_edits_allowed(make_project, capsys) -> None:

@@ -143,7 +143,8 @@ def test_a_forgery_never_ends_fixed(make_project, capsys, name: str) -> None:
     assert snapshot(project) == before
 
 
-# Forgeries no content rule sees: the way a run is judged catches them, confined or not.
+# Forgeries no word rule sees (the capability rule refuses them): with every capability allowed,
+# the way a run is judged still catches them, confined or not.
 PAST_THE_CONTENT_RULES = (
     "exits_with_a_computed_name",
     "weakens_another_test_at_import",
@@ -156,6 +157,7 @@ def test_without_a_sandbox_the_verdict_still_holds(
     make_project, capsys, monkeypatch, name: str
 ) -> None:
     monkeypatch.setenv("REPAIRLOOP_SANDBOX", "none")
+    monkeypatch.setenv("REPAIRLOOP_ALLOW_CAPABILITIES", "*")
     project = make_project("off_by_one")
     with ScriptedServer([("ok", FORGERIES[name])]) as srv:
         code, out, _ = run_cli(scripted_run(project, srv, "--max-iterations", "1"), capsys)
@@ -174,7 +176,8 @@ def test_the_honest_fix_still_ends_fixed(make_project, capsys) -> None:
     assert code == 0 and doc["outcome"] == "fixed" and "+    return items[-n:]" in doc["patch"]
 
 
-def test_files_the_tests_create_never_reach_the_patch(make_project, capsys) -> None:
+def test_files_the_tests_create_never_reach_the_patch(make_project, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("REPAIRLOOP_ALLOW_CAPABILITIES", "import:pathlib,dunder:__file__,files")
     writes = (
         HONEST
         + "\n"

@@ -3,6 +3,7 @@ state."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Iterator
 
@@ -77,6 +78,10 @@ def test_a_patch_that_only_worked_in_the_workspace_fails_the_proof(setup: Valida
         "        return items[-n:]\n" + BUGGY
     )
     (setup.workspace.root / "calc" / "warm").write_text("left by a test")
+    # its capabilities (os, __file__) allowed: the proof is what this test is about
+    setup = dataclasses.replace(
+        setup, policy=dataclasses.replace(setup.policy, allowed_capabilities=frozenset({"*"}))
+    )
     ending = proof_of(setup, AppliedPatch((change(setup.workspace.root, leans),), "union"))
     assert ending.reason is StopReason.PROOF_FAILED and ending.outcome is Outcome.NOT_FIXED
     assert "test_last_n did not pass" in ending.detail

@@ -196,6 +196,7 @@ def attack_run(make_project, tmp_path: Path, mode: str) -> Tuple[Dict, str, Dict
         "DATABASE_PASSWORD": SECRET_OTHER,
         "REPAIRLOOP_SANDBOX": mode,
         "REPAIRLOOP_CONFIRM_RUNS": "0",
+        "REPAIRLOOP_ALLOW_CAPABILITIES": "*",  # they prove the sandbox, not the guards
     }
     try:
         with ScriptedServer([("ok", hostile_patch(project, attack)), ("ok", RIGHT)]) as srv:
@@ -357,6 +358,7 @@ def test_the_offline_engines_scratch_copies_run_in_the_sandbox(
                 "NO_COLOR": "1",
                 "REPAIRLOOP_SANDBOX": "bwrap",
                 "REPAIRLOOP_CONFIRM_RUNS": "0",
+                "REPAIRLOOP_ALLOW_CAPABILITIES": "*",  # they prove the sandbox, not the guards
             },
         )
         doc = json.loads(done.stdout)
@@ -421,6 +423,7 @@ def test_files_a_test_run_writes_in_the_workspace_never_reach_the_patch(
                 "NO_COLOR": "1",
                 "REPAIRLOOP_SANDBOX": mode,
                 "REPAIRLOOP_CONFIRM_RUNS": "0",
+                "REPAIRLOOP_ALLOW_CAPABILITIES": "*",  # they prove the sandbox, not the guards
                 "RL_PLANT_MARK": str(tmp_path / "planted-ran"),
             },
         )

@@ -30,6 +30,7 @@ SAMPLE: Dict[str, Any] = {
     "sandbox_memory_mb": 0,
     "sandbox_disk_mb": 0,
     "allow_unconfined_pr": True,
+    "allow_capabilities": ["import:os"],
     "models": ["openai/gpt-4o"],
     "max_cost": 50.0,
     "max_tokens": 9_000_000,

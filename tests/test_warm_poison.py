@@ -191,6 +191,8 @@ def test_a_poisoned_warm_server_costs_a_fresh_run_never_the_right_fix(
     poison = POISON.replace("{tag}", sys.implementation.cache_tag).replace("{pyc}", broken.hex())
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # the poison's capabilities allowed: the warm server's defence is what this test is about
+    monkeypatch.setenv("REPAIRLOOP_ALLOW_CAPABILITIES", "*")
     with ScriptedServer([("ok", poison), ("ok", RIGHT)]) as srv:
         code = main(
             [

@@ -81,6 +81,12 @@ def run(
     allow_test_edits: bool = typer.Option(
         False, "--allow-test-edits", help="Let candidates edit test files."
     ),
+    allow_capability: Optional[List[str]] = typer.Option(
+        None,
+        "--allow-capability",
+        help="Let candidates add this capability to a module (import:os, dunder:__eq__, files; "
+        "repeatable); each use is flagged.",
+    ),
     apply: bool = typer.Option(
         False, "--apply", help="Write the final patch to your files (asks first on a terminal)."
     ),
@@ -108,6 +114,7 @@ def run(
         "workers": workers,
         "fallback_to_builtin": False if no_builtin else None,
         "allow_test_edits": True if allow_test_edits else None,
+        "allow_capabilities": allow_capability or None,
         **_edit_format_flags(edit_format or []),
     }
     guarded(

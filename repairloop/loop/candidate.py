@@ -242,10 +242,11 @@ def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, O
 def _guard_flags(
     screened: Screened, literals: FrozenSet[str], test_files: TestFiles, compared: FrozenSet[str]
 ) -> Tuple[Flag, ...]:
-    """Flags of an accepted candidate: test edits (allowed), dropped scratch files, overfitting,
-    compensation."""
+    """Flags of an accepted candidate: test edits (allowed), dropped scratch files, capabilities
+    on changed lines, overfitting, compensation."""
     flags = [Flag(FlagKind.TEST_EDIT, path) for path in screened.test_edits]
     flags += [Flag(FlagKind.DROPPED_SCRATCH, path) for path in screened.dropped]
+    flags += [Flag(FlagKind.CAPABILITY, str(found)) for found in screened.capabilities]
     flags += compensation_flags(screened.applied, compared, test_files)
     return (*flags, *overfitting_flags(screened.applied, literals, test_files))
 

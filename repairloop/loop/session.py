@@ -52,6 +52,7 @@ from repairloop.loop.stop import Ending, Handover
 from repairloop.loop.suite import RunnerFactory, TestSuite, per_test_seconds, with_sandbox
 from repairloop.loop.validation import ValidationSetup
 from repairloop.patch import GuardPolicy
+from repairloop.patch.capabilities import allowed_names
 from repairloop.runner import is_pytest_command
 from repairloop.settings import Settings
 from repairloop.types import (
@@ -320,6 +321,7 @@ class Session:
             source_dirs=tuple(settings.source_dirs),
             max_files=settings.max_files,
             max_changed_lines=settings.max_changed_lines,
+            allowed_capabilities=allowed_names(settings.allow_capabilities),
         )
         validation = ValidationSetup(
             workspace=self.ws,

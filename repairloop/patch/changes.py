@@ -11,7 +11,7 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Tuple
 
 from repairloop.textutil import common_ends
 from repairloop.types import DEFAULT_PROTECTED_GLOBS, TestFiles, matches_globs
@@ -47,6 +47,9 @@ class GuardPolicy:
     source_dirs: Tuple[str, ...] = ()
     max_files: int = 5
     max_changed_lines: int = 200
+    # Capabilities (patch/capabilities.py) the user lets a candidate add: ``import:os``,
+    # ``dunder:__eq__``...; each use is flagged.
+    allowed_capabilities: FrozenSet[str] = frozenset()
     max_file_bytes: int = 1_000_000
 
     def guards_verdict(self, path: str) -> bool:

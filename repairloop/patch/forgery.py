@@ -206,7 +206,7 @@ def constant_compare(node: ast.AST) -> Optional[str]:
             len(body) == 1
             and isinstance(body[0], ast.Return)
             and isinstance(body[0].value, ast.Constant)
-        ):
+        ) or _answers_blind(node):
             return "constant_compare"
     if (
         isinstance(node, ast.Assign)
@@ -228,6 +228,37 @@ def constant_compare(node: ast.AST) -> Optional[str]:
     ):
         return "constant_compare"
     return None
+
+
+def _answers_blind(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """True when a comparison or truth method can answer without looking at its object: a
+    ``return True``/``False``/number in its own body (not under a condition), or a return whose
+    value never reads the first parameter (``return other == other``). ``NotImplemented`` and
+    ``None`` are the protocol's "do not know", a local variable or ``super()`` may carry the
+    object, and class checks (``__instancecheck__``) look at their argument by design."""
+    if not method.args.args or method.name in ("__instancecheck__", "__subclasscheck__"):
+        return False
+    me = method.args.args[0].arg
+    carriers = {me, "super"} | {
+        n.id for n in ast.walk(method) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    for statement in method.body:
+        if (
+            isinstance(statement, ast.Return)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, (bool, int, float))
+        ):
+            return True
+    for node in ast.walk(method):
+        if isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, ast.Constant) or (
+                isinstance(value, ast.Name) and value.id == "NotImplemented"
+            ):
+                continue
+            if not any(isinstance(n, ast.Name) and n.id in carriers for n in ast.walk(value)):
+                return True
+    return False
 
 
 def dynamic(node: ast.AST) -> Optional[str]:

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import List, Tuple
 
 from repairloop.errors import GuardError
+from repairloop.patch.capabilities import CapabilityFinding, check_capabilities
 from repairloop.patch.changes import AppliedPatch, FileChange, GuardPolicy
 from repairloop.patch.effect import check_effective
 from repairloop.patch.newfiles import check_new_files, split_scratch
@@ -77,12 +78,14 @@ class Screened:
     ``dropped``, new files nothing in the project refers to (a scratch file
     the model invented next to its fix is not part of the patch).
     ``test_edits`` names the test files (or test functions) it changes, which
-    only ``allow_test_edits`` lets through.
+    only ``allow_test_edits`` lets through. ``capabilities`` are the capabilities it uses on
+    changed lines (allowed ones and ones the file already used), for its flags.
     """
 
     applied: AppliedPatch
     dropped: Tuple[str, ...] = ()
     test_edits: Tuple[str, ...] = ()
+    capabilities: Tuple[CapabilityFinding, ...] = ()
 
 
 def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Screened:
@@ -96,7 +99,8 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
     function found by content, or a changed doctest example of a module collected
     for its doctests) unless ``policy.allow_test_edits``; the content
     rules of ``tamper.check_tamper`` (no skip/xfail, exit, runner patch, fake
-    summary, deleted assertion); no binary text (NUL byte, binary suffix). Then
+    summary, deleted assertion); no capability the file did not use (``check_capabilities``,
+    unless in ``policy.allowed_capabilities``); no binary text (NUL byte, binary suffix). Then
     scratch files are dropped, new files must lie in the source directories
     (``check_new_files``), and ``max_files``, ``max_changed_lines`` (added +
     removed) and ``max_file_bytes`` hold for what is left.
@@ -114,13 +118,17 @@ def check_guards(applied: AppliedPatch, root: Path, policy: GuardPolicy) -> Scre
         for judged in judged_as:  # by its name and by what it resolves to
             _check_protected(judged, policy)
             test_edits += _check_tests(judged, policy)
-        check_tamper(change)
+        check_tamper(change)  # the word rules first: fast, and their messages are precise
         _check_text(change)
     check_effective(applied, policy.test_files.has_doctests)
     kept, dropped = split_scratch(applied, root, policy.test_files.is_test)
     check_new_files(kept, root, policy, policy.test_files.is_test)
+    created = {normalize_path(c.path) for c in kept.changes if c.old_text is None}
+    capabilities: List[CapabilityFinding] = []
+    for change in kept.changes:
+        capabilities += check_capabilities(change, root, policy.allowed_capabilities, created)
     _check_sizes(kept, policy)
-    return Screened(kept, dropped, tuple(test_edits))
+    return Screened(kept, dropped, tuple(test_edits), tuple(capabilities))
 
 
 def _real_path(root: Path, path: str) -> str:

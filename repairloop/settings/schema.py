@@ -199,6 +199,11 @@ class Settings(BaseModel):
     sandbox_network: bool = Field(
         False, description="Let sandboxed test runs use the host's network (the report says so)."
     )
+    allow_capabilities: List[str] = Field(
+        default_factory=list,
+        description="Capabilities a candidate may add to a module (import:os, dunder:__eq__, "
+        "files...); each use is flagged.",
+    )
     sandbox_env_allow: List[str] = Field(
         default_factory=list,
         description="Secret-looking environment variables passed to test runs anyway (names).",

@@ -49,6 +49,9 @@ _USER = (
     "sandbox_memory_mb",
     "sandbox_disk_mb",
     "allow_unconfined_pr",
+    # A capability lets a candidate's code reach what could forge the verdict: the pull request
+    # under repair would choose which forgeries count.
+    "allow_capabilities",
 )
 _SPEND = (
     "models",

@@ -117,6 +117,7 @@ class FlagKind(str, enum.Enum):
     SUSPECTED_OVERFITTING = (
         "suspected_overfitting"  # a branch compares with the failing test's literals
     )
+    CAPABILITY = "capability"  # it uses a capability on a changed line (patch/capabilities.py)
     COMPENSATES = (
         "compensates"  # it changes data the failing assertion compares, not the code computing it
     )
