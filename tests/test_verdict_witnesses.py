@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runner_helpers import PYTEST, write_project
 
-from repairloop.runner import run_tests
+from repairloop.runner import PLUGIN_DIR, run_tests
 from repairloop.runner.crosscheck import disagreement
 from repairloop.types import TestOutcome, TestResult
 
@@ -74,3 +74,99 @@ def test_a_candidate_that_turns_the_junit_witness_off_is_not_trusted(tmp_path: P
     fixed = {**FAILING, "calc.py": "def add(a, b):\n    return a + b\n", "conftest.py": forger}
     report = run_tests(write_project(tmp_path, fixed), (*PYTEST, "-p", "no:junitxml"))
     assert "JUnit record of the run is missing" in report.distrust and not report.green
+
+
+# Code under test that, at exit, rewrites both witnesses so that they agree on a pass: it finds
+# them through the garbage collector (the recorder's file, pytest's JUnit writer's file) and
+# writes them after pytest wrote its own. With result files this forged the verdict.
+REWRITE_AT_EXIT = """
+import atexit, gc, json
+
+def _forge():
+    for obj in gc.get_objects():
+        kind = type(obj).__name__
+        try:
+            if kind == "Recorder" and isinstance(obj._fh.name, str):
+                with open(obj._fh.name, "w") as fh:
+                    for rec in ({"kind": "session_start"}, {"kind": "test", "when": "call",
+                        "nodeid": "tests/test_calc.py::test_add", "outcome": "passed"},
+                        {"kind": "session", "exitstatus": 0, "collected": 1}):
+                        fh.write(json.dumps(rec) + "\\n")
+            if kind == "LogXML":
+                with open(obj.logfile, "w") as fh:
+                    fh.write('<testsuites><testsuite name="pytest" tests="1"><testcase '
+                             'classname="tests.test_calc" name="test_add"/></testsuite>'
+                             '</testsuites>')
+        except Exception:
+            pass
+
+atexit.register(_forge)
+"""
+
+
+def test_witnesses_rewritten_at_exit_change_no_verdict(tmp_path: Path) -> None:
+    project = write_project(tmp_path, {**FAILING, "calc.py": FAILING["calc.py"] + REWRITE_AT_EXIT})
+    report = run_tests(project, PYTEST)
+    assert [(r.test_id, r.outcome) for r in report.results] == [
+        ("tests/test_calc.py::test_add", TestOutcome.FAILED)
+    ]
+    assert not report.green
+
+
+# Code under test that keeps a copy of the results channel and writes a pass into it once the
+# session is over (a thread that outlives the tests).
+LATE_RECORDS = """
+import os, threading, time
+
+def _late(fd):
+    time.sleep(0.5)
+    os.write(fd, b'{"kind": "test", "when": "call", "outcome": "passed", '
+                 b'"nodeid": "tests/test_calc.py::test_add"}\\n')
+
+for _name in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + _name).startswith("pipe:"):
+            threading.Thread(target=_late, args=(os.dup(int(_name)),)).start()
+    except OSError:
+        pass
+"""
+
+
+def test_records_sent_after_the_session_ended_leave_the_run_untrusted(tmp_path: Path) -> None:
+    fixed = "def add(a, b):\n    return a + b\n"
+    project = write_project(tmp_path, {**FAILING, "calc.py": fixed + LATE_RECORDS})
+    report = run_tests(project, PYTEST)
+    assert "after the session ended" in report.distrust and not report.green
+
+
+def test_a_pytest_started_by_a_python_launcher_reports_through_the_files(tmp_path: Path) -> None:
+    """A launcher such as tox starts pytest with Python's subprocess, which closes inherited
+    descriptors: the plugin then writes the result files, and they are read as before."""
+    launcher = (
+        "import subprocess, sys; "
+        "sys.exit(subprocess.call([sys.executable, '-m', 'pytest', '-q', '-p', "
+        "'repairloop_pytest_plugin']))"
+    )
+    report = run_tests(write_project(tmp_path, FAILING), [PYTEST[0], "-c", launcher])
+    assert [(r.test_id, r.outcome) for r in report.results] == [
+        ("tests/test_calc.py::test_add", TestOutcome.FAILED)
+    ]
+    assert report.complete and report.distrust == ""
+
+
+def test_the_plugin_uses_a_descriptor_only_when_it_is_that_pipe() -> None:
+    import os
+    import sys
+
+    sys.path.insert(0, str(PLUGIN_DIR))
+    from repairloop_pytest_plugin_channel import inherited_pipe
+
+    read, write = os.pipe()
+    try:
+        inode = os.fstat(write).st_ino
+        assert inherited_pipe(f"{write}:{inode}") == write
+        assert inherited_pipe(f"{write}:{inode + 1}") is None  # the number names another pipe
+        assert inherited_pipe("not-a-descriptor") is None and inherited_pipe(None) is None
+    finally:
+        os.close(read)
+        os.close(write)

@@ -21,6 +21,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from repairloop.errors import ConfigError, ProjectError
 from repairloop.runner.assemble import assemble, witnessed
+from repairloop.runner.channel import Channels
 from repairloop.runner.command import (
     default_test_command,
     interpreter_of,
@@ -174,7 +175,10 @@ def run_tests(
     junit_path = _junit_file(root, junit_xml)
     # a .pyc an earlier run's code left in the tree never runs instead of its source
     remove_bytecode(root)
-    with _Scratch(bool(coverage_source), scratch_dir) as scratch:
+    with (
+        _Scratch(bool(coverage_source), scratch_dir) as scratch,
+        Channels(scratch.received) as channels,
+    ):
         extra = PYTEST_ARGS + tuple(test_ids)
         final = with_arguments(command, extra) if is_pytest_command(command) else command
         coverage = (
@@ -190,6 +194,7 @@ def run_tests(
             junit_witness=scratch.witness,
             cache_dir=scratch.results / "pytest-cache",
         )
+        run_env.update(channels.env())
         runnable = wrapped(
             final,
             wrap,
@@ -199,13 +204,28 @@ def run_tests(
             readonly,
         )
         done = run_process(
-            runnable, cwd=root, env=run_env, timeout=timeout, output_limit=output_limit
+            runnable,
+            cwd=root,
+            env=run_env,
+            timeout=timeout,
+            output_limit=output_limit,
+            pass_fds=channels.hand_over(),
         )
+        piped_results, piped_junit = channels.collect()
         if junit_path is not None and (junit_path.is_symlink() or not within(junit_path, root)):
             junit_path = None  # turned into a link out of the tree while the tests ran: never read
-        plugin = read_plugin_results(scratch.results_file, root)
+        # The pipes, when the plugin spoke through them; the files only for a pytest that
+        # inherited no descriptor (one a Python launcher such as tox started).
+        results_file, witness = (
+            (piped_results, piped_junit)
+            if channels.used
+            else (scratch.results_file, scratch.witness)
+        )
+        plugin = read_plugin_results(results_file, root)
         report = assemble(final, done, plugin, junit_path, root, timeout)
-        report = witnessed(report, plugin, scratch.witness, root, is_pytest_command(command))
+        report = witnessed(report, plugin, witness, root, is_pytest_command(command))
+        if channels.distrust and report.complete:
+            report = replace(report, distrust=channels.distrust)  # the cause, when both
         data = scratch.coverage_data()
         if data is not None:
             scratch.keep_coverage = True
@@ -264,6 +284,9 @@ class _Scratch:
             under.mkdir(parents=True, exist_ok=True)
         self.results = Path(tempfile.mkdtemp(prefix="repairloop-results-", dir=under))
         self.results_file = self.results / "results.jsonl"
+        # what the result channels carried, written by repairloop after the run; never an output
+        # of the sandbox (``outputs``)
+        self.received = Path(tempfile.mkdtemp(prefix="repairloop-received-", dir=under))
         self.witness = self.results / JUNIT_NAME
         self._coverage = (
             Path(tempfile.mkdtemp(prefix="repairloop-coverage-", dir=under)) if coverage else None
@@ -295,6 +318,7 @@ class _Scratch:
 
     def __exit__(self, *exc: object) -> None:
         shutil.rmtree(self.results, ignore_errors=True)
+        shutil.rmtree(self.received, ignore_errors=True)
         if self._coverage is not None and not self.keep_coverage:
             shutil.rmtree(self._coverage, ignore_errors=True)
 

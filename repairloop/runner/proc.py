@@ -113,7 +113,10 @@ def _has_exited(proc: "subprocess.Popen[bytes]") -> bool:
 
 
 def _start(
-    command: Union[Sequence[str], str], cwd: Path, env: Optional[Mapping[str, str]]
+    command: Union[Sequence[str], str],
+    cwd: Path,
+    env: Optional[Mapping[str, str]],
+    pass_fds: Sequence[int] = (),
 ) -> "subprocess.Popen[bytes]":
     """Popen in a new session with stdout+stderr on one pipe; raises OSError as Popen does."""
     return subprocess.Popen(
@@ -125,6 +128,7 @@ def _start(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
 
 
@@ -148,6 +152,7 @@ def run_process(
     env: Optional[Mapping[str, str]],
     timeout: Optional[float],
     output_limit: int = 200_000,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """Run a command to completion or to ``timeout`` seconds, whichever comes first.
 
@@ -156,15 +161,20 @@ def run_process(
     ``TERM_GRACE`` seconds. When the command exits, whatever it left running
     in its group is killed too. A command that cannot start becomes exit code
     127 (not found) or 126 (not executable), never an exception. At most about
-    ``output_limit`` bytes of output are kept (half head, half tail).
+    ``output_limit`` bytes of output are kept (half head, half tail). ``pass_fds`` are
+    descriptors the command inherits; this process's copies are closed once it started (or
+    failed to), so the command's end is the only writer left (``runner.channel``).
     """
     started = time.monotonic()
-    if not isinstance(argv_or_shell, str) and not list(argv_or_shell):
-        return _not_started(argv_or_shell, FileNotFoundError("empty command"), started)
     try:
-        proc = _start(argv_or_shell, cwd, env)
+        if not isinstance(argv_or_shell, str) and not list(argv_or_shell):
+            return _not_started(argv_or_shell, FileNotFoundError("empty command"), started)
+        proc = _start(argv_or_shell, cwd, env, pass_fds)
     except OSError as error:
         return _not_started(argv_or_shell, error, started)
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
     buffer = CappedBuffer(output_limit)
     deadline = None if timeout is None else started + max(0.0, timeout)
     try:

@@ -47,9 +47,15 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 import pytest
+from repairloop_pytest_plugin_channel import (
+    JUNIT_PIPE_ENV,
+    RESULTS_PIPE_ENV,
+    WitnessSender,
+    inherited_pipe,
+)
 from repairloop_pytest_plugin_describe import describe, from_longrepr
 from repairloop_pytest_plugin_doctest import DOCTEST_ATTR, doctest_kind
 from repairloop_pytest_plugin_recorder import EXC_ATTR, Recorder
@@ -139,8 +145,11 @@ def pytest_configure(config: Any) -> None:
     """Point pytest's cache where repairloop asked; start recording when it asked for it (and not in
     an xdist worker)."""
     _point_cache(config, os.environ.get(CACHE_DIR_ENV))
-    _write_junit_witness(config, os.environ.pop(JUNIT_WITNESS_ENV, None))
-    path = os.environ.pop(RESULTS_ENV, None)  # popped: a nested pytest must not write here
+    # popped: a nested pytest must not write here, and code under test cannot read them
+    results_pipe = inherited_pipe(os.environ.pop(RESULTS_PIPE_ENV, None))
+    junit_pipe = inherited_pipe(os.environ.pop(JUNIT_PIPE_ENV, None))
+    _write_junit_witness(config, os.environ.pop(JUNIT_WITNESS_ENV, None), junit_pipe)
+    path = os.environ.pop(RESULTS_ENV, None)
     source = os.environ.pop(COVERAGE_SOURCE_ENV, None)
     data_file = os.environ.pop(COVERAGE_FILE_ENV, None)
     per_test = os.environ.pop(PER_TEST_TIMEOUT_ENV, None)
@@ -149,7 +158,7 @@ def pytest_configure(config: Any) -> None:
     if not path or hasattr(config, "workerinput"):
         return
     try:
-        recorder = Recorder(path)
+        recorder = Recorder(path, results_pipe)
     except OSError as error:  # no results is better than breaking the project's test run
         sys.stderr.write(f"repairloop_pytest_plugin: cannot write {path}: {error}\n")
         return
@@ -163,7 +172,7 @@ def pytest_configure(config: Any) -> None:
         )
 
 
-def _write_junit_witness(config: Any, path: Any) -> None:
+def _write_junit_witness(config: Any, path: Any, pipe: Optional[int]) -> None:
     """Have pytest's own JUnit XML writer (``_pytest.junitxml.LogXML``, its defaults) record the
     run to ``path``: the run's second witness (``runner.crosscheck``).
 
@@ -171,12 +180,20 @@ def _write_junit_witness(config: Any, path: Any) -> None:
     could reject (``-p no:junitxml`` on the command line removes it: exit 4) or silently drop
     (``-p no:junitxml`` in ``addopts`` unregisters the writer after the option is parsed), and
     independent of a ``--junitxml`` of the user's own, which still writes where they asked. Not
-    in an xdist worker: the controller sees every report, as for ``--junitxml``.
+    in an xdist worker: the controller sees every report, as for ``--junitxml``. With a witness
+    ``pipe``, pytest writes into a private file whose bytes the plugin sends down the pipe when
+    the session is over (``WitnessSender``).
     """
     if not path or hasattr(config, "workerinput"):
+        if pipe is not None:
+            os.close(pipe)
         return
     from _pytest.junitxml import LogXML
 
+    if pipe is not None:
+        sender = WitnessSender(pipe)
+        config.pluginmanager.register(sender, "repairloop-junit-sender")
+        path = sender.path
     config.pluginmanager.register(LogXML(path, None), "repairloop-junit-witness")
 
 

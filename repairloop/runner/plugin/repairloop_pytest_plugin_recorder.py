@@ -9,6 +9,7 @@ lines each test runs are traced by ``repairloop_pytest_plugin_trace``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -51,8 +52,14 @@ def _output_tail(report: Any) -> str:
 class Recorder:
     """Writes the records; one instance per pytest session that repairloop started."""
 
-    def __init__(self, path: str) -> None:
-        self._fh = open(path, "a", encoding="utf-8")
+    def __init__(self, path: str, pipe: Optional[int] = None) -> None:
+        """Records go to the results ``pipe`` when repairloop handed one over (the first record
+        says so, and the file at ``path`` is then not written), else to ``path``."""
+        if pipe is not None:
+            self._fh = os.fdopen(pipe, "w", encoding="utf-8")
+            self.emit({"kind": "channel", "pipe": True})
+        else:
+            self._fh = open(path, "a", encoding="utf-8")
         self._cov: Any = None
         self._tracer: Optional[LineTracer] = None  # when coverage.py is not importable
 
