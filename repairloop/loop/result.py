@@ -94,6 +94,6 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
         notes += [
             f"WARNING: iteration {it.number}: {f}"
             for f in it.flags
-            if f.kind in (FlagKind.SUSPECTED_OVERFITTING, FlagKind.COMPENSATES)
+            if f.kind in (FlagKind.SUSPECTED_OVERFITTING, FlagKind.COMPENSATES, FlagKind.CAPABILITY)
         ]
     return tuple(notes)
