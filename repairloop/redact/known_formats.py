@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Callable, List, Pattern, Tuple
+
+# scheme://user:password@host, of any scheme, the user possibly empty (redis://:pw@host), after
+# detect-secrets' BasicAuthDetector. The password runs to the last "@" before the host, so one
+# holding an "@" written as it is goes whole; it stops at a "/" (RFC 3986 has it percent-encoded
+# there) and at a quote or white space. Groups: 1 the user, 2 the password, 3 the host.
+URL_PASSWORD = r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://([^/\s:@\"']*):([^/\s\"']+)@([^/\s:?#@\"']*)"
 
 # (kind, pattern, group to replace: 0 the whole match, 1 the value after a kept prefix).
 FORMATS: Tuple[Tuple[str, str, int], ...] = (
@@ -45,7 +52,7 @@ FORMATS: Tuple[Tuple[str, str, int], ...] = (
         1,
     ),
     # scheme://user:password@host (detect-secrets BasicAuthDetector).
-    ("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@\"']*:([^/\s@\"']+)@", 1),
+    ("url-password", URL_PASSWORD, 2),
 )
 
 _COMPILED: List[Tuple[str, Pattern[str], int]] = [(k, re.compile(p), g) for k, p, g in FORMATS]
@@ -65,6 +72,27 @@ def _replace_group(kind: str, group: int) -> Callable[["re.Match[str]"], str]:
         return whole[:start] + marker + whole[end:]
 
     return sub
+
+
+def url_passwords(text: str) -> List[str]:
+    """The passwords of the URLs in ``text`` (``URL_PASSWORD``), each as written and
+    percent-decoded, in order of appearance, once each.
+
+    A password that is also its URL's user, host or scheme
+    (``postgres://postgres:postgres@postgres/db``, a local default) is left out: as a known secret
+    it would blank that word wherever it stands; in the URL itself the ``url-password`` format
+    masks it all the same.
+    """
+    found: List[str] = []
+    for match in re.finditer(URL_PASSWORD, text):
+        scheme = match.group(0).split("://", 1)[0]
+        password = match.group(2)
+        if password in (match.group(1), match.group(3), scheme):
+            continue
+        for form in (password, urllib.parse.unquote(password)):
+            if form not in found:
+                found.append(form)
+    return found
 
 
 def mask_formats(text: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import List, Mapping, Tuple
 
+from repairloop.redact.known_formats import url_passwords
+
 MIN_SECRET_CHARS = 8
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|_PAT$|DSN", re.I)
 # Names that look secret by the rule above but are not: the shell's working directories.
@@ -54,13 +56,12 @@ def is_secret_name(name: str) -> bool:
 
 
 def secret_values(environ: Mapping[str, str]) -> List[str]:
-    """Values of ``environ``'s secret-looking variables (``is_secret_name``), longest first.
+    """Values of ``environ``'s secret-looking variables (``is_secret_name``), and the password of
+    every URL in any variable's value (``DATABASE_URL=postgres://app:pw@db/app``: its password as
+    written and percent-decoded, ``known_formats.url_passwords``), longest first.
 
     Values shorter than MIN_SECRET_CHARS characters are left out; duplicates once.
     """
-    values = {
-        v.strip()
-        for k, v in environ.items()
-        if is_secret_name(k) and len(v.strip()) >= MIN_SECRET_CHARS
-    }
-    return sorted(values, key=lambda v: (-len(v), v))
+    values = {v.strip() for k, v in environ.items() if is_secret_name(k)}
+    values |= {p for v in environ.values() if "://" in v for p in url_passwords(v)}
+    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=lambda v: (-len(v), v))
