@@ -34,7 +34,7 @@ Modules: ``names`` (which variables are secret), ``known_formats`` (the format t
 """
 
 from repairloop.redact.forms import encodings
-from repairloop.redact.known_formats import FORMATS
+from repairloop.redact.known_formats import FORMATS, mask_formats
 from repairloop.redact.names import MIN_SECRET_CHARS, is_secret_name, secret_values
 from repairloop.redact.redactor import (
     MARKER,
@@ -52,6 +52,7 @@ __all__ = [
     "Redactor",
     "encodings",
     "is_secret_name",
+    "mask_formats",
     "redact",
     "redact_context",
     "redact_feedback",

@@ -11,6 +11,38 @@ MIN_SECRET_CHARS = 8
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|_PAT$|DSN", re.I)
 # Names that look secret by the rule above but are not: the shell's working directories.
 NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+# Words that make a key in code, configuration or output name a secret (``password = ...``,
+# ``"api_key": ...``, ``X-Auth-Token: ...``, ``--client-secret=...``), after the keyword lists of
+# detect-secrets' KeywordDetector and gitleaks' generic-api-key rule. Heuristic.
+SECRET_WORDS = (
+    r"passw(?:or)?d|passphrase|pwd|secret|token|credentials?|authorization|dsn"
+    r"|(?:api|access|private|secret|auth|session|signing|encryption|master|account)[_.\-]?key"
+)
+_SECRET_WORD = re.compile(SECRET_WORDS, re.I)
+# Parts of a name that make it say something about a secret rather than hold one: its digest, its
+# URL or file, its field, type, header or length (``password_hash``, ``token_url``,
+# ``PASSWORD_FIELD``, ``api_key_env``, ``max_tokens``, ``tokenizer``). Heuristic.
+NOT_SECRET_PARTS = frozenset(
+    {"hash", "hashed", "digest", "sha", "sha1", "sha256", "md5", "checksum", "fingerprint"}
+    | {"url", "uri", "endpoint", "path", "file", "dir", "type", "name", "field", "header"}
+    | {"prefix", "suffix", "env", "var", "length", "len", "count", "min", "max", "limit", "ttl"}
+    | {"timeout", "expiry", "expires", "regex", "pattern", "format", "label", "help", "prompt"}
+    | {"message", "msg", "policy", "id", "ids", "uuid", "tokens", "tokenizer", "hint", "column"}
+    | {"attr", "kind", "template", "placeholder", "validator", "strength"}
+)
+_NAME_PARTS = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def is_secret_key(name: str) -> bool:
+    """True for a key in code or text whose value is a secret: ``name`` holds one of SECRET_WORDS
+    and none of NOT_SECRET_PARTS (split at separators and camelCase humps, compared in lower
+    case)."""
+    if not _SECRET_WORD.search(name):
+        return False
+    parts = {part.lower() for part in _NAME_PARTS.split(name) if part}
+    return not parts & NOT_SECRET_PARTS
+
+
 # Provider key variables (litellm's provider docs); most match SECRET_NAME, listed so none is
 # missed.
 PROVIDER_VARIABLES: Tuple[str, ...] = (

@@ -9,6 +9,7 @@ import re
 from typing import Any, Callable, Iterable, List, Sequence, Tuple
 
 from repairloop.redact.forms import Squeezed, encodings, squeezed_forms
+from repairloop.redact.heuristics import mask_heuristics
 from repairloop.redact.known_formats import mask_formats
 from repairloop.redact.names import MIN_SECRET_CHARS
 from repairloop.types import Feedback, RepairContext
@@ -52,7 +53,7 @@ class Redactor:
                     text = text.replace(form, MARKER)
             text = self._spread(text)
             text = self._fragments(text)
-        return mask_formats(text)
+        return mask_heuristics(mask_formats(text))
 
     def _spread(self, text: str) -> str:
         """Mask a secret whose characters stand apart in ``text`` (``forms.Squeezed``)."""
