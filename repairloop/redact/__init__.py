@@ -36,6 +36,7 @@ Modules: ``names`` (which variables are secret), ``known_formats`` (the format t
 from repairloop.redact.forms import encodings
 from repairloop.redact.known_formats import FORMATS, mask_formats
 from repairloop.redact.names import MIN_SECRET_CHARS, is_secret_name, secret_values
+from repairloop.redact.project_secrets import project_secrets
 from repairloop.redact.redactor import (
     MARKER,
     Redactor,
@@ -53,6 +54,7 @@ __all__ = [
     "encodings",
     "is_secret_name",
     "mask_formats",
+    "project_secrets",
     "redact",
     "redact_context",
     "redact_feedback",

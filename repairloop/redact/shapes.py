@@ -30,8 +30,10 @@ _WORDS = re.compile(rf"{_WORD}(?:[ ._\-/:]+{_WORD})*")
 # os.environ, self.password_field).
 _IDENT = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|(?:[A-Z][a-z0-9]+)+)"
 _NAMES = re.compile(
-    rf"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|{_IDENT}(?:\.{_IDENT})+"
+    rf"_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|{_IDENT}(?:\.{_IDENT})+"
 )
+# Hosts with a port, addresses and versions: db:5432, 127.0.0.1, 1.2.3.
+_HOST = re.compile(r"[A-Za-z0-9.\-]+:[0-9]{1,5}|v?[0-9]+(?:\.[0-9]+){1,3}")
 # A word-built identifier (CamelCase, camelCase, kebab or snake with digits): every letter run
 # of two or more, so no lone lower-case letter between others as random text has.
 _IDENTIFIER_WORDS = re.compile(r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z])|[0-9]+|[_\-./])+")
@@ -56,10 +58,14 @@ def entropy(text: str) -> float:
 
 def is_plain(value: str) -> bool:
     """True when ``value``'s shape says it is not a secret: a number, words (``_WORDS``), a name or
-    attribute chain in code (``_NAMES``), a path, a UUID."""
+    attribute chain in code (``_NAMES``), a host with a port, an address or a version, a path, a
+    UUID; or a comma-separated list of those."""
     value = value.strip()
+    if "," in value:  # a list of plain items: hosts, names, numbers
+        return all(is_plain(item) for item in value.split(",") if item.strip())
     return bool(
         _NUMBER.fullmatch(value)
+        or _HOST.fullmatch(value)
         or _WORDS.fullmatch(value)
         or _NAMES.fullmatch(value)
         or _PATH.fullmatch(value)
@@ -79,6 +85,12 @@ def is_placeholder(value: str) -> bool:
         or squeezed.startswith("your")  # your-api-key-here
         or any(word in squeezed for word in ("changeme", "example", "placeholder", "dummy"))
     )
+
+
+def is_code_name(value: str) -> bool:
+    """True for a name as code writes one (``snake_case`` with an underscore, ``UPPER_CASE``, an
+    attribute chain): a field, a variable or a setting named, not a secret."""
+    return bool(_NAMES.fullmatch(value))
 
 
 def is_identifier_words(value: str) -> bool:
