@@ -78,3 +78,10 @@ def test_code_and_output_around_a_known_secret_stay_as_they_are() -> None:
         "sha 3f786850e387550fdab836ed7e6dc881de23001b uuid 123e4567-e89b-12d3-a456-426614174000\n"
     )
     assert Redactor([SECRET, "hunter2-Extra9"])(text) == text
+
+
+def test_a_secret_encoded_alone_goes_whole_padding_and_all() -> None:
+    redactor = Redactor([SECRET])
+    for encode in (base64.b64encode, base64.b32encode):
+        alone = encode(SECRET.encode()).decode()
+        assert redactor(f"({alone})") == f"({MARKER})", alone

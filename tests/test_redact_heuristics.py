@@ -47,7 +47,9 @@ def test_a_long_random_run_is_masked_anywhere() -> None:
         'password=os.environ["DB_PASSWORD"]',
         "token: Optional[str] = None",
         'token == "AbC123xYz789QwEr"',  # a comparison, not an assignment
+        'leak = " session_token=" + UNKNOWN["session_token"]',  # a string built in code
         "max_tokens=4096",
+        "credentials.json: FileNotFoundError",
         'password_hash = "pbkdf2_sha256$260000$abc$def123XYZ"',  # the key says it is a hash
         'expected_token_sha = "3f786850e387550fdab836ed7e6dc881de23001b"',
         'token = "<your-token>"',

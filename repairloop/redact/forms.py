@@ -61,14 +61,16 @@ def _escaped(value: str) -> Set[str]:
 def encodings(value: str) -> List[str]:
     """The forms of a secret value that text may carry, longest first: itself and escaped
     (``_escaped``), hex (both cases), base64 (standard and URL-safe) and base32 (both cases) at each
-    byte offset it can have inside a longer encoded text, reversed, and rot13. Forms shorter than
+    byte offset it can have inside a longer encoded text and encoded alone (padding and all),
+    reversed, and rot13. Forms shorter than
     MIN_SECRET_CHARS are left out."""
     raw = value.encode("utf-8")
     forms = _escaped(value) | {raw.hex(), raw.hex().upper(), value[::-1]}
     forms.add(codecs.encode(value, "rot13"))
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        forms |= _cores(raw, encode, 6, 3)
-    for core in _cores(raw, base64.b32encode, 5, 5):
+        forms |= _cores(raw, encode, 6, 3) | {encode(raw).decode("ascii")}
+    whole32 = base64.b32encode(raw).decode("ascii")  # encoded alone, its last character goes too
+    for core in _cores(raw, base64.b32encode, 5, 5) | {whole32}:
         forms |= {core, core.lower()}
     return sorted((f for f in forms if len(f) >= MIN_SECRET_CHARS), key=lambda f: (-len(f), f))
 

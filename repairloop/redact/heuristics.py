@@ -28,8 +28,9 @@ from repairloop.redact.shapes import looks_assigned_secret, looks_random
 _ASSIGNED = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.\-]*?(?:{SECRET_WORDS})[A-Za-z0-9_.\-]*)"
     r"[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*"
-    # quoted: anything to the closing quote on the line; bare: to a space, quote, bracket, "&"...
-    r"(?:[bru]{0,2}(?P<q>[\"'])(?P<quoted>[^\"'\n]{8,512})(?P=q)"
+    # quoted: to the closing quote, without white space (``"x=" + y[...]`` is code, not a value);
+    # bare: to a space, quote, bracket, "&"...
+    r"(?:[bru]{0,2}(?P<q>[\"'])(?P<quoted>[^\"'\s]{8,512})(?P=q)"
     r"|(?P<bare>[^\s\"'`,;(){}\[\]<>|&]{8,512}))"
 )
 _RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{32,}={0,2}(?![A-Za-z0-9+/=_\-])")

@@ -26,11 +26,13 @@ _WORD = r"(?:[a-z]+|[A-Z]+|[A-Z][a-z]+)"
 # Words in one case or capitalised, joined by spaces or separators: localhost, Europe/Berlin, INFO,
 # config.settings.local, sk-no-key. No digit: a digit is what most passwords add to a word.
 _WORDS = re.compile(rf"{_WORD}(?:[ ._\-/:]+{_WORD})*")
-# Names in code: snake_case with an underscore, UPPER_CASE, an attribute chain (settings.API_KEY,
-# os.environ, self.password_field).
+# Names in code: snake_case with an underscore, UPPER_CASE, CamelCase of words of three letters or
+# more (FileNotFoundError; random text like Zq8pL2mVx7 is not), an attribute chain
+# (settings.API_KEY, os.environ, self.password_field).
 _IDENT = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|(?:[A-Z][a-z0-9]+)+)"
 _NAMES = re.compile(
-    rf"_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|{_IDENT}(?:\.{_IDENT})+"
+    rf"_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|(?:[A-Z][a-z]{{2,}}[0-9]*)+"
+    rf"|{_IDENT}(?:\.{_IDENT})+"
 )
 # Hosts with a port, addresses and versions: db:5432, 127.0.0.1, 1.2.3.
 _HOST = re.compile(r"[A-Za-z0-9.\-]+:[0-9]{1,5}|v?[0-9]+(?:\.[0-9]+){1,3}")
