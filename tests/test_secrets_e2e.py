@@ -160,7 +160,12 @@ def run(
             + ["--api-base", srv.base_url, "--no-builtin", "--json"],
             capture_output=True,
             text=True,
-            env={**env, "NO_COLOR": "1", "REPAIRLOOP_SANDBOX": "bwrap"},
+            env={
+                **env,
+                "NO_COLOR": "1",
+                "REPAIRLOOP_SANDBOX": "bwrap",
+                "REPAIRLOOP_ALLOW_CAPABILITIES": "*",  # they prove the redaction, not the guards
+            },
             cwd=tmp_path,
             timeout=300,
         )
