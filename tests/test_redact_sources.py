@@ -25,7 +25,8 @@ def test_the_password_of_every_url_is_masked_whatever_it_holds() -> None:
         ("mongodb+srv://u:m0ng0%2Fpw@cluster0.example.net/db", "m0ng0%2Fpw"),
     ):
         masked = redact(f"connecting to {url} failed", [])
-        assert password not in masked and "[REDACTED:url-password]@" in masked, masked
+        expected = url.replace(f":{password}@", ":[REDACTED:url-password]@")
+        assert masked == f"connecting to {expected} failed", masked
 
 
 def test_the_password_of_a_url_in_any_variable_is_a_known_secret_in_every_form() -> None:

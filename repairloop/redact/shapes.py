@@ -103,12 +103,13 @@ def is_identifier_words(value: str) -> bool:
 def looks_assigned_secret(value: str) -> bool:
     """True for a value that, assigned to a secret-looking name, is taken for a secret: at least 8
     characters, not plain (``is_plain``) nor a placeholder, and of at least ASSIGNED_LIMIT bits of
-    entropy per character."""
+    entropy per character (HEX_LIMIT for a hex string: a hex key under a key name is common)."""
+    limit = HEX_LIMIT if re.fullmatch(r"[0-9a-fA-F]+", value) else ASSIGNED_LIMIT
     return (
         len(value) >= 8
         and not is_plain(value)
         and not is_placeholder(value)
-        and entropy(value) >= ASSIGNED_LIMIT
+        and entropy(value) >= limit
     )
 
 
