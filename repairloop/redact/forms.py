@@ -26,6 +26,9 @@ from repairloop.redact.names import MIN_SECRET_CHARS
 # ``E`` at the start of each line of an error message (``E       rest of the value``).
 _RUNS = re.compile(r"\\[nrt]|^[ \t]*E(?=[ \t])|([A-Za-z0-9]+)", re.M)
 _ALNUM = re.compile(r"[^A-Za-z0-9]+")
+MAX_GRAM_TEXT = (
+    20_000  # characters: above, a set of every 8-character piece costs more than it saves
+)
 
 
 def _cores(raw: bytes, encode: Callable[[bytes], bytes], bits: int, block: int) -> Set[str]:
@@ -114,11 +117,13 @@ class Squeezed:
     def spans(self, form: str) -> List[Tuple[int, int]]:
         """``(start, end)`` slices of the original text where ``form``'s characters stand, in
         order."""
-        if self._grams is None:  # every 8 characters in a row: most forms are out at one look
-            size = MIN_SECRET_CHARS
+        size = MIN_SECRET_CHARS
+        if self._grams is None and len(self.text) <= MAX_GRAM_TEXT:
+            # every 8 characters in a row of a short text (a journal's fields, a message): most
+            # forms are out at one look; a long text is searched as it is
             self._grams = {self.text[i : i + size] for i in range(len(self.text) - size + 1)}
         found: List[Tuple[int, int]] = []
-        if form[:MIN_SECRET_CHARS] not in self._grams:
+        if self._grams is not None and form[:size] not in self._grams:
             return found
         at = self.text.find(form)
         while at >= 0:
