@@ -71,3 +71,16 @@ def test_a_long_random_run_is_masked_anywhere() -> None:
 )
 def test_code_hashes_and_identifiers_stay_readable(text: str) -> None:
     assert redact(text, []) == text
+
+
+@pytest.mark.parametrize("unit", ["ab_", "a.b-", "token_", "x.y:"])
+def test_a_long_run_of_name_characters_costs_linear_time(unit: str) -> None:
+    """A key or a URL scheme found by an unbounded pattern made 10,000 such characters take
+    seconds (quadratic); bounded, 60,000 take a blink (10 s is the most a loaded machine may
+    need)."""
+    import time
+
+    text = unit * (60_000 // len(unit))
+    started = time.monotonic()
+    assert redact(text, ["a-known-Secret-42"]) == text
+    assert time.monotonic() - started < 10

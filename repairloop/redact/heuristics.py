@@ -25,8 +25,11 @@ import re
 from repairloop.redact.names import SECRET_WORDS, is_secret_key
 from repairloop.redact.shapes import looks_assigned_secret, looks_random
 
+# The key starts where a word starts and is at most 40 characters either side of its secret word:
+# an unbounded key would make a long run of name characters cost quadratic time.
 _ASSIGNED = re.compile(
-    rf"(?i)(?<![A-Za-z0-9])(?P<key>[A-Za-z0-9_.\-]*?(?:{SECRET_WORDS})[A-Za-z0-9_.\-]*)"
+    rf"(?i)(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]{{0,40}}?(?:{SECRET_WORDS})"
+    r"[A-Za-z0-9_.\-]{0,40})"
     r"[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*"
     # quoted: to the closing quote, without white space (``"x=" + y[...]`` is code, not a value);
     # bare: to a space, quote, bracket, "&"...

@@ -9,8 +9,13 @@ from typing import Callable, List, Pattern, Tuple
 # scheme://user:password@host, of any scheme, the user possibly empty (redis://:pw@host), after
 # detect-secrets' BasicAuthDetector. The password runs to the last "@" before the host, so one
 # holding an "@" written as it is goes whole; it stops at a "/" (RFC 3986 has it percent-encoded
-# there) and at a quote or white space. Groups: 1 the user, 2 the password, 3 the host.
-URL_PASSWORD = r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://([^/\s:@\"']*):([^/\s\"']+)@([^/\s:?#@\"']*)"
+# there) and at a quote or white space. Groups: 1 the user, 2 the password, 3 the host. The scheme
+# starts where a word starts and has at most 41 characters (postgresql+psycopg2 has 19): unbounded,
+# a long run of dotted words would cost quadratic time.
+URL_PASSWORD = (
+    r"(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{0,40}://"
+    r"([^/\s:@\"']*):([^/\s\"']+)@([^/\s:?#@\"']*)"
+)
 
 # (kind, pattern, group to replace: 0 the whole match, 1 the value after a kept prefix).
 FORMATS: Tuple[Tuple[str, str, int], ...] = (
