@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-# What redaction puts where a secret was (``redact.py``): "[REDACTED]" or "[REDACTED:<kind>]".
+# What redaction (``repairloop.redact``) puts where a secret was: "[REDACTED]" or
+# "[REDACTED:<kind>]".
 # Masked text is never content: a candidate or a patch that adds it is refused (``patch.guards``,
 # ``--apply``).
 REDACTION_MARKER = "[REDACTED"

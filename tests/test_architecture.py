@@ -421,7 +421,6 @@ ROOT_MODULES = {
     "__init__.py",
     "__main__.py",
     "errors.py",
-    "redact.py",
     "textutil.py",
     "py.typed",
     "defaults.toml",

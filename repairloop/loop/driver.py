@@ -37,7 +37,7 @@ from repairloop.loop.chain import check_cost_limit, warm_up
 from repairloop.loop.resume import Recorded
 from repairloop.loop.session import ConfirmApply, Session
 from repairloop.loop.suite import RunnerFactory, TestSuite
-from repairloop.redact import Redactor, redact_record, secret_values
+from repairloop.redact import Redactor, project_secrets, redact_record, secret_values
 from repairloop.runner import default_test_command
 from repairloop.settings import Settings, model_chain
 from repairloop.types import (
@@ -48,6 +48,7 @@ from repairloop.types import (
     RunResult,
     RunStopped,
     TestReport,
+    matches_globs,
 )
 from repairloop.workspace import (
     Workspace,
@@ -235,7 +236,7 @@ def _open_journal(
     recorded: Optional[Recorded],
 ) -> Journal:
     """The run's journal, its first event written: the start of a new run or a resume."""
-    journal = Journal(run_dir_for(project, run_id), redact=run_redactor(settings, environ))
+    journal = Journal(run_dir_for(project, run_id), redact=run_redactor(settings, project, environ))
     if recorded is None:
         journal.record(
             StartEvent(
@@ -250,15 +251,18 @@ def _open_journal(
     return journal
 
 
-def run_redactor(settings: Settings, environ: Mapping[str, str]) -> Redactor:
+def run_redactor(settings: Settings, project: Path, environ: Mapping[str, str]) -> Redactor:
     """Secrets stay home: the redactor every journal line, run file and prompt goes through
-    (``redact``): the secret-looking variables' values, and the key under ``api_key_env`` whatever
-    its name."""
+    (``redact``): the secret-looking variables' values and the passwords of URLs in any variable,
+    the key under ``api_key_env`` whatever its name, and the secrets of the project's own files
+    (its ``.env`` files, the literals its code gives to secret-looking names; test files aside),
+    read from ``project``, the user's tree, now."""
     secrets = secret_values(environ)
     if settings.api_key_env and environ.get(
         settings.api_key_env
     ):  # a key under a name that looks harmless
         secrets.append(environ[settings.api_key_env])
+    secrets += project_secrets(project, lambda rel: matches_globs(rel, settings.test_globs))
     return Redactor(secrets)
 
 
@@ -352,5 +356,5 @@ def classify_project(
             )
             failures = with_flaky(failures, found)
     # What classify prints (--json too) is redacted like everything else that leaves a run.
-    failures = redact_record(failures, Redactor(secret_values(environ)))
+    failures = redact_record(failures, run_redactor(settings, project, environ))
     return report, failures, overall_kind(failures)

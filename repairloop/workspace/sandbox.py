@@ -44,26 +44,8 @@ from pathlib import Path
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.types import SandboxStatus
+from repairloop.workspace.credential_stores import credential_stores
 
-# Credential stores under $HOME that candidate code has no business reading (what the
-# common tools document as their credential files); each is replaced by an empty one.
-HIDDEN_IN_HOME = (
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".docker",
-    ".gnupg",
-    ".kube",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-    ".config/hub",
-    ".local/share/keyrings",
-    ".password-store",
-)
 # Runs the command with memory (KiB of address space) and file-size (512-byte blocks,
 # POSIX sh) limits; `exec` keeps the command's exit status and signals as they are.
 _LIMITS = 'ulimit -v {mem} && ulimit -f {fsize} && exec "$@"'
@@ -85,7 +67,7 @@ class SandboxPolicy:
     disk_mb: int = 2048
     hidden: Tuple[
         Path, ...
-    ] = ()  # trees shown empty (the user's repository), besides HIDDEN_IN_HOME
+    ] = ()  # trees shown empty (the user's repository), besides the credential stores
     readable: Tuple[
         Path, ...
     ] = ()  # kept readable inside a hidden tree or /tmp (the project's virtualenvs)
@@ -229,17 +211,16 @@ def program_path(argv: Sequence[str]) -> List[str]:
 
 
 def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Path]:
-    """Existing credential stores under ``$HOME``, the CI runner's own files, and ``trees`` (files
-    or directories; never ``/`` or ``$HOME`` itself).
+    """Existing credential stores (``credential_stores``: under ``$HOME``, and where the
+    environment's variables put them), the CI runner's own files, and ``trees`` (files or
+    directories; never ``/`` or ``$HOME`` itself).
 
     The runner's files: ``$RUNNER_TEMP`` on GitHub Actions (the event, the step's output and
     environment files, a checkout's persisted credentials). Which places hold secrets is a list, so
     a heuristic: the README says so.
     """
-    paths: List[Path] = []
     home = env.get("HOME") or ""
-    if home and Path(home).is_dir() and Path(home) != Path("/"):
-        paths += [Path(home) / rel for rel in HIDDEN_IN_HOME if os.path.lexists(Path(home) / rel)]
+    paths: List[Path] = credential_stores(env)
     runner = [Path(env["RUNNER_TEMP"])] if os.path.isabs(env.get("RUNNER_TEMP") or "") else []
     for tree in [*trees, *runner]:
         under_tmp = Path("/tmp") in tree.parents  # /tmp is private in the sandbox anyway
