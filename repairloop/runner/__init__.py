@@ -211,26 +211,38 @@ def run_tests(
             output_limit=output_limit,
             pass_fds=channels.hand_over(),
         )
-        piped_results, piped_junit = channels.collect()
         if junit_path is not None and (junit_path.is_symlink() or not within(junit_path, root)):
             junit_path = None  # turned into a link out of the tree while the tests ran: never read
-        # The pipes, when the plugin spoke through them; the files only for a pytest that
-        # inherited no descriptor (one a Python launcher such as tox started).
-        results_file, witness = (
-            (piped_results, piped_junit)
-            if channels.used
-            else (scratch.results_file, scratch.witness)
-        )
-        plugin = read_plugin_results(results_file, root)
-        report = assemble(final, done, plugin, junit_path, root, timeout)
-        report = witnessed(report, plugin, witness, root, is_pytest_command(command))
-        if channels.distrust and report.complete:
-            report = replace(report, distrust=channels.distrust)  # the cause, when both
+        report = _judged(final, done, (scratch, channels), junit_path, root, timeout)
         data = scratch.coverage_data()
         if data is not None:
             scratch.keep_coverage = True
             report = replace(report, coverage_file=str(data))
         return report
+
+
+def _judged(
+    final: Union[Sequence[str], str],
+    done: ProcessResult,
+    received: Tuple["_Scratch", Channels],
+    junit_path: Optional[Path],
+    root: Path,
+    timeout: Optional[float],
+) -> TestReport:
+    """The run's TestReport from what its channels carried (``runner.channel``), or from the
+    result files when the plugin did not speak through them (a pytest that a Python launcher such
+    as tox started inherits no descriptor); witnessed, and distrusted when the channels say so."""
+    scratch, channels = received
+    piped_results, piped_junit = channels.collect()
+    results_file, witness = (
+        (piped_results, piped_junit) if channels.used else (scratch.results_file, scratch.witness)
+    )
+    plugin = read_plugin_results(results_file, root)
+    report = assemble(final, done, plugin, junit_path, root, timeout)
+    report = witnessed(report, plugin, witness, root, is_pytest_command(final))
+    if channels.distrust and report.complete:
+        report = replace(report, distrust=channels.distrust)  # the cause, when both
+    return report
 
 
 def remove_bytecode(root: Path) -> List[str]:
