@@ -86,3 +86,29 @@ def test_candidate_code_reads_no_store_in_the_sandbox(home: Path, tmp_path: Path
     assert ".pgpass" in message and ".bash_history" in message  # the test did look
     for rel, text in STORES.items():
         assert text not in message, rel
+
+
+def test_a_store_that_is_a_symbolic_link_is_hidden_where_it_leads(tmp_path: Path) -> None:
+    home = Path("/var/tmp") / f"rl-home-{uuid.uuid4().hex[:8]}"
+    try:
+        (home / "dotfiles" / "ssh").mkdir(parents=True)
+        (home / "dotfiles" / "ssh" / "id_ed25519").write_text("ssh-key-behind-a-link-16")
+        (home / ".ssh").symlink_to(home / "dotfiles" / "ssh")
+        root = tmp_path / "proj"
+        (root / "tests").mkdir(parents=True)
+        (root / "tests" / "test_read.py").write_text(
+            "import os\n\n\ndef test_read():\n"
+            "    path = os.path.expanduser('~/.ssh/id_ed25519')\n"
+            "    try:\n        shown = open(path).read()\n"
+            "    except OSError as err:\n        shown = type(err).__name__\n"
+            "    assert False, 'read: ' + shown\n"
+        )
+        init_repo(root)
+        environ = {**os.environ, "HOME": str(home)}
+        suite = suites.TestSuite.for_project(
+            Settings(sandbox="bwrap"), root, environ, lambda: 120.0
+        )
+        message = suite.run(root).results[0].message or ""
+        assert "read: " in message and "ssh-key-behind-a-link-16" not in message
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

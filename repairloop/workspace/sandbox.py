@@ -221,6 +221,13 @@ def hidden_paths(env: Mapping[str, str], trees: Sequence[Path] = ()) -> List[Pat
     """
     home = env.get("HOME") or ""
     paths: List[Path] = credential_stores(env)
+    # A store that is a symbolic link (a dotfile manager's ``~/.ssh -> ~/dotfiles/ssh``) is hidden
+    # where it leads, when that is inside $HOME: bwrap would follow the link, and hiding a
+    # system directory a link names (``/etc/...``) could break the tests.
+    for store in list(paths):
+        target = store.resolve() if store.is_symlink() else None
+        if target is not None and home and Path(home) in target.parents and target.exists():
+            paths.append(target)
     runner = [Path(env["RUNNER_TEMP"])] if os.path.isabs(env.get("RUNNER_TEMP") or "") else []
     for tree in [*trees, *runner]:
         under_tmp = Path("/tmp") in tree.parents  # /tmp is private in the sandbox anyway
