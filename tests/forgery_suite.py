@@ -72,10 +72,11 @@ def load_bug(name: str) -> Bug:
     return Bug(name, spec["imports"], spec["probe"], spec["right"], spec["failing"])
 
 
-def load_forgeries() -> List[Forgery]:
-    """Every case of the suite, by name."""
+def load_forgeries(folder: str = "cases") -> List[Forgery]:
+    """Every case of the suite (``cases/``), by name; ``controls/`` holds two forgeries the
+    README's rules name outright, which any run must stop (they show a refusal is seen)."""
     found = []
-    for case in sorted((SUITE / "cases").iterdir()):
+    for case in sorted((SUITE / folder).iterdir()):
         meta = json.loads((case / "meta.json").read_text(encoding="utf-8"))
         answer = (case / "answer.md").read_text(encoding="utf-8")
         found.append(
