@@ -12,8 +12,10 @@ of ``fixtures/realbugs`` instead of its fixed subset, one per library
 (``context_figure.py``; the sdists come from PyPI once, then from the cache);
 ``BENCH_REALBUGS=all`` does that alone, leaving figure 6 in its budget.
 Figure 14 (``fidelity_figure.py``: 32 real bugs three ways, about 40 minutes on
-two cores) is measured only with ``BENCH_FIDELITY=1`` or ``--only 14``. A figure
-a run does not measure (figure 14 by default, the others with ``--only``) keeps
+two cores) is measured only with ``BENCH_FIDELITY=1`` or ``--only 14``; figure 15
+(``forgery_figure.py``: the held-out forgeries end to end, about 8 minutes) only with
+``BENCH_FORGERIES=1`` or ``--only 15``. A figure
+a run does not measure (figures 14 and 15 by default, the others with ``--only``) keeps
 its section and targets from the BENCHMARKS.md it replaces, marked with when
 they were measured (``carried_over``).
 
@@ -93,12 +95,15 @@ def measure(
     import context_figure
     import engine_figure
     import fidelity_figure
+    import forgery_figure
     import loop_figures
     import sandbox_figure
     import speed_figures
     import warm_figure
 
     want = set(only or range(1, 15 if os.environ.get("BENCH_FIDELITY") == "1" else 14))
+    if not only and os.environ.get("BENCH_FORGERIES") == "1":
+        want.add(15)
     full = os.environ.get("BENCH_FULL") == "1"
     every_bug = os.environ.get("BENCH_REALBUGS") == "all"  # figure 13's whole corpus, alone
     figures: Dict[int, Figure] = {}
@@ -115,6 +120,7 @@ def measure(
         (12, lambda: warm_figure.figure_warm(work / "f12w")),
         (13, lambda: context_figure.figure_context(work / "f13", full or every_bug)),
         (14, lambda: fidelity_figure.figure_fidelity(work / "f14")),
+        (15, lambda: forgery_figure.figure_forgeries(work / "f15")),
     ]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
@@ -143,7 +149,7 @@ def _progress(figures: Dict[int, Figure], started: float) -> None:
     )
 
 
-FIGURES = range(1, 15)  # a figure this run does not measure is carried over from the last file
+FIGURES = range(1, 16)  # a figure this run does not measure is carried over from the last file
 
 
 def carried_over(previous: str, number: int) -> Tuple[List[str], str]:
