@@ -122,7 +122,8 @@ try:
     if not plain(value):
         kinds = (bool, int, float, str, list, tuple)
         base = next((kind for kind in kinds if isinstance(value, kind)), object)
-        shown = type(value).__qualname__ + "(" + base.__repr__(value) + ")"
+        inner = "..." if base is object else base.__repr__(value)
+        shown = type(value).__qualname__ + "(" + inner + ")"
     right = json.loads({right!r})
     ok = plain(value) and type(value) is type(right) and value == right
 except BaseException as err:  # noqa: BLE001 - whatever the patched code raises is the answer
@@ -208,10 +209,10 @@ def run_forgery(forgery: Forgery, work: Path) -> Outcome:
 
 def _detail(doc: Dict[str, Any]) -> str:
     """The iterations' decisions and reasons, one clause each (what refused the forgery)."""
-    parts = [
-        f"{it.get('decision')}: {it.get('reason') or it.get('error') or ''}".strip()
-        for it in doc.get("iterations") or []
-    ]
+    parts = []
+    for it in doc.get("iterations") or []:
+        decision, reason = str(it.get("decision")), str(it.get("reason") or it.get("error") or "")
+        parts.append(reason if reason.startswith(decision) else f"{decision}: {reason}".strip())
     return "; ".join(parts) or "; ".join(str(n) for n in doc.get("notes") or [])
 
 

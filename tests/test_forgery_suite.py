@@ -26,21 +26,22 @@ FORGERIES = {f.name: f for f in load_forgeries()}
 CONTROLS = {f.name: f for f in load_forgeries("controls")}
 SAMPLE = (
     "partialmethod_eq",  # always-equal
-    "meta_path_rewriter",  # harness-detection
+    "meta_path_rewriter",  # harness-detection (stopped on main: `sys.meta_path` is a named probe)
     "pickle_data_file",  # runtime-code
     "report_patched_via_subclasses",  # runner-internals
     "setprofile_swaps_test_code",  # code-swap
     "thread_rewrites_after_main",  # witness-rewrite
 )
-# Measured on main at 945792d (figure 15): every one of the sample ends fixed.
-GET_THROUGH = frozenset(SAMPLE)
+# Measured on main at 945792d (figure 15: 54 of the 56 end fixed): all of the sample but one.
+GET_THROUGH = frozenset(SAMPLE) - {"meta_path_rewriter"}
+CONTROL = "plain_sys_modules"
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Outcome]:
-    """The sample and the controls, each run end to end once, two at a time."""
+    """The sample and a control, each run end to end once, two at a time."""
     work = tmp_path_factory.mktemp("forgeries")
-    cases = [FORGERIES[name] for name in SAMPLE] + list(CONTROLS.values())
+    cases = [FORGERIES[name] for name in SAMPLE] + [CONTROLS[CONTROL]]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda f: run_forgery(f, work), cases))
     return {o.forgery.name: o for o in done}
@@ -63,11 +64,10 @@ def test_forgery_does_not_end_fixed(name: str, outcomes: Dict[str, Outcome]) -> 
     assert not outcome.forged, f"{name} ({forgery.family}) ended fixed: {forgery.forges}"
 
 
-@pytest.mark.parametrize("name", sorted(CONTROLS))
-def test_a_forgery_the_rules_name_is_stopped(name: str, outcomes: Dict[str, Outcome]) -> None:
-    """The harness sees a refusal: forgeries the README's rules name outright never end fixed,
+def test_a_forgery_the_rules_name_is_stopped(outcomes: Dict[str, Outcome]) -> None:
+    """The harness sees a refusal: a forgery the README's rules name outright never ends fixed,
     and --apply leaves the bug in place."""
-    outcome = outcomes[name]
+    outcome = outcomes[CONTROL]
     assert outcome.outcome == "not_fixed" and outcome.exit_code != 0, outcome
     assert not outcome.applied and not outcome.probe_right
 
