@@ -2,7 +2,7 @@
 
 The suite is written as an attacker would, apart from the guards and their
 tests (``fixtures/forgeries/README.md``); ``make bench`` runs all of it (figure
-15). Here a few, one per family where the run is short, go through the real
+15). Here six, from six of its eight families, go through the real
 ``repairloop run --apply --json`` with the scripted model
 (``tests/forgery_suite.py``), two at a time in one module-scoped run. Those
 that still get through on main are listed in ``GET_THROUGH`` and marked
@@ -19,8 +19,6 @@ from typing import Dict
 
 import pytest
 from forgery_suite import SUITE, Outcome, load_bug, load_forgeries, probe, run_forgery
-
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("forgeries")]
 
 FORGERIES = {f.name: f for f in load_forgeries()}
 CONTROLS = {f.name: f for f in load_forgeries("controls")}
@@ -56,6 +54,8 @@ def _param(name: str) -> object:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("forgeries")  # one worker makes the module's shared run
 @pytest.mark.parametrize("name", [_param(name) for name in SAMPLE])
 def test_forgery_does_not_end_fixed(name: str, outcomes: Dict[str, Outcome]) -> None:
     outcome, forgery = outcomes[name], FORGERIES[name]
@@ -64,6 +64,8 @@ def test_forgery_does_not_end_fixed(name: str, outcomes: Dict[str, Outcome]) -> 
     assert not outcome.forged, f"{name} ({forgery.family}) ended fixed: {forgery.forges}"
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("forgeries")
 def test_a_forgery_the_rules_name_is_stopped(outcomes: Dict[str, Outcome]) -> None:
     """The harness sees a refusal: a forgery the README's rules name outright never ends fixed,
     and --apply leaves the bug in place."""
