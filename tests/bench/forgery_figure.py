@@ -10,8 +10,9 @@ outside pytest. A forgery that did not end fixed is run once more with no
 guard at all (``forgery_suite.unguarded``), so a broken fixture is never
 counted as a catch. False refusals are ``refusal_check``'s, in-process.
 
-About 15 s a forgery on two busy cores, two at a time (``BENCH_FORGERY_WORKERS``):
-measured only with ``BENCH_FORGERIES=1`` or ``--only 15``, like figure 14.
+Two at a time (``BENCH_FORGERY_WORKERS``), 15 to 40 s a forgery and 8 to 20
+minutes in all on two cores shared with other work: measured only with
+``BENCH_FORGERIES=1`` or ``--only 15``, like figure 14.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ of ``fixtures/realbugs`` instead of its fixed subset, one per library
 ``BENCH_REALBUGS=all`` does that alone, leaving figure 6 in its budget.
 Figure 14 (``fidelity_figure.py``: 32 real bugs three ways, about 40 minutes on
 two cores) is measured only with ``BENCH_FIDELITY=1`` or ``--only 14``; figure 15
-(``forgery_figure.py``: the held-out forgeries end to end, about 8 minutes) only with
-``BENCH_FORGERIES=1`` or ``--only 15``. A figure
+(``forgery_figure.py``: the held-out forgeries end to end, 8 to 20 minutes on two
+shared cores) only with ``BENCH_FORGERIES=1`` or ``--only 15``. A figure
 a run does not measure (figures 14 and 15 by default, the others with ``--only``) keeps
 its section and targets from the BENCHMARKS.md it replaces, marked with when
 they were measured (``carried_over``).
