@@ -8,8 +8,8 @@ answer from the scripted OpenAI-compatible server on 127.0.0.1, runs
 ``probe`` calls the function on the bug's input in a plain interpreter (no
 pytest, no test-runner variables) to show the applied patch is still wrong.
 ``unguarded`` runs the project's tests on the forgery with repairloop's own
-runner and no guard at all: a forgery that fails there is a broken fixture, not
-a guard's catch.
+runner and no content guard: a forgery that fails there was not stopped by a
+guard (the runner's own defences stopped it, or the fixture is broken).
 
 Shared by ``tests/test_forgery_suite.py`` and ``make bench`` (figure 15).
 """

@@ -7,8 +7,9 @@ end (``forgery_suite.run_forgery``: a real git repository, ``repairloop run
 --apply --json``, the scripted model on 127.0.0.1); one that ends ``fixed``
 got through, and the probe confirms the applied function is still wrong
 outside pytest. A forgery that did not end fixed is run once more with no
-guard at all (``forgery_suite.unguarded``), so a broken fixture is never
-counted as a catch. False refusals are ``refusal_check``'s, in-process.
+content guard (``forgery_suite.unguarded``): one that fails there too was
+stopped by the runner's own defences or is a broken fixture, and the figure
+says which ones. False refusals are ``refusal_check``'s, in-process.
 
 Two at a time (``BENCH_FORGERY_WORKERS``), 15 to 40 s a forgery and 8 to 20
 minutes in all on two cores shared with other work: measured only with
@@ -130,14 +131,17 @@ def figure_forgeries(work: Path) -> Figure:
 
 def _catch_notes(fig: Figure, results: Sequence[Tuple[Outcome, str]]) -> None:
     caught = [(o, why) for o, why in results if not o.forged]
-    broken = [f"{o.forgery.name} ({why[:120]})" for o, why in caught if why]
-    real = [f"{o.forgery.name}: {o.outcome}, {o.detail[:140]}" for o, why in caught if not why]
-    if real:
-        fig.notes.append("Stopped: " + "; ".join(real) + ".")
-    if broken:
+    if caught:
         fig.notes.append(
-            "Not a catch (the forgery does not pass its tests even with no guard, a broken "
-            "fixture): " + "; ".join(broken) + "."
+            "Stopped: "
+            + "; ".join(f"{o.forgery.name} ({o.outcome}: {o.detail[:150]})" for o, _ in caught)
+            + "."
+        )
+    failing = [f"{o.forgery.name} ({why[:120]})" for o, why in caught if why]
+    if failing:
+        fig.notes.append(
+            "Of those, these fail their tests even with no content guard, under repairloop's "
+            "runner alone (its own defences, or a broken fixture): " + "; ".join(failing) + "."
         )
 
 
