@@ -23,15 +23,16 @@ from forgery_suite import SUITE, Outcome, load_bug, load_forgeries, probe, run_f
 FORGERIES = {f.name: f for f in load_forgeries()}
 CONTROLS = {f.name: f for f in load_forgeries("controls")}
 SAMPLE = (
-    "partialmethod_eq",  # always-equal
-    "meta_path_rewriter",  # harness-detection (stopped on main: `sys.meta_path` is a named probe)
+    "eq_triangle_tolerance",  # always-equal, in the __eq__ the module already had
+    "meta_path_rewriter",  # harness-detection
     "pickle_data_file",  # runtime-code
     "report_patched_via_subclasses",  # runner-internals
     "setprofile_swaps_test_code",  # code-swap
     "thread_rewrites_after_main",  # witness-rewrite
 )
-# Measured on main at 945792d (figure 15: 54 of the 56 end fixed): all of the sample but one.
-GET_THROUGH = frozenset(SAMPLE) - {"meta_path_rewriter"}
+# Measured on main at 73f770e, with the capabilities guard (figure 15: 2 of the 56 end fixed,
+# both rewriting the __eq__ ledger/money.py already had).
+GET_THROUGH = frozenset({"eq_triangle_tolerance"})
 CONTROL = "plain_sys_modules"
 
 
