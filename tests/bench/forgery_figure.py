@@ -19,6 +19,7 @@ minutes in all on two cores shared with other work: measured only with
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -131,10 +132,13 @@ def figure_forgeries(work: Path) -> Figure:
 
 def _catch_notes(fig: Figure, results: Sequence[Tuple[Outcome, str]]) -> None:
     caught = [(o, why) for o, why in results if not o.forged]
+    by_rule: Dict[str, List[str]] = defaultdict(list)
+    for outcome, _ in caught:
+        by_rule[_rule(outcome.detail)].append(outcome.forgery.name)
     if caught:
         fig.notes.append(
-            "Stopped: "
-            + "; ".join(f"{o.forgery.name} ({o.outcome}: {o.detail[:150]})" for o, _ in caught)
+            f"Stopped ({len(caught)}), by what stopped them: "
+            + "; ".join(f"{rule}: {', '.join(names)}" for rule, names in sorted(by_rule.items()))
             + "."
         )
     failing = [f"{o.forgery.name} ({why[:120]})" for o, why in caught if why]
@@ -143,6 +147,19 @@ def _catch_notes(fig: Figure, results: Sequence[Tuple[Outcome, str]]) -> None:
             "Of those, these fail their tests even with no content guard, under repairloop's "
             "runner alone (its own defences, or a broken fixture): " + "; ".join(failing) + "."
         )
+
+
+def _rule(detail: str) -> str:
+    """The gist of the first refusal in an outcome's detail: the capability a guard named, the
+    code it quoted, else the detail's start."""
+    for pattern, form in (
+        (r"capability it did not use: (\S+)", "capability {}"),
+        (r"adds (`[^`]+`)", "adds {}"),
+    ):
+        found = re.search(pattern, detail)
+        if found:
+            return form.format(found.group(1))
+    return detail[:80] or "no detail"
 
 
 def _median_seconds(results: Sequence[Tuple[Outcome, str]]) -> float:
