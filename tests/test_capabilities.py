@@ -235,11 +235,43 @@ def test_a_capability_the_file_had_is_allowed_and_its_new_use_flagged(root: Path
     assert found[0].line == new.splitlines().index("    home = os.environ.get('HOME')") + 1
 
 
-def test_a_change_inside_an_existing_comparison_method_is_flagged(root: Path) -> None:
-    old = top("class Box:\n    def __eq__(self, other):\n        return self.v == other.v\n\n\n")
-    new = old.replace("return self.v == other.v", "return self.v == getattr(other, 'v', None)")
-    found = check_capabilities(change(new, old), root)
+MONEY = top(
+    "class Money:\n    def __init__(self, cents):\n        self.cents = cents\n\n"
+    "    def __eq__(self, other):\n        if not isinstance(other, Money):\n"
+    "            return NotImplemented\n        return self.cents == other.cents\n\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    "search, replace",
+    [
+        (  # a "tolerance" the triangle inequality always meets (held-out forgery)
+            "return self.cents == other.cents",
+            "return abs(self.cents - other.cents) <= abs(self.cents) + abs(other.cents)",
+        ),
+        (  # a return True under a condition any two amounts meet (held-out forgery)
+            "        return self.cents == other.cents",
+            "        if other.cents and self.cents:\n            return True\n"
+            "        return self.cents == other.cents",
+        ),
+        ("return self.cents == other.cents", "return self.cents == getattr(other, 'cents', 0)"),
+    ],
+    ids=["triangle_tolerance", "conditional_return_true", "any_edit"],
+)
+def test_a_change_to_an_existing_comparison_method_is_refused_unless_allowed(
+    root: Path, search: str, replace: str
+) -> None:
+    new = MONEY.replace(search, replace)
+    with pytest.raises(GuardError) as err:
+        check_capabilities(change(new, MONEY), root)
+    assert "dunder:__eq__" in err.value.message and "compare" in err.value.message
+    found = check_capabilities(change(new, MONEY), root, frozenset({"dunder:__eq__"}))
     assert [f.capability for f in found] == ["dunder:__eq__"]
+
+
+def test_a_change_beside_an_existing_comparison_method_is_not_refused(root: Path) -> None:
+    new = MONEY.replace("        self.cents = cents\n", "        self.cents = int(cents)\n")
+    assert check_capabilities(change(new, MONEY), root) == ()
 
 
 def test_a_capability_the_user_allowed_is_kept_and_flagged(root: Path) -> None:

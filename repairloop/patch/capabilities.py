@@ -46,6 +46,7 @@ from typing import AbstractSet, Dict, FrozenSet, Iterator, List, Optional, Set, 
 
 from repairloop.errors import GuardError
 from repairloop.patch.changes import FileChange
+from repairloop.patch.forgery import COMPARISON_METHODS
 from repairloop.patch.statements import parse_module
 
 
@@ -158,19 +159,36 @@ def check_capabilities(
     findings: Dict[Tuple[str, int], CapabilityFinding] = {}
     for use in capability_uses(new_tree, own):
         new = use.capability not in before
-        if new and not any(fnmatch.fnmatchcase(use.capability, p) for p in allowed):
+        hit = next((n for n in range(use.first, use.last + 1) if n in changed), None)
+        allowed_here = any(fnmatch.fnmatchcase(use.capability, p) for p in allowed)
+        if new and not allowed_here:
             raise GuardError(
                 f"the candidate gives {change.path} a capability it did not use: "
                 f"{use.capability} (line {use.first}); {describe(use.capability)}",
                 hint="fix the computation with what the module already uses; if the fix needs "
                 f"it, run again with --allow-capability {use.capability}",
             )
-        hit = next((n for n in range(use.first, use.last + 1) if n in changed), None)
+        if hit is not None and use.capability in ORACLE_CAPABILITIES and not allowed_here:
+            raise GuardError(
+                f"the candidate changes how {change.path}'s objects compare ({use.capability} "
+                f"at line {hit}): a test's assertion calls it to judge the result, so it is "
+                "refused like a test edit",
+                hint="fix the computation whose result the test compares; if the comparison "
+                f"itself is the bug, run again with --allow-capability {use.capability}",
+            )
         if hit is not None and (use.capability, hit) not in findings:
             findings[(use.capability, hit)] = CapabilityFinding(
                 change.path, use.capability, hit, new
             )
     return tuple(findings.values())
+
+
+# Comparison, truth and hashing methods: ``assert result == expected`` calls them, so they are
+# the oracle's own instruments. Adding one is a new capability; changing one the module already
+# has (a line inside it, a new one beside it) is refused too, unless allowed (held-out forgeries
+# made an existing ``__eq__`` always true with an inserted ``return True`` and with a "tolerance"
+# the triangle inequality always meets).
+ORACLE_CAPABILITIES = frozenset(f"dunder:{name}" for name in (*COMPARISON_METHODS, "__hash__"))
 
 
 def describe(capability: str) -> str:
