@@ -168,6 +168,38 @@ ATTACKS: Dict[str, Tuple[str, str]] = {
         "dunder:__setattr__",
     ),
     "warnings_silenced": (top("import warnings\n"), "import:warnings"),
+    # a new user's trial: the stack walked from a generator's frame, no import or dunder needed
+    "generator_frame_walk": (
+        body(
+            "    probe = (x for x in [None])\n    frame = probe.gi_frame\n"
+            "    while frame.f_back is not None:\n        frame = frame.f_back\n"
+            "    return items[-n:] if frame.f_code else items\n"
+        ),
+        "introspection",
+    ),
+    "runner_globals_from_a_frame": (
+        body(
+            "    frame = (x for x in [0]).gi_frame\n"
+            "    report = frame.f_globals.get('TestReport')\n    return report or items\n"
+        ),
+        "introspection",
+    ),
+    "builtins_from_a_frame": (
+        body(
+            "    run = (x for x in [0]).gi_frame.f_builtins['ev' + 'al']\n"
+            "    return run and items[-n:]\n"
+        ),
+        "introspection",
+    ),
+    "formatter_field_with_a_computed_name": (
+        top("import string\n")
+        + "\n\nFIELD = string.Formatter().get_field('0.' + '_' * 2 + 'class' + '_' * 2, [1], {})\n",
+        "computed_attribute",
+    ),
+    "format_string_built_at_run_time": (
+        body("    shown = ('{0.' + 'real' + '}').format(n)\n    return shown and items[-n:]\n"),
+        "computed_attribute",
+    ),
     "subprocess": (top("import subprocess\n"), "import:subprocess"),
 }
 
@@ -210,6 +242,7 @@ def test_each_rewording_needs_a_capability_and_is_refused(name: str, root: Path)
         ),
         top("def walk(dir):\n    return dir + '/__init__.py'\n\n\n"),
         top("if __name__ == '__main__':\n    print(last_n([1], 1))\n"),
+        body("    label = '{}-{}'.format(n, len(items))\n    return label and items[-n:]\n"),
     ],
     ids=[
         "plain",
@@ -220,6 +253,7 @@ def test_each_rewording_needs_a_capability_and_is_refused(name: str, root: Path)
         "literal_hasattr",
         "shadowed_builtin_and_init_py",
         "main_guard",
+        "literal_format",
     ],
 )
 def test_ordinary_fixes_need_no_capability(new: str, root: Path) -> None:
@@ -267,6 +301,17 @@ def test_a_change_to_an_existing_comparison_method_is_refused_unless_allowed(
     assert "dunder:__eq__" in err.value.message and "compare" in err.value.message
     found = check_capabilities(change(new, MONEY), root, frozenset({"dunder:__eq__"}))
     assert [f.capability for f in found] == ["dunder:__eq__"]
+
+
+def test_a_hash_beside_an_existing_eq_restores_hashing_and_is_no_capability(root: Path) -> None:
+    """isodate 0.5.4 (010f421) made Duration hashable again by adding ``__hash__`` beside its
+    ``__eq__``: a real fix, refused in a trial."""
+    new = MONEY.replace(
+        "        return self.cents == other.cents\n",
+        "        return self.cents == other.cents\n\n    def __hash__(self):\n"
+        "        return hash(self.cents)\n",
+    )
+    assert check_capabilities(change(new, MONEY), root) == ()
 
 
 def test_a_change_beside_an_existing_comparison_method_is_not_refused(root: Path) -> None:

@@ -99,6 +99,19 @@ FILE_METHODS = words(
     "read_text read_bytes write_text write_bytes open touch unlink mkdir rmdir symlink_to "
     "hardlink_to iterdir"
 )
+# Attributes of frames, code objects, generators, coroutines and tracebacks: with any of them code
+# walks the call stack to the test runner's globals and builtins (a trial reached pytest's
+# ``TestReport`` from ``(x for x in ()).gi_frame.f_back``), so each is the ``introspection``
+# capability, whatever object it is read from.
+FRAME_ATTRIBUTES = words(
+    "gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await ag_frame ag_code f_back f_globals "
+    "f_locals f_builtins f_code f_trace f_lasti f_lineno tb_frame tb_next tb_lasti co_name "
+    "co_qualname co_filename co_code co_consts co_names co_varnames co_firstlineno co_flags "
+    "func_globals"
+)
+# Calls that read attributes by a field name inside a format string (``"{0.__class__}"``): with a
+# format string that is not a literal, the name is computed.
+FORMAT_CALLS = words("format format_map vformat get_field get_value")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _DUNDER = re.compile(r"__[A-Za-z]\w*?__")
 
@@ -202,6 +215,8 @@ def describe(capability: str) -> str:
         return f"{name}() runs code, reads the interpreter's namespaces or reads files"
     if kind == "files":
         return "it reads or writes files"
+    if kind == "introspection":
+        return "frame, code and traceback attributes walk the call stack to the test runner"
     return "it reaches an attribute or builds a class by a name computed at run time"
 
 
@@ -259,6 +274,7 @@ class _Finder:
         self.locals = _bound_names(tree)
         self.docstrings = _docstrings(tree)
         self.called: Set[int] = set()  # ids of getattr/attrgetter names that are a call's func
+        self.restoring = _hash_beside_eq(tree)
 
     def uses(self) -> Iterator[CapabilityUse]:
         for node in ast.walk(self.tree):
@@ -299,8 +315,11 @@ class _Finder:
             yield from _dunders(node.attr, node)
             if node.attr in NAME_GETTERS and id(node) not in self.called:
                 yield _use("computed_attribute", node)
+            if node.attr in FRAME_ATTRIBUTES:
+                yield _use("introspection", node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield from _dunders(node.name, node)
+            if id(node) not in self.restoring:
+                yield from _dunders(node.name, node)
         elif isinstance(node, ast.keyword) and node.arg:
             yield from _dunders(node.arg, node.value)
         elif isinstance(node, ast.alias):
@@ -325,6 +344,9 @@ class _Finder:
             yield _use("computed_attribute", node)
         elif name in FILE_METHODS and isinstance(func, ast.Attribute):
             yield _use("files", node)
+        elif name in FORMAT_CALLS and isinstance(func, ast.Attribute):
+            if not _literal(func.value) or name in ("vformat", "get_field", "get_value"):
+                yield _use("computed_attribute", node)
 
     def _name(self, node: ast.Name) -> Iterator[CapabilityUse]:
         yield from _dunders(node.id, node)
@@ -339,6 +361,19 @@ class _Finder:
         elif node.id in (ATTRIBUTE_BUILTINS | NAME_GETTERS) and id(node) not in self.called:
             if node.id not in self.locals:
                 yield _use("computed_attribute", node)
+
+
+def _hash_beside_eq(tree: ast.Module) -> FrozenSet[int]:
+    """Ids of ``__hash__`` methods of classes that define ``__eq__``: defining ``__eq__`` sets
+    ``__hash__`` to None, and a fix that makes such objects hashable again (isodate's
+    ``Duration.__hash__``, 0.5.4) gives the class no new power over how it compares."""
+    found: Set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            methods = {s.name: s for s in node.body if isinstance(s, ast.FunctionDef)}
+            if "__eq__" in methods and "__hash__" in methods:
+                found.add(id(methods["__hash__"]))
+    return frozenset(found)
 
 
 def _use(capability: str, node: ast.AST) -> CapabilityUse:
