@@ -36,6 +36,8 @@ LEAKS: Dict[str, Callable[[str], str]] = {
     "joined by dashes": lambda v: "-".join(v),
     "joined by commas": lambda v: ",".join(v),
     "halves joined by a plus": lambda v: v[:9] + " + " + v[9:],
+    "upper case": lambda v: v.upper(),  # a trial: a value shown by .upper() leaked
+    "lower case": lambda v: v.lower(),
 }
 
 
@@ -85,3 +87,11 @@ def test_a_secret_encoded_alone_goes_whole_padding_and_all() -> None:
     for encode in (base64.b64encode, base64.b32encode):
         alone = encode(SECRET.encode()).decode()
         assert redactor(f"({alone})") == f"({MARKER})", alone
+
+
+def test_the_variable_that_names_the_key_variable_is_no_secret() -> None:
+    """``REPAIRLOOP_API_KEY_ENV=STUB_KEY`` names where the key is; masking ``STUB_KEY`` made the
+    console say "environment without REPAIRLOOP_API_KEY_ENV, [REDACTED]" (a trial)."""
+    from repairloop.redact import is_secret_name
+
+    assert not is_secret_name("REPAIRLOOP_API_KEY_ENV") and is_secret_name("STUB_KEY")

@@ -65,10 +65,12 @@ def encodings(value: str) -> List[str]:
     """The forms of a secret value that text may carry, longest first: itself and escaped
     (``_escaped``), hex (both cases), base64 (standard and URL-safe) and base32 (both cases) at each
     byte offset it can have inside a longer encoded text and encoded alone (padding and all),
-    reversed, and rot13. Forms shorter than
+    reversed, rot13, and in upper and lower case (``.upper()`` of a value in a message). Forms
+    shorter than
     MIN_SECRET_CHARS are left out."""
     raw = value.encode("utf-8")
     forms = _escaped(value) | {raw.hex(), raw.hex().upper(), value[::-1]}
+    forms |= {value.upper(), value.lower()}
     forms.add(codecs.encode(value, "rot13"))
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         forms |= _cores(raw, encode, 6, 3) | {encode(raw).decode("ascii")}

@@ -10,7 +10,8 @@ from repairloop.redact.known_formats import url_passwords
 MIN_SECRET_CHARS = 8
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|_PAT$|DSN", re.I)
 # Names that look secret by the rule above but are not: the shell's working directories.
-NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
+# ``REPAIRLOOP_API_KEY_ENV`` holds the *name* of the variable with the key, not a key.
+NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "REPAIRLOOP_API_KEY_ENV"})
 # Words that make a key in code, configuration or output name a secret (``password = ...``,
 # ``"api_key": ...``, ``X-Auth-Token: ...``, ``--client-secret=...``), after the keyword lists of
 # detect-secrets' KeywordDetector and gitleaks' generic-api-key rule. Heuristic.
