@@ -29,9 +29,10 @@ Capability names (what ``--allow-capability`` takes):
 
 What is structural and what is a list: the comparison of two syntax trees is structural (a
 reworded construct is still the same node kind), and so is "a name not written as a literal".
-The pure modules, the ordinary dunders and the capability builtins are lists, reviewed here; a
-capability reached through the project's own modules (a helper that already calls
-``getattr``) is not seen, since the project's code is the project's. Stdlib only.
+The pure modules, the ordinary dunders, the capability builtins and the frame attributes are
+lists, reviewed in ``capability_lists.py``; a capability reached through the project's own
+modules (a helper that already calls ``getattr``) is not seen, since the project's code is the
+project's. Stdlib only.
 """
 
 from __future__ import annotations
