@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import difflib
 import textwrap
+from pathlib import Path
 from typing import List, Tuple
 
+from repairloop.localise import localise
+from repairloop.propose.builtin import BuiltinProposer
 from repairloop.propose.builtin.edits import apply_edits
+from repairloop.propose.builtin.hints import family_boosts
 from repairloop.propose.builtin.mutate import mutate_source
+from repairloop.types import TestFiles, TestOutcome, TestReport, TestResult
 
 
 def changes(code: str, line: int, operator: str) -> List[Tuple[List[str], List[str]]]:
@@ -170,3 +175,28 @@ def test_repeat_edit_applies_one_edit_to_every_line_that_reads_the_same() -> Non
     """
     found = changes(code, 4, "repeat_edit")
     assert (["return round(total, 3)"] * 2, ["return round(total, 2)"] * 2) in found
+
+
+def test_a_target_that_hung_at_the_baseline_gets_a_short_candidate_timeout(tmp_path: Path) -> None:
+    hung = TestReport(
+        ("pytest",),
+        1,
+        results=(
+            TestResult("t.py::a", TestOutcome.FAILED, duration=8.0, exc_type="plugin.Timeout"),
+            TestResult("t.py::b", TestOutcome.FAILED, duration=8.0, exc_type="plugin.Timeout"),
+            TestResult("t.py::ok", TestOutcome.PASSED, duration=0.01),
+        ),
+        seconds=16.5,
+    )
+    engine = BuiltinProposer(
+        localiser=localise,
+        project_root=tmp_path,
+        run_tests=lambda *a: hung,
+        test_files=TestFiles(("tests/*",)),
+        candidate_timeout=10.0,
+    )
+    plan = engine._make_plan(hung, ("t.py::a", "t.py::b"))
+    # not 3x the 16 s the hangs took: a candidate that keeps the hang is stopped after 5 s
+    assert plan.target_timeout == 5.0 and plan.probe_timeout == 5.0
+    assert plan.probe == ("t.py::a",)
+    assert family_boosts(hung, ("t.py::a", "t.py::b"))["insert_break"] > 1.0
