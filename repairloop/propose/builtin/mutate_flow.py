@@ -32,6 +32,11 @@ _STOPS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *_LOO
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
 _HAND_ON = frozenset({"append", "add", "extend", "appendleft"})
 MAX_TWINS = 3  # other lines per edit
+# The wide families (every other name in scope, every nearby statement) are not repeated: they
+# would double the candidates of every line that has a twin, for a shape no real fix showed.
+_NOT_REPEATED = frozenset(
+    {"wrong_variable", "wrong_attribute", "insert_statement", "delete_statement"}
+)
 MIN_TWIN_CHARS = 12  # `return root` twice is a coincidence, not a copied bug
 
 
@@ -133,7 +138,7 @@ def twin_mutations(model: FileModel, found: List[Mutation]) -> List[Mutation]:
     out: List[Mutation] = []
     for m in found:
         line = m.line
-        if src.line_of(m.end) != line or "\n" in m.replacement:
+        if m.operator in _NOT_REPEATED or src.line_of(m.end) != line or "\n" in m.replacement:
             continue
         text = src.line_text(line)
         lines = _lines_by_text(model).get(_normal(text), [])

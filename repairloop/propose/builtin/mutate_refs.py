@@ -22,6 +22,7 @@ Three shapes the identifier families miss, each a ManySStuBs4J / PySStuBs patter
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from typing import Dict, Iterator, List, Tuple
 
@@ -32,7 +33,7 @@ from repairloop.propose.builtin.mutation import Mutation, alt_weight
 _CONSTANT_NAME = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 MAX_CONSTANTS = 4  # per read: a module of fifty constants must not add fifty candidates
-MAX_METHODS = 6
+MAX_METHODS = 4
 
 
 def module_constants(model: FileModel) -> Dict[str, ast.Assign]:
@@ -141,11 +142,14 @@ def self_callable(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     if not isinstance(fn, _FUNCS):
         return
     params = fn.args.posonlyargs + fn.args.args
-    if not params or params[0].arg != "self" or node.func.id in model.local_vars(node):
+    name = node.func.id
+    if not params or params[0].arg != "self" or name in model.local_vars(node):
         return
+    if hasattr(builtins, name) or name[:1].isupper():
+        return  # `len(x)` or `Parser(x)`: a builtin or a class is not a method that lost `self.`
     start, end = model.source.span(node.func)
-    for method, weight in _method_choices(model, node, node.func.id):
-        what = f"`{node.func.id}()` -> `self.{method}()`"
+    for method, weight in _method_choices(model, node, name):
+        what = f"`{name}()` -> `self.{method}()`"
         yield make(
             model,
             "self_callable",
