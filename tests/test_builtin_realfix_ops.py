@@ -94,6 +94,25 @@ def test_self_callable_calls_a_method_where_a_module_function_is_called() -> Non
     assert not any("self.image(" in line for lines in found for line in lines)  # no recursion
 
 
+def test_self_callable_in_a_module_function_taking_self_offers_what_its_kind_calls() -> None:
+    """mistune's renderer plug-ins: module-level functions whose ``self`` is the renderer."""
+    code = """
+    class Directive:
+        def parse(self, m):
+            return self.parse_title(m), self.parse_options(m), self.parse_content(m)
+
+
+    def render_figure(self, src):
+        return self.safe_url(src)
+
+
+    def render_image(self, src):
+        return '<img src="' + escape_text(src) + '">'
+    """
+    found = added(code, 12, "self_callable")
+    assert found == [["return '<img src=\"' + self.safe_url(src) + '\">'"]]
+
+
 def test_add_clause_adds_the_missing_lower_bound_and_nearby_comparisons() -> None:
     code = """
     def item_at(items, index, limit):

@@ -25,7 +25,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.mutate_ops import make
 from repairloop.propose.builtin.mutate_stmts import indent_of, line_offset, whole_lines
-from repairloop.propose.builtin.mutation import FAMILY_PRIORS, Mutation, alt_weight
+from repairloop.propose.builtin.mutation import FAMILY_PRIORS, Mutation
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _STOPS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *_LOOPS)
@@ -160,7 +160,7 @@ def twin_mutations(model: FileModel, found: List[Mutation]) -> List[Mutation]:
         for a, b in edits:
             pieces += [src.text[cursor:a], m.replacement]
             cursor = b
-        prior = round(m.prior * FAMILY_PRIORS["repeat_edit"] * alt_weight(0), 6)
+        prior = round(m.prior * FAMILY_PRIORS["repeat_edit"], 6)
         what = f"{m.description} on lines {', '.join(str(n) for n in sorted([line, *others]))}"
         # ``line`` stays the suspicious line: the search weighs an edit by who runs that line.
         new = "".join(pieces)

@@ -9,8 +9,9 @@ Three shapes the identifier families miss, each a ManySStuBs4J / PySStuBs patter
   after every local, so on a busy function the constant never comes up;
 * ``constant_value`` ("change numeric literal", at its definition): a read of a
   module-level integer constant (``DIGITS = 6``) changes the definition by one.
-  The definition runs at import, so coverage never ranks its line; the read is
-  where the failing tests point;
+  The definition runs at import for every test, so it ranks with every other
+  module-level line and, in a long module, past the lines the engine mutates;
+  the read is where the failing tests point;
 * ``self_callable`` ("wrong function name", with a receiver): a plain call
   ``escape(x)`` in a method (any function whose first parameter is ``self``)
   becomes ``self.<m>(x)``, for ``m`` a method of the class or an attribute the
@@ -101,18 +102,23 @@ def constant_value(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
         yield make(model, "constant_value", start, end, str(new), 1.0 - 0.1 * k, what)
 
 
-def _self_called(model: FileModel) -> Tuple[str, ...]:
-    """Attribute names the file calls on ``self`` (``self.safe_url(...)``), sorted."""
-    key = ("self_called", 0)
+def _self_called(model: FileModel, owner: str) -> Tuple[str, ...]:
+    """Attribute names the file calls on ``self`` (``self.safe_url(...)``) in the methods of class
+    ``owner`` ("" : in module-level functions that take a ``self``, like mistune's renderer
+    plug-ins), sorted: there ``self`` is the same kind of object."""
+    key = ("self_called:" + owner, 0)
     if key not in model.memo:
-        names = {
-            n.func.attr
-            for n in ast.walk(model.source.tree)
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and isinstance(n.func.value, ast.Name)
-            and n.func.value.id == "self"
-        }
+        names = set()
+        for n in ast.walk(model.source.tree):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+            ):
+                cls = model.class_of(n)
+                if (cls.name if cls is not None else "") == owner:
+                    names.add(n.func.attr)
         model.memo[key] = tuple(sorted(names))
     return model.memo[key]  # type: ignore[return-value]
 
@@ -120,7 +126,8 @@ def _self_called(model: FileModel) -> Tuple[str, ...]:
 def _method_choices(model: FileModel, call: ast.Call, name: str) -> List[Tuple[str, float]]:
     owner = model.class_of(call)
     table = model.methods.get(owner.name, {}) if owner is not None else {}
-    names = {n for n, sig in table.items() if sig.accepts(call)} | set(_self_called(model))
+    called = _self_called(model, owner.name if owner is not None else "")
+    names = {n for n, sig in table.items() if sig.accepts(call)} | set(called)
     names.discard("__init__")
     names.discard(getattr(model.function_of(call), "name", ""))  # recursion is wrap_call's
     bare = name.lstrip("_")
