@@ -263,3 +263,72 @@ def _checks(
     )
     edits = sum(bool(r["edits_tests"]) for way in finished for r in finished[way])
     fig.checks.append(Check("no patch edits a test", str(edits), edits == 0))
+
+
+# --- the offline engine alone on real bugs (figure 14's engine column, or a subset) ------------
+
+
+def engine_on_realbugs(
+    names: Sequence[str], work: Path, checkout: Path, workers: int = 2
+) -> List[Row]:
+    """Figure 14's offline-engine way alone: each real bug of ``names`` (from both corpora)
+    materialised as its repository has it and repaired by ``python -m repairloop run --json``
+    with no model, ``--max-iterations 3`` and 120 s, the repairloop of ``checkout`` (its
+    directory on ``PYTHONPATH``: measure an older checkout with the same script). Rows of
+    ``name``, ``outcome``, ``seconds``, ``detail``; ``workers`` cases at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import fidelity_figure as ff
+    import realbugs
+    from context_figure import cli_json, loop_test_cmd, why_not_fixed
+
+    known = {c.name: c for c in realbugs.load_cases() + realbugs.load_cases(ff.HELDOUT)}
+    env = {**ff.child_env(), "PYTHONPATH": str(checkout)}
+
+    def one(name: str) -> Row:
+        case = known[name]
+        project = realbugs.materialise(case, work / name / "engine")
+        ff.as_in_its_repository(project)
+        argv = [sys.executable, "-m", "repairloop", "run", str(project), "--max-iterations", "3"]
+        argv += ["--timeout", f"{ff.ENGINE_TIMEOUT:.0f}", "--test-cmd"]
+        argv += [loop_test_cmd(case.test_cmd), "--json"]
+        began = time.perf_counter()
+        summary, err = cli_json(argv, project, env, ff.ENGINE_TIMEOUT)
+        seconds = time.perf_counter() - began
+        outcome = str(summary.get("outcome") or "error")
+        return {
+            "name": name,
+            "outcome": outcome,
+            "seconds": seconds,
+            "detail": why_not_fixed(summary, err)[:200],
+        }
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, names))
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python tests/bench/engine_figure.py realbugs [--checkout DIR] [CASE ...]``: the engine
+    alone on real bugs (default: figure 14's cases), one JSON row per line on stdout."""
+    import tempfile
+
+    args = list(argv)
+    if not args or args[0] != "realbugs":
+        raise SystemExit(main.__doc__)
+    args = args[1:]
+    checkout = Path(__file__).resolve().parents[2]
+    if args[:1] == ["--checkout"]:
+        checkout, args = Path(args[1]).resolve(), args[2:]
+    if not args:
+        import fidelity_figure
+
+        args = list(fidelity_figure.FIDELITY_CASES)
+    with tempfile.TemporaryDirectory(prefix="engine-realbugs-") as tmp:
+        for row in engine_on_realbugs(args, Path(tmp), checkout):
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]  # tests/: for fidelity_figure
+    raise SystemExit(main(sys.argv[1:]))

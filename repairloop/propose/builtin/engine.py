@@ -48,6 +48,8 @@ from repairloop.types import (
 )
 
 PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
+# Seconds for a candidate's failing tests when some hung at the baseline: a fix passes them at once.
+HUNG_TARGETS_TIMEOUT = 5.0
 NO_BUDGET_BASELINE_TIMEOUT = (
     900.0  # seconds for the localisation run when the run has no time budget
 )
@@ -246,7 +248,7 @@ class BuiltinProposer:
         group: Tuple[str, ...] = (),
         targeted_run: Tuple[str, ...] = (),
     ) -> ValidationPlan:
-        """Timeouts: ``candidate_timeout``, but at least 3x what the baseline needed.
+        """Timeouts from ``_timeouts``.
 
         When the failing tests took over ``PROBE_SECONDS`` together (hangs stopped by a
         per-test timeout, slow tests) and share one root cause (no targets outside
@@ -267,18 +269,35 @@ class BuiltinProposer:
             and set(targets) <= set(group or targets)
         ):
             probe = (min(targets, key=lambda t: (durations.get(t, 0.0), t)),)
+        target_timeout, probe_timeout = self._timeouts(report, targeted_run or targets, probe)
         return ValidationPlan(
             targets=targets,
             group=group,
             allowed_failing=allowed,
-            target_timeout=max(self.candidate_timeout, 3.0 * target_seconds),
+            target_timeout=target_timeout,
             suite_timeout=max(self.candidate_timeout, 3.0 * report.seconds),
             probe=probe,
             targeted_run=targeted_run,
-            probe_timeout=max(self.candidate_timeout, 3.0 * durations.get(probe[0], 0.0))
-            if probe
-            else 0.0,
+            probe_timeout=probe_timeout,
         )
+
+    def _timeouts(
+        self, report: TestReport, run: Tuple[str, ...], probe: Tuple[str, ...]
+    ) -> Tuple[float, float]:
+        """(seconds for a candidate's failing tests, for its probe; 0.0 without one):
+        ``candidate_timeout``, but at least 3x what they took at the baseline. A test that hung
+        there (a per-test ``Timeout``) counts as taking no time and the floor drops to
+        ``HUNG_TARGETS_TIMEOUT``: a candidate that leaves the hang in is stopped soon, so the
+        search still reaches the edit that ends the loop."""
+        durations = {r.test_id: r.duration for r in report.results}
+        hung = {r.test_id for r in report.results if (r.exc_type or "").endswith("Timeout")}
+        floor = self.candidate_timeout
+        if hung & (set(run) | set(probe)):
+            durations = {t: (0.0 if t in hung else d) for t, d in durations.items()}
+            floor = min(floor, HUNG_TARGETS_TIMEOUT)
+        need = sum(durations.get(t, 0.0) for t in run)
+        probe_need = sum(durations.get(t, 0.0) for t in probe)
+        return max(floor, 3.0 * need), (max(floor, 3.0 * probe_need) if probe else 0.0)
 
     def _reserve(self, deadline: Optional[float], seconds: Optional[float]) -> Optional[float]:
         """Leave the loop time to validate our answer (about one baseline run, at most a

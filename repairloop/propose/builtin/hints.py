@@ -31,7 +31,18 @@ SYMPTOMS: Tuple[Tuple[str, str, Dict[str, float]], ...] = (
         r"",
         {"comparison": 1.2, "negate_condition": 1.2, "off_by_one": 1.2, "swap_arguments": 1.2},
     ),
-    ("Timeout", r"", {"insert_update": 1.3, "comparison": 1.2, "boolean_operator": 1.2}),
+    # A loop that never ends: a missing update or `break`, a wrong bound or a step that stays put.
+    (
+        "Timeout",
+        r"",
+        {
+            "insert_update": 1.3,
+            "insert_break": 1.3,
+            "comparison": 1.2,
+            "boolean_operator": 1.2,
+            "off_by_one": 1.2,
+        },
+    ),
 )
 
 

@@ -22,6 +22,8 @@ from repairloop.propose.builtin.mutate_exprs import (
     swap_arguments,
     swap_operands,
 )
+from repairloop.propose.builtin.mutate_flow import flush_after_loop, insert_break, twin_mutations
+from repairloop.propose.builtin.mutate_guards import add_clause, clamp
 from repairloop.propose.builtin.mutate_inserts import insert_update
 from repairloop.propose.builtin.mutate_names import wrong_attribute, wrong_function, wrong_variable
 from repairloop.propose.builtin.mutate_ops import (
@@ -32,6 +34,7 @@ from repairloop.propose.builtin.mutate_ops import (
     literal_off_by_one,
     unary_operator,
 )
+from repairloop.propose.builtin.mutate_refs import constant_value, self_callable, wrong_constant
 from repairloop.propose.builtin.mutate_stmts import delete_statement, insert_statement
 from repairloop.propose.builtin.mutation import Mutation
 
@@ -54,8 +57,19 @@ EXPRESSION_OPERATORS: Tuple[Operator, ...] = (
     wrong_function,
     method_to_function,
     wrap_call,
+    add_clause,
+    self_callable,
+    clamp,
+    constant_value,
+    wrong_constant,
 )
-STATEMENT_OPERATORS: Tuple[Operator, ...] = (insert_update, delete_statement, insert_statement)
+STATEMENT_OPERATORS: Tuple[Operator, ...] = (
+    insert_update,
+    delete_statement,
+    insert_statement,
+    insert_break,
+    flush_after_loop,
+)
 
 _HEADERS = {
     ast.If: ("test",),
@@ -112,6 +126,7 @@ def mutations_at(model: FileModel, line: int) -> List[Mutation]:
     for operator in STATEMENT_OPERATORS:
         found.extend(operator(model, stmt))
     found = _boost_smells(model, stmt, found)
+    found += twin_mutations(model, found)
     seen: Set[Tuple[int, int, str]] = set()
     unique = []
     for mutation in found:  # two operators may propose the same edit: keep the first
