@@ -101,6 +101,11 @@ ATTACKS: Dict[str, Tuple[str, str]] = {
         top("import operator\n") + "\n\nPICK = operator.attrgetter(''.join(['mod', 'ules']))\n",
         "computed_attribute",
     ),
+    "attrgetter_under_an_alias": (
+        top("from operator import attrgetter as pick\n")
+        + "\n\nMODULES = pick(''.join(['mod', 'ules']))\n",
+        "computed_attribute",
+    ),
     "sys_under_an_alias": (top("import sys as _s\n"), "import:sys"),
     "os_environment_scan": (
         top("from os import environ as _e\n") + "\n\nUNDER = any('TEST' in k for k in _e)\n",

@@ -8,7 +8,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Sequence
 
 import pytest
 from conftest import init_repo
@@ -65,7 +65,9 @@ def test_the_stores_are_found_in_home_and_where_variables_point(home: Path) -> N
     assert found == expected
 
 
-def test_candidate_code_reads_no_store_in_the_sandbox(home: Path, tmp_path: Path) -> None:
+def sandboxed_reads(home: Path, tmp_path: Path, stores: Sequence[str]) -> str:
+    """The failure message of a sandboxed test that reads each of ``stores`` under ``$HOME`` and
+    shows what it got (the text, or the error)."""
     root = tmp_path / "proj"
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "test_read.py").write_text(
@@ -80,9 +82,13 @@ def test_candidate_code_reads_no_store_in_the_sandbox(home: Path, tmp_path: Path
         "    assert False, ' | '.join(shown)\n"
     )
     init_repo(root)
-    environ = {**os.environ, "HOME": str(home), "RL_STORES": ",".join(STORES)}
+    environ = {**os.environ, "HOME": str(home), "RL_STORES": ",".join(stores)}
     suite = suites.TestSuite.for_project(Settings(sandbox="bwrap"), root, environ, lambda: 120.0)
-    message = suite.run(root).results[0].message or ""
+    return suite.run(root).results[0].message or ""
+
+
+def test_candidate_code_reads_no_store_in_the_sandbox(home: Path, tmp_path: Path) -> None:
+    message = sandboxed_reads(home, tmp_path, list(STORES))
     assert ".pgpass" in message and ".bash_history" in message  # the test did look
     for rel, text in STORES.items():
         assert text not in message, rel
@@ -94,21 +100,7 @@ def test_a_store_that_is_a_symbolic_link_is_hidden_where_it_leads(tmp_path: Path
         (home / "dotfiles" / "ssh").mkdir(parents=True)
         (home / "dotfiles" / "ssh" / "id_ed25519").write_text("ssh-key-behind-a-link-16")
         (home / ".ssh").symlink_to(home / "dotfiles" / "ssh")
-        root = tmp_path / "proj"
-        (root / "tests").mkdir(parents=True)
-        (root / "tests" / "test_read.py").write_text(
-            "import os\n\n\ndef test_read():\n"
-            "    path = os.path.expanduser('~/.ssh/id_ed25519')\n"
-            "    try:\n        shown = open(path).read()\n"
-            "    except OSError as err:\n        shown = type(err).__name__\n"
-            "    assert False, 'read: ' + shown\n"
-        )
-        init_repo(root)
-        environ = {**os.environ, "HOME": str(home)}
-        suite = suites.TestSuite.for_project(
-            Settings(sandbox="bwrap"), root, environ, lambda: 120.0
-        )
-        message = suite.run(root).results[0].message or ""
-        assert "read: " in message and "ssh-key-behind-a-link-16" not in message
+        message = sandboxed_reads(home, tmp_path, [".ssh/id_ed25519"])
+        assert ".ssh/id_ed25519" in message and "ssh-key-behind-a-link-16" not in message
     finally:
         shutil.rmtree(home, ignore_errors=True)

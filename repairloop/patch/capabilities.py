@@ -265,6 +265,8 @@ class _Finder:
             yield from _dunders(node.arg, node.value)
         elif isinstance(node, ast.alias):
             yield from _dunders(node.asname or node.name.split(".")[-1], node)
+            if node.name in NAME_GETTERS and node.asname not in (None, node.name):
+                yield _use("computed_attribute", node)  # renamed, its calls are not seen
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if id(node) not in self.docstrings:
                 for name in _DUNDER.findall(node.value):
