@@ -14,8 +14,11 @@ of ``fixtures/realbugs`` instead of its fixed subset, one per library
 Figure 14 (``fidelity_figure.py``: 32 real bugs three ways, about 40 minutes on
 two cores) is measured only with ``BENCH_FIDELITY=1`` or ``--only 14``; figure 15
 (``forgery_figure.py``: the held-out forgeries end to end, 8 to 20 minutes on two
-shared cores) only with ``BENCH_FORGERIES=1`` or ``--only 15``. A figure
-a run does not measure (figures 14 and 15 by default, the others with ``--only``) keeps
+shared cores) only with ``BENCH_FORGERIES=1`` or ``--only 15``; figure 16
+(``engine_realbugs_figure.py``: the offline engine alone on figure 14's real bugs, about 30
+minutes a revision; ``BENCH_ENGINE_BEFORE=REV`` adds an older revision side by side) only with
+``BENCH_ENGINE=1`` or ``--only 16``. A figure
+a run does not measure (figures 14 to 16 by default, the others with ``--only``) keeps
 its section and targets from the BENCHMARKS.md it replaces, marked with when
 they were measured (``carried_over``).
 
@@ -94,6 +97,7 @@ def measure(
     import classify_figure
     import context_figure
     import engine_figure
+    import engine_realbugs_figure
     import fidelity_figure
     import forgery_figure
     import loop_figures
@@ -104,6 +108,8 @@ def measure(
     want = set(only or range(1, 15 if os.environ.get("BENCH_FIDELITY") == "1" else 14))
     if not only and os.environ.get("BENCH_FORGERIES") == "1":
         want.add(15)
+    if not only and os.environ.get("BENCH_ENGINE") == "1":
+        want.add(16)
     full = os.environ.get("BENCH_FULL") == "1"
     every_bug = os.environ.get("BENCH_REALBUGS") == "all"  # figure 13's whole corpus, alone
     figures: Dict[int, Figure] = {}
@@ -121,6 +127,7 @@ def measure(
         (13, lambda: context_figure.figure_context(work / "f13", full or every_bug)),
         (14, lambda: fidelity_figure.figure_fidelity(work / "f14")),
         (15, lambda: forgery_figure.figure_forgeries(work / "f15")),
+        (16, lambda: engine_realbugs_figure.figure_engine_realbugs(work / "f16")),
     ]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
@@ -149,7 +156,7 @@ def _progress(figures: Dict[int, Figure], started: float) -> None:
     )
 
 
-FIGURES = range(1, 16)  # a figure this run does not measure is carried over from the last file
+FIGURES = range(1, 17)  # a figure this run does not measure is carried over from the last file
 
 
 def carried_over(previous: str, number: int) -> Tuple[List[str], str]:
