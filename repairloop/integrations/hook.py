@@ -123,6 +123,7 @@ def _advice(result: RunResult, project: Path) -> List[str]:
             "run `repairloop run` for a longer search, or fix it by hand",
         ]
     what = "a fix" if result.outcome is Outcome.FIXED else "a partial fix"
+    left = _left_failing(result)
     if result.applied:
         return [
             f"repairloop: {failing} failing test(s); applied {what} to your working tree (not "
@@ -130,6 +131,7 @@ def _advice(result: RunResult, project: Path) -> List[str]:
             "",
             result.patch.rstrip("\n"),
             "",
+            *left,
             f"also saved as {patch_file}",
             "review it (git diff), then stage and commit it (git add -p; git commit) "
             "and push again",
@@ -145,6 +147,20 @@ def _advice(result: RunResult, project: Path) -> List[str]:
         "",
         result.patch.rstrip("\n"),
         "",
+        *left,
         f"saved as {patch_file}",
         f"apply it with: git apply {patch_file}   (or add --apply to the hook's args)",
+    ]
+
+
+def _left_failing(result: RunResult) -> List[str]:
+    """For a partial fix: the tests it leaves failing and the function they all run."""
+    if result.outcome is not Outcome.PARTIALLY_FIXED or not result.still_failing:
+        return []
+    shared = result.evidence.shared_function
+    return [
+        "still failing with it: "
+        + ", ".join(result.still_failing[:5])
+        + (f" and {len(result.still_failing) - 5} more" if len(result.still_failing) > 5 else ""),
+        *([f"they all run {shared}: the fault is likely there"] if shared else []),
     ]

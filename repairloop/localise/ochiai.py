@@ -296,6 +296,7 @@ def _from_spectra(
         functions=rank_functions(
             suspects, sources, ran_by, failing_ids, described_by_tests(failing_ids, root)
         ),
+        spectra=lines,
     )
 
 

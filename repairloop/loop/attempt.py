@@ -133,6 +133,7 @@ def _tested(
         given.failing,
         given.flaky,
         prefilter=not (proposed.proposal is not None and proposed.proposal.validated),
+        localisation=given.localisation,
     )
     stagnant = (
         checked.decision is Decision.REVERTED

@@ -26,11 +26,14 @@ def localise_now(
         )
     finally:
         if report.coverage_file:
-            data = Path(report.coverage_file)
-            if data.parent.name.startswith(
-                "repairloop-coverage-"
-            ):  # the run's own temporary directory
-                shutil.rmtree(data.parent, ignore_errors=True)
+            remove_line_data(report.coverage_file)
+
+
+def remove_line_data(data_file: str) -> None:
+    """Remove a run's per-test line data: the run's own temporary directory holding it."""
+    data = Path(data_file)
+    if data.parent.name.startswith("repairloop-coverage-"):
+        shutil.rmtree(data.parent, ignore_errors=True)
 
 
 def suspects_note(localisation: Localisation, count: int = 3) -> str:

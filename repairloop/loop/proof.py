@@ -13,16 +13,30 @@ created in the workspace, or anything else that happened there, play no part.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Sequence
+from pathlib import Path
+from typing import Callable, Dict, FrozenSet, Iterable, Mapping, Optional, Sequence, Tuple
 
 from repairloop.errors import PatchError
+from repairloop.localise.spectra import read_spectra
+from repairloop.loop.localising import remove_line_data
 from repairloop.loop.test_ids import reconciled
 from repairloop.loop.validation import ValidationSetup, untrusted_run
 from repairloop.patch import AppliedPatch, FileChange, check_guards
 from repairloop.textutil import listed
-from repairloop.types import Proof, ResultSource, TestReport, judge_run
+from repairloop.types import (
+    Flag,
+    LineKey,
+    Proof,
+    ResultSource,
+    TestFiles,
+    TestReport,
+    judge_run,
+)
 from repairloop.workspace.fingerprint import fingerprint
 from repairloop.workspace.fresh import start_copy
+
+# ``behaviour.checker``'s check: (the run's lines, its passing tests) -> flags
+BehaviourCheck = Callable[[Mapping[LineKey, FrozenSet[str]], Sequence[str]], Tuple[Flag, ...]]
 
 
 def union(changes: Iterable[FileChange]) -> AppliedPatch:
@@ -47,14 +61,16 @@ def prove(
     patch: AppliedPatch,
     claimed_fixed: Sequence[str],
     baseline_failing: Sequence[str],
+    behaviour: Optional[BehaviourCheck] = None,
 ) -> Proof:
     """Apply ``patch`` to a fresh copy of the start state and run the full suite ``final_runs``
     times.
 
     ``claimed_fixed`` must be reported passed in every run; a failure outside
-    ``baseline_failing`` means the patch broke something. Never raises for a
-    failed proof (the Proof says why); raises WorkspaceError when the copy
-    cannot be made.
+    ``baseline_failing`` means the patch broke something. With ``behaviour``
+    (``behaviour.checker``) the first run records the lines each test runs and
+    the check's flags go into the Proof. Never raises for a failed proof (the
+    Proof says why); raises WorkspaceError when the copy cannot be made.
     """
     required = setup.final_runs
     seconds = 0.0
@@ -74,16 +90,17 @@ def prove(
             with open(target, "w", encoding="utf-8", newline="") as fh:
                 fh.write(change.new_text)
         oracle = fingerprint(root, setup.guarded)
+        flags: Tuple[str, ...] = ()
         for number in range(1, required + 1):
-            report, _ = reconciled(
-                setup.suite.run(root, past_deadline=True, protect=tuple(oracle)),
-                setup.baseline_ids,
-                baseline_failing,
-            )
+            traced = behaviour is not None and number == 1
+            run = setup.suite.run(root, past_deadline=True, protect=tuple(oracle), coverage=traced)
+            report, _ = reconciled(run, setup.baseline_ids, baseline_failing)
             seconds += report.seconds
             why = untrusted_run(setup, report, root, oracle, full=True)
             if not why:
                 why = _shortfall(report, claimed_fixed, baseline_failing)
+            if traced and not why and behaviour is not None:
+                flags = _behaviour_flags(behaviour, report, root, setup.test_files)
             if why:
                 return Proof(
                     False,
@@ -93,7 +110,23 @@ def prove(
                     f"full-suite run {number} of {required}: {why}",
                     seconds,
                 )
-    return Proof(True, required, required, seconds=seconds)
+    return Proof(True, required, required, seconds=seconds, flags=flags)
+
+
+def _behaviour_flags(
+    behaviour: BehaviourCheck, report: TestReport, root: Path, test_files: TestFiles
+) -> Tuple[str, ...]:
+    """The behaviour check on ``report``'s per-test line data (read, then removed); () when the
+    run recorded none."""
+    if not report.coverage_file:
+        return ()
+    try:
+        after, _ = read_spectra(report.coverage_file, root, test_files)
+    except Exception:  # unreadable line data: nothing to compare, never a failed proof
+        return ()
+    finally:
+        remove_line_data(report.coverage_file)
+    return tuple(str(flag) for flag in behaviour(after, report.passed_ids))
 
 
 def _shortfall(

@@ -29,8 +29,11 @@ def build_result(
     """The run's RunResult from its ``state``; ``seconds`` is its wall-clock time. The patch is the
     state's ``raw_patch`` (the kept candidates' union, never the workspace's diff); what leaves the
     run is redacted once, by ``driver.drive``."""
-    notes = guard_notes(allow_test_edits, state.history) + tuple(
-        f"dropped {d}" for d in state.chain.dropped
+    proof = state.evidence.proof
+    notes = (
+        guard_notes(allow_test_edits, state.history)
+        + tuple(f"WARNING: the patch: {f}" for f in (proof.flags if proof else ()))
+        + tuple(f"dropped {d}" for d in state.chain.dropped)
     )
     return RunResult(
         run_id=run_id,

@@ -24,7 +24,7 @@ from repairloop.journal import (
     SandboxEvent,
     TestFilesEvent,
 )
-from repairloop.loop import stop
+from repairloop.loop import behaviour, partials, stop
 from repairloop.loop.apply_fix import maybe_apply
 from repairloop.loop.attempt import run_attempt
 from repairloop.loop.chain import (
@@ -256,9 +256,9 @@ class Session:
         yield PhaseStarted("localising the fault: the test suite with per-test line coverage")
         # The candidates' suite: a test that hung at the baseline hangs here too, and its lines
         # up to the short per-test limit are all the ranking needs.
-        st.localisation = localise_now(self.suite, self.ws.root, st.failing, self.test_files)
-        st.localised_at = len(st.kept_changes)
-        yield RunNote(suspects_note(st.localisation))
+        found = localise_now(self.suite, self.ws.root, st.failing, self.test_files)
+        st.set_localisation(found)
+        yield RunNote(suspects_note(found))
 
     def _prove(self, ending: Ending) -> Generator[LoopEvent, None, Ending]:
         """The proof run of a fix or partial fix (``proof.prove``); the stop policy has the last
@@ -270,9 +270,9 @@ class Session:
             Outcome.FIXED,
             Outcome.PARTIALLY_FIXED,
         )
-        st.evidence = Evidence(
-            plausible=plausible, flags=flags, partial=ending.outcome is Outcome.PARTIALLY_FIXED
-        )
+        partial = ending.outcome is Outcome.PARTIALLY_FIXED
+        shared = partials.shared_by_left(st.localisation, st.failing) if partial else ""
+        st.evidence = Evidence(plausible, flags=flags, partial=partial, shared_function=shared)
         st.raw_patch = (
             self.ws.diff_of({c.path: c.new_text for c in patch.changes}) if patch.changes else None
         )
@@ -282,14 +282,11 @@ class Session:
         yield PhaseStarted(
             f"proving the patch on a fresh copy of the start state ({runs} full-suite run(s))"
         )
-        proof = prove(
-            replace(self.setup.validation, suite=self.proof_suite),
-            patch,
-            st.fixed_tests,
-            st.baseline_failing,
-        )
+        check = behaviour.checker(st.start_localisation, patch, self.test_files)
+        validation = replace(self.setup.validation, suite=self.proof_suite)
+        proof = prove(validation, patch, st.fixed_tests, st.baseline_failing, check)
         self.journal.record(ProofEvent(proof=proof))
-        st.evidence = replace(st.evidence, proof=proof)
+        st.evidence = replace(st.evidence, proof=proof, flags=st.evidence.flags + proof.flags)
         yield RunNote("proof run: " + ("held" if proof.passed else f"failed: {proof.detail}"))
         return stop.proven(ending, proof.passed, proof.detail)
 

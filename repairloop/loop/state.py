@@ -60,6 +60,7 @@ class RunState:
     raw_patch: Optional[str] = None
     localisation: Optional[Localisation] = None  # for the code after ``localised_at`` kept changes
     localised_at: int = -1
+    start_localisation: Optional[Localisation] = None  # for the start state (the behaviour check)
 
     @property
     def fixed_tests(self) -> Tuple[str, ...]:
@@ -85,6 +86,12 @@ class RunState:
             refused=self.refused,
             interrupted=self.interrupted,
         )
+
+    def set_localisation(self, found: Localisation) -> None:
+        """The fault localisation for the code as it is now (after every kept change so far)."""
+        self.localisation, self.localised_at = found, len(self.kept_changes)
+        if not self.kept_changes:
+            self.start_localisation = found
 
     def set_failures(self, failures: Tuple[Failure, ...]) -> None:
         """The baseline's failures as classified (what a blocking ending reports, too)."""

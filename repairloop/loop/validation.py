@@ -21,6 +21,7 @@ from typing import Callable, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from repairloop.classify import classify_report
 from repairloop.journal import Journal
+from repairloop.loop.partials import misses_shared_fault
 from repairloop.loop.prefilter import JournalledWarm, WarmSlot
 from repairloop.loop.test_ids import moved_note, reconciled, unmatched
 from repairloop.patch import AppliedPatch, GuardPolicy
@@ -28,6 +29,7 @@ from repairloop.types import (
     Decision,
     Failure,
     InterpreterQuery,
+    Localisation,
     ResultSource,
     TestFiles,
     TestReport,
@@ -148,6 +150,7 @@ def validate(
     failing: Tuple[str, ...],
     flaky: Sequence[str],
     prefilter: bool = True,
+    localisation: Optional[Localisation] = None,
 ) -> Checked:
     """Write ``applied`` into the workspace, judge it, keep it or revert it.
 
@@ -155,8 +158,9 @@ def validate(
     so a candidate that fixes none of them costs no full run; without it (a
     candidate whose whole suite already passed in the proposer's own copy,
     ``Proposal.validated``) only the fresh full run is paid. Either way the
-    fresh full run alone decides "kept". Raises WorkspaceError when the
-    workspace cannot be written or restored.
+    fresh full run alone decides "kept"; a partial fix that does not reach the fault all
+    failing tests share (``partials``, on ``localisation``, the code's before ``applied``) is
+    reverted. Raises WorkspaceError when the workspace cannot be written or restored.
     """
     ws = setup.workspace
     warm = setup.warm_process() if prefilter else None
@@ -166,6 +170,11 @@ def validate(
         oracle = fingerprint(ws.root, setup.guarded)  # the candidate's own (allowed) edits included
         targeted = _Targeted(warm, tuple(c.path for c in applied.changes)) if prefilter else None
         checked = _judge(setup, failing, flaky, oracle, targeted)
+        missed = checked.decision is Decision.KEPT and misses_shared_fault(
+            localisation, applied, failing, checked.failing, setup.test_files
+        )
+        if missed:
+            checked = replace(checked, decision=Decision.REVERTED, reason=missed, failing=failing)
     except BaseException:  # Ctrl-C or a crash mid-validation: an untested candidate never stays
         ws.revert_to(token)
         raise

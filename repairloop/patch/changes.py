@@ -11,7 +11,7 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from repairloop.textutil import common_ends
 from repairloop.types import DEFAULT_PROTECTED_GLOBS, TestFiles, matches_globs
@@ -190,6 +190,36 @@ def line_opcodes(
     if suffix:
         ops.append(("equal", len(old) - suffix, len(old), len(new) - suffix, len(new)))
     return tuple(ops)
+
+
+def edited_old_lines(change: FileChange) -> FrozenSet[int]:
+    """The 1-based lines of ``change.old_text`` the change replaces or deletes; for a line only
+    inserted, the old lines on both sides of it (the code around the insertion decides whether it
+    runs). Empty for a created file."""
+    if change.old_text is None:
+        return frozenset()
+    count = len(_split_keepends(change.old_text))
+    lines: Set[int] = set()
+    for tag, i1, i2, _, _ in line_opcodes(change.old_text, change.new_text):
+        if tag == "equal":
+            continue
+        if i2 > i1:
+            lines.update(range(i1 + 1, i2 + 1))
+        else:
+            lines.update(n for n in (i1, i1 + 1) if 1 <= n <= count)
+    return frozenset(lines)
+
+
+def unchanged_line_map(change: FileChange) -> Dict[int, int]:
+    """1-based old line -> 1-based new line for every line the change leaves as it was (a line
+    it replaces, deletes or inserts has no entry). Empty for a created or deleted file."""
+    if change.old_text is None or change.new_text is None:
+        return {}
+    mapping: Dict[int, int] = {}
+    for tag, i1, i2, j1, _ in line_opcodes(change.old_text, change.new_text):
+        if tag == "equal":
+            mapping.update({i1 + k + 1: j1 + k + 1 for k in range(i2 - i1)})
+    return mapping
 
 
 def _split_keepends(text: Optional[str]) -> List[str]:

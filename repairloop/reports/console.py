@@ -155,7 +155,12 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
     if result.fixed_tests:
         lines.append("fixed: " + _some(result.fixed_tests))
     if result.still_failing:
-        lines.append("still failing: " + _some(result.still_failing))
+        shared = result.evidence.shared_function
+        lines.append(
+            "still failing: "
+            + _some(result.still_failing)
+            + (f" (they all run {shared}: the fault is likely there)" if shared else "")
+        )
     if result.flaky_tests:
         lines.append("flaky (left alone): " + _some(result.flaky_tests))
     for note in result.notes:

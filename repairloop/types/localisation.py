@@ -85,7 +85,10 @@ class Localisation:
     (the fallback: degraded); ``note`` says why the fallback was used; ``tool``
     recorded the line data (``coverage.py``, ``sys.monitoring``,
     ``sys.settrace``); ``ran_by`` maps each suspect line to the failing tests
-    that ran it (empty for the fallback).
+    that ran it (empty for the fallback); ``spectra`` maps every project line the run recorded to
+    every test that ran it, passing ones too (``<every test>`` for code run outside any test;
+    empty for the fallback): the behaviour check compares it with a later run's
+    (``loop.behaviour``).
     """
 
     method: str
@@ -105,6 +108,7 @@ class Localisation:
     callers: Tuple[SuspectFunction, ...] = ()
     # functions whose string literals the failing tests' messages quote (``says``)
     speakers: Tuple[SuspectFunction, ...] = ()
+    spectra: Mapping[LineKey, FrozenSet[str]] = field(default_factory=dict, repr=False)
 
     def top_functions(self, test_id: str, count: int) -> List[SuspectFunction]:
         """The ``count`` most suspicious functions ``test_id`` ran, most suspicious first."""

@@ -144,7 +144,8 @@ def _number(value: Any) -> Optional[float]:
 class Proof:
     """What the proof run of a reported patch showed (``proof.prove``): ``held`` of ``required``
     full-suite runs held on a fresh copy of the start state, ``guards`` passed on the whole patch,
-    ``detail`` why not; ``seconds`` of test time."""
+    ``detail`` why not; ``seconds`` of test time; ``flags`` what the behaviour check on its first
+    run found (``loop.behaviour``: ``changes_passing_behaviour: ...``)."""
 
     passed: bool
     held: int
@@ -152,6 +153,7 @@ class Proof:
     guards: bool = True
     detail: str = ""
     seconds: float = 0.0
+    flags: Tuple[str, ...] = ()
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -161,6 +163,7 @@ class Proof:
             "guards": self.guards,
             "detail": self.detail,
             "seconds": round(self.seconds, 3),
+            "flags": list(self.flags),
         }
 
     @classmethod
@@ -172,6 +175,7 @@ class Proof:
             bool(data.get("guards", True)),
             str(data.get("detail") or ""),
             float(data.get("seconds") or 0.0),
+            tuple(str(f) for f in data.get("flags") or ()),
         )
 
 
@@ -184,13 +188,16 @@ class Evidence:
     workspace; ``proof``: what its proof run on a fresh copy showed (None:
     nothing to prove); ``flags``: the notes raised on kept candidates.
     ``partial``: the patch is a partial fix (some failing tests still fail), so
-    its summary never says the tests or the full suite pass.
+    its summary never says the tests or the full suite pass; ``shared_function``
+    (``path::function``, "" when none is known) is the most suspicious function the tests a
+    partial fix leaves failing all run (``loop.partials``): where their fault most likely is.
     """
 
     plausible: bool = False
     proof: Optional[Proof] = None
     flags: Tuple[str, ...] = ()
     partial: bool = False
+    shared_function: str = ""
 
     def summary(self) -> str:
         """One line for people: what was checked and what it showed."""
@@ -217,6 +224,8 @@ class Evidence:
             "a partial fix: some failing tests pass with it, others still fail, none that "
             "passed breaks"
         )
+        if self.shared_function:
+            what += f" (the tests it leaves failing all run {self.shared_function})"
         if self.proof is None:
             return what + "; not proven"
         if not self.proof.passed:
@@ -236,6 +245,7 @@ class Evidence:
             "proof": self.proof.to_json() if self.proof else None,
             "flags": list(self.flags),
             "partial": self.partial,
+            "shared_function": self.shared_function,
         }
 
     @classmethod
@@ -246,6 +256,7 @@ class Evidence:
             Proof.from_json(proof) if isinstance(proof, dict) else None,
             tuple(str(f) for f in data.get("flags") or ()),
             bool(data.get("partial")),
+            str(data.get("shared_function") or ""),
         )
 
 
