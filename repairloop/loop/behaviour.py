@@ -21,7 +21,8 @@ see: a wrong patch that leaves every passing test's lines alone (a condition on 
 test's inputs that is false for every other test, a hard-coded answer) changes no path; a test
 whose path depends on time or randomness changes path by itself (such a test is named, a false
 flag). Line sets are compared, not the order or count of executions (PATCH-SIM compares
-paths).
+paths). A run resumed after a candidate was kept has no line data for the start state: its
+patch is not checked.
 """
 
 from __future__ import annotations
