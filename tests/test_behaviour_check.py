@@ -112,6 +112,7 @@ def test_a_fix_of_the_suspicious_code_alone_is_not_flagged(
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "fixed"
     assert doc["evidence"]["proof"]["flags"] == [] and doc["evidence"]["flags"] == []
+    assert doc["evidence"]["proof"]["other_paths"] == []
     assert not any("changes_passing_behaviour" in n for n in doc["notes"])
 
 
@@ -145,11 +146,12 @@ def test_lines_are_compared_over_unchanged_code_only() -> None:
     # Line 3 is edited: that it ran before and after says nothing. Line 4 -> 5 is the new path.
     other_branch = {(PATH, 2): both, (PATH, 3): both, (PATH, 5): both}
     same_branch = {(PATH, 2): both, (PATH, 3): both, (PATH, 4): both}
-    assert changed_paths(start(before), other_branch, tidy(), (PASS,)) == (PASS,)
-    assert changed_paths(start(before), same_branch, tidy(), (PASS,)) == ()
-    # A test that ran the suspicious code, no line data, or a test that did not pass: not compared.
+    assert changed_paths(start(before), other_branch, tidy(), (PASS,)) == ((PASS,), ())
+    assert changed_paths(start(before), same_branch, tidy(), (PASS,)) == ((), ())
+    # A test that ran the suspicious code is recorded apart; no line data, or a test that did
+    # not pass: nothing compared.
     touching = {**before, (PATH, 10): frozenset({PASS, FAIL})}
-    assert changed_paths(start(touching), other_branch, tidy(), (PASS,)) == ()
-    assert changed_paths(start({}), other_branch, tidy(), (PASS,)) == ()
-    assert changed_paths(start(before), {}, tidy(), (PASS,)) == ()
-    assert changed_paths(start(before), other_branch, tidy(), ()) == ()
+    assert changed_paths(start(touching), other_branch, tidy(), (PASS,)) == ((), (PASS,))
+    assert changed_paths(start({}), other_branch, tidy(), (PASS,)) == ((), ())
+    assert changed_paths(start(before), {}, tidy(), (PASS,)) == ((), ())
+    assert changed_paths(start(before), other_branch, tidy(), ()) == ((), ())

@@ -79,13 +79,13 @@ def changed_paths(
     patch: AppliedPatch,
     passing: Sequence[str],
     test_files: TestFiles = TestFiles(),
-) -> Tuple[str, ...]:
-    """The tests of ``passing`` (passed at the baseline and with the patch) that never ran the
-    suspicious code at ``start`` and whose lines in the patch's changed files differ between
-    ``start.spectra`` and ``after`` over the lines the patch leaves unchanged (module
-    docstring); sorted. () without line data on either side."""
+) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The tests of ``passing`` (passed at the baseline and with the patch) whose lines in the
+    patch's changed files differ between ``start.spectra`` and ``after`` over the lines the patch
+    leaves unchanged (module docstring): (those that never ran the suspicious code at ``start``,
+    those that did), each sorted. ((), ()) without line data on either side."""
     if not start.spectra or not after or start.degraded:
-        return ()
+        return (), ()
     changes = [
         c for c in patch.changes if c.path.endswith(".py") and not test_files.is_test(c.path)
     ]
@@ -93,14 +93,9 @@ def changed_paths(
     kept_new = {path: {n: n for n in mapping.values()} for path, mapping in old_to_new.items()}
     before = _by_test(start.spectra, old_to_new)
     later = _by_test(after, kept_new)
-    skip = _touching(start.spectra, suspicious_spans(start, start.failing))
-    return tuple(
-        sorted(
-            test
-            for test in set(passing) - skip
-            if before.get(test, set()) != later.get(test, set())
-        )
-    )
+    moved = {t for t in passing if before.get(t, set()) != later.get(t, set())}
+    touching = _touching(start.spectra, suspicious_spans(start, start.failing))
+    return tuple(sorted(moved - touching)), tuple(sorted(moved & touching))
 
 
 def behaviour_flag(tests: Sequence[str], spans: Sequence[Span]) -> Flag:
@@ -121,17 +116,20 @@ def checker(
     start: Optional[Localisation],
     patch: AppliedPatch,
     test_files: TestFiles,
-) -> Optional[Callable[[Spectra, Sequence[str]], Tuple[Flag, ...]]]:
+) -> Optional[Callable[[Spectra, Sequence[str]], Tuple[Tuple[Flag, ...], Tuple[str, ...]]]]:
     """The check ``proof.prove`` runs on its first run's line data and passing tests, or None
-    when the start state has no per-test line data (nothing to compare with)."""
+    when the start state has no per-test line data (nothing to compare with). The check returns
+    (the flag when passing tests that never ran the suspicious code changed paths, the passing
+    tests that ran it and changed paths: recorded, not flagged, as a fix of the suspicious code
+    may change them on purpose)."""
     if start is None or start.degraded or not start.spectra:
         return None
 
-    def check(after: Spectra, passing: Sequence[str]) -> Tuple[Flag, ...]:
+    def check(after: Spectra, passing: Sequence[str]) -> Tuple[Tuple[Flag, ...], Tuple[str, ...]]:
         both = [t for t in passing if t in set(start.passing)]
-        tests = changed_paths(start, after, patch, both, test_files)
-        if not tests:
-            return ()
-        return (behaviour_flag(tests, suspicious_spans(start, start.failing)),)
+        outside, inside = changed_paths(start, after, patch, both, test_files)
+        if not outside:
+            return (), inside
+        return (behaviour_flag(outside, suspicious_spans(start, start.failing)),), inside
 
     return check

@@ -35,8 +35,10 @@ from repairloop.types import (
 from repairloop.workspace.fingerprint import fingerprint
 from repairloop.workspace.fresh import start_copy
 
-# ``behaviour.checker``'s check: (the run's lines, its passing tests) -> flags
-BehaviourCheck = Callable[[Mapping[LineKey, FrozenSet[str]], Sequence[str]], Tuple[Flag, ...]]
+# ``behaviour.checker``'s check: (the run's lines, its passing tests) -> (flags, other tests)
+BehaviourCheck = Callable[
+    [Mapping[LineKey, FrozenSet[str]], Sequence[str]], Tuple[Tuple[Flag, ...], Tuple[str, ...]]
+]
 
 
 def union(changes: Iterable[FileChange]) -> AppliedPatch:
@@ -91,6 +93,7 @@ def prove(
                 fh.write(change.new_text)
         oracle = fingerprint(root, setup.guarded)
         flags: Tuple[str, ...] = ()
+        others: Tuple[str, ...] = ()
         for number in range(1, required + 1):
             traced = behaviour is not None and number == 1
             run = setup.suite.run(root, past_deadline=True, protect=tuple(oracle), coverage=traced)
@@ -100,7 +103,7 @@ def prove(
             if not why:
                 why = _shortfall(report, claimed_fixed, baseline_failing)
             if traced and not why and behaviour is not None:
-                flags = _behaviour_flags(behaviour, report, root, setup.test_files)
+                flags, others = _behaviour(behaviour, report, root, setup.test_files)
             if why:
                 return Proof(
                     False,
@@ -110,23 +113,24 @@ def prove(
                     f"full-suite run {number} of {required}: {why}",
                     seconds,
                 )
-    return Proof(True, required, required, seconds=seconds, flags=flags)
+    return Proof(True, required, required, seconds=seconds, flags=flags, other_paths=others)
 
 
-def _behaviour_flags(
+def _behaviour(
     behaviour: BehaviourCheck, report: TestReport, root: Path, test_files: TestFiles
-) -> Tuple[str, ...]:
-    """The behaviour check on ``report``'s per-test line data (read, then removed); () when the
-    run recorded none."""
+) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The behaviour check on ``report``'s per-test line data (read, then removed): (its flags as
+    text, the other tests that changed paths); ((), ()) when the run recorded none."""
     if not report.coverage_file:
-        return ()
+        return (), ()
     try:
         after, _ = read_spectra(report.coverage_file, root, test_files)
     except Exception:  # unreadable line data: nothing to compare, never a failed proof
-        return ()
+        return (), ()
     finally:
         remove_line_data(report.coverage_file)
-    return tuple(str(flag) for flag in behaviour(after, report.passed_ids))
+    flags, others = behaviour(after, report.passed_ids)
+    return tuple(str(flag) for flag in flags), others
 
 
 def _shortfall(

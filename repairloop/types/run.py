@@ -145,7 +145,8 @@ class Proof:
     """What the proof run of a reported patch showed (``proof.prove``): ``held`` of ``required``
     full-suite runs held on a fresh copy of the start state, ``guards`` passed on the whole patch,
     ``detail`` why not; ``seconds`` of test time; ``flags`` what the behaviour check on its first
-    run found (``loop.behaviour``: ``changes_passing_behaviour: ...``)."""
+    run found (``loop.behaviour``: ``changes_passing_behaviour: ...``) and ``other_paths`` the
+    passing tests that ran the suspicious code and took other paths (recorded, not flagged)."""
 
     passed: bool
     held: int
@@ -154,6 +155,7 @@ class Proof:
     detail: str = ""
     seconds: float = 0.0
     flags: Tuple[str, ...] = ()
+    other_paths: Tuple[str, ...] = ()
 
     def to_json(self) -> Dict[str, Any]:
         return {
@@ -164,6 +166,7 @@ class Proof:
             "detail": self.detail,
             "seconds": round(self.seconds, 3),
             "flags": list(self.flags),
+            "other_paths": list(self.other_paths),
         }
 
     @classmethod
@@ -176,6 +179,7 @@ class Proof:
             str(data.get("detail") or ""),
             float(data.get("seconds") or 0.0),
             tuple(str(f) for f in data.get("flags") or ()),
+            tuple(str(t) for t in data.get("other_paths") or ()),
         )
 
 
