@@ -10,8 +10,8 @@ split across lines, spaced and colon-separated hex, one character at a time), an
 knows beforehand (a random value under ``session_token``, a bare random run): the prompt shows the
 three messages whole (one message would be cut at 2,000 characters). Nothing of them may be in any
 request the server received, in the journal, in ``summary.json``, in any other file of the run or
-in ``--json``. A second kind of run puts credential files in ``$HOME`` (outside ``/tmp``, which the
-sandbox hides anyway) and has a candidate print them into its failure.
+in ``--json``. The same run has credential files in ``$HOME`` (outside ``/tmp``, which the sandbox
+hides anyway), and its first candidate prints them into its failure (the second is right).
 """
 
 from __future__ import annotations
@@ -212,23 +212,37 @@ def leak_project(project: Path) -> Dict[str, str]:
     }
 
 
+Run = Tuple[Dict[str, Any], List[str], List[str]]
+
+
 @pytest.fixture(scope="module")
-def leak_run(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Tuple[Dict[str, Any], List[str], List[str]]:
-    """One run of the project whose three failing tests show the three groups' leaks."""
+def leak_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    """One run of the project whose three failing tests show the three groups' leaks, with the
+    credential files in ``$HOME``: the hostile candidate that reads them, then the right one."""
     tmp_path = tmp_path_factory.mktemp("secrets")
     project = tmp_path / "off_by_one"
     shutil.copytree(PROJECTS / "off_by_one", project, ignore=shutil.ignore_patterns("__pycache__"))
     init_repo(project)
     env = leak_project(project)
-    return run(project, tmp_path, [RIGHT], env)
+    home = Path("/var/tmp") / f"rl-home-{uuid.uuid4().hex[:8]}"
+    try:
+        for rel, text in STORES.items():
+            (home / rel).parent.mkdir(parents=True, exist_ok=True)
+            (home / rel).write_text(text)
+        hostile = candidate(project, READ_HOME % {"stores": list(STORES)})
+        done = run(project, tmp_path, [hostile, RIGHT], {**env, "HOME": str(home)})
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    yield done
 
 
-@pytest.mark.xdist_group("secrets_leak_run")  # the workers share the module's one run
+LEAK_RUN = pytest.mark.xdist_group("secrets_leak_run")  # the workers share the module's one run
+
+
+@LEAK_RUN
 @pytest.mark.parametrize("group", sorted(GROUPS))
 def test_every_form_of_every_secret_is_masked_in_prompts_journal_and_summary(
-    leak_run: Tuple[Dict[str, Any], List[str], List[str]], group: str
+    leak_run: Run, group: str
 ) -> None:
     doc, texts, prompts = leak_run
     assert doc["outcome"] == "fixed"
@@ -272,18 +286,9 @@ _LEAK = "LEAK-" + "BEGIN " + " | ".join(_read(r) for r in %(stores)r) + " LEAK-"
 """
 
 
-def test_credential_files_in_home_never_reach_the_model(make_project, tmp_path: Path) -> None:
-    home = Path("/var/tmp") / f"rl-home-{uuid.uuid4().hex[:8]}"
-    try:
-        for rel, text in STORES.items():
-            (home / rel).parent.mkdir(parents=True, exist_ok=True)
-            (home / rel).write_text(text)
-        project = make_project("off_by_one")
-        env = {**os.environ, "HOME": str(home), "REPAIRLOOP_CONFIRM_RUNS": "0"}
-        hostile = candidate(project, READ_HOME % {"stores": list(STORES)})
-        doc, texts, prompts = run(project, tmp_path, [hostile, RIGHT], env)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+@LEAK_RUN
+def test_credential_files_in_home_never_reach_the_model(leak_run: Run) -> None:
+    doc, texts, prompts = leak_run
     assert doc["outcome"] == "fixed"
     # the candidate looked: its report reached the model's second request (the first line of the
     # last attempt's error, capped) and the journal (whole)
