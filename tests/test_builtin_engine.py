@@ -196,15 +196,15 @@ def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
         run_tests=run_tests,
         test_files=TEST_FILES,
         workers=2,
-        max_candidates=8,
+        max_candidates=4,
         candidate_timeout=3.0,
     )
     with pytest.raises(EngineExhausted) as caught:
         engine.propose(request_for(project))
     error = caught.value
-    assert "none of the 8 candidate edits it tried" in error.message
-    assert error.notes["counts"]["tried"] == 8
-    assert len(error.notes["tried"]) == 8
+    assert "none of the 4 candidate edits it tried" in error.message
+    assert error.notes["counts"]["tried"] == 4
+    assert len(error.notes["tried"]) == 4
     assert {"operator", "path", "line", "outcome", "reason"} <= set(error.notes["tried"][0])
     assert error.notes["localisation_method"] == "coverage"
     assert (

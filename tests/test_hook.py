@@ -127,6 +127,12 @@ def pre_commit_env(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     return env
 
 
+# pre-commit builds the hook's environment (``pip install .`` of hook_repo) once per
+# PRE_COMMIT_HOME, that is once per xdist worker: the tests that use it run on one worker, so it is
+# built once. (try-repo builds its own, in a store of its own.)
+HOOK_ENV = pytest.mark.xdist_group("pre_commit_hook_env")
+
+
 def configure(project: Path, hook_repo: Tuple[Path, str], args: List[str]) -> None:
     """Commit a .pre-commit-config.yaml using the hook from ``hook_repo`` with ``args``."""
     quoted = ", ".join(f'"{a}"' for a in args)
@@ -165,6 +171,7 @@ def tree_state(project: Path) -> Dict[str, object]:
 
 
 @pytest.mark.slow
+@HOOK_ENV
 def test_pre_push_hook_proposes_a_patch_offline_and_changes_nothing(
     make_project, hook_repo, pre_commit_env
 ) -> None:
@@ -182,6 +189,7 @@ def test_pre_push_hook_proposes_a_patch_offline_and_changes_nothing(
 
 
 @pytest.mark.slow
+@HOOK_ENV
 def test_pre_push_hook_with_apply_writes_the_fix_unstaged(
     make_project, hook_repo, pre_commit_env
 ) -> None:

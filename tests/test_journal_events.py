@@ -3,8 +3,9 @@ read.
 
 The old journal is a real one: ``fixtures/journals/`` holds a run directory
 that the previous version of repairloop wrote (see its README). The type
-checking test runs mypy on the real package with one record field renamed
-(``--shadow-file``) and watches the writer and the reader fail.
+checking test runs mypy on the real package with a record field renamed in each
+of two modules (``--shadow-file``, one run for both) and watches each field's
+writer and reader fail.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List, Tuple
 
 import pytest
 from conftest import FIXTURES
@@ -423,35 +424,51 @@ RENAMES = [
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("module, declared, renamed, failing", RENAMES, ids=["shown", "wait"])
-def test_a_renamed_field_fails_type_checking_in_writer_and_reader(
-    tmp_path, module, declared, renamed, failing
-) -> None:
-    source = (ROOT / module).read_text(encoding="utf-8")
-    assert source.count(declared) == 1
-    shadow = tmp_path / Path(module).name
-    shadow.write_text(source.replace(declared, renamed), encoding="utf-8")
+def field(declaration: str) -> str:
+    """The quoted name a declaration such as ``    wait: float`` declares, as mypy names it."""
+    return '"' + declaration.split(":", 1)[0].strip() + '"'
+
+
+@pytest.fixture(scope="module")
+def renamed_check(tmp_path_factory: pytest.TempPathFactory) -> Tuple[int, List[str]]:
+    """One mypy run with every rename of RENAMES shadowed in (the modules are apart, and each error
+    names the field it is about: the old name where it is used, the new one where it is missing):
+    (exit code, its error lines)."""
+    tmp_path = tmp_path_factory.mktemp("renames")
+    shadows: List[str] = []
+    for module, declared, renamed, _ in RENAMES:
+        source = (ROOT / module).read_text(encoding="utf-8")
+        assert source.count(declared) == 1
+        shadow = tmp_path / Path(module).name
+        shadow.write_text(source.replace(declared, renamed), encoding="utf-8")
+        shadows += ["--shadow-file", module, str(shadow)]
     cache = tmp_path / "mypy_cache"
     if (
         ROOT / ".mypy_cache"
-    ).is_dir():  # make lint's cache: only what the rename touches is checked again
+    ).is_dir():  # make lint's cache: only what the renames touch is checked again
         shutil.copytree(ROOT / ".mypy_cache", cache)
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "repairloop",
-            "--cache-dir",
-            str(cache),
-            "--shadow-file",
-            module,
-            str(shadow),
-        ],
+        [sys.executable, "-m", "mypy", "repairloop", "--cache-dir", str(cache), *shadows],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
-    errors = {line.split(":", 1)[0] for line in run.stdout.splitlines() if ": error:" in line}
-    assert run.returncode == 1 and errors == failing, run.stdout
+    return run.returncode, [line for line in run.stdout.splitlines() if ": error:" in line]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("journal_renamed_check")  # one worker makes the module's mypy run
+@pytest.mark.parametrize("module, declared, renamed, failing", RENAMES, ids=["shown", "wait"])
+def test_a_renamed_field_fails_type_checking_in_writer_and_reader(
+    renamed_check: Tuple[int, List[str]], module, declared, renamed, failing
+) -> None:
+    code, lines = renamed_check
+    names: Dict[str, Tuple[str, str]] = {r[0]: (field(r[1]), field(r[2])) for r in RENAMES}
+
+    def about(line: str, pair: Tuple[str, str]) -> bool:
+        return any(name in line for name in pair)
+
+    # every error is about one of the renamed fields, and only one
+    assert all(sum(about(line, pair) for pair in names.values()) == 1 for line in lines), lines
+    errors = {line.split(":", 1)[0] for line in lines if about(line, names[module])}
+    assert code == 1 and errors == failing, lines

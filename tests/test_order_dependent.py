@@ -8,11 +8,13 @@ sandbox; the model is the scripted server reached through litellm, or the offlin
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from conftest import init_repo
@@ -70,7 +72,11 @@ RIGHT = """\
 
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
+    return make_shop(tmp_path)
+
+
+def make_shop(parent: Path) -> Path:
+    root = parent / "shop"
     for rel, text in {
         "shop/__init__.py": "",
         "shop/cart.py": CART,
@@ -112,18 +118,35 @@ def test_a_right_fix_of_a_test_that_needs_an_earlier_one_is_kept(
     assert "+            t = t + price" in doc["patch"]
 
 
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory: pytest.TempPathFactory) -> Tuple[int, Dict[str, Any], str]:
+    """One run of the default chain (the offline engine) with the default flaky check, shared by
+    the two tests below: (exit code, the --json document, stderr). In this process, its output
+    captured apart (capsys is per test)."""
+    shop = make_shop(tmp_path_factory.mktemp("order"))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["run", str(shop), *_command()])
+    return code, json.loads(out.getvalue()), err.getvalue()
+
+
+OFFLINE_RUN = pytest.mark.xdist_group("order_dependent_offline_run")  # one worker makes the run
+
+
+@OFFLINE_RUN
 def test_the_confirmation_finds_the_test_that_needs_an_earlier_one(
-    shop: Path, capsys: pytest.CaptureFixture[str]
+    offline_run: Tuple[int, Dict[str, Any], str],
 ) -> None:
-    main(["run", str(shop), "--max-iterations", "1", *_command()])
-    _, err = capsys.readouterr()
+    _, _, err = offline_run
     assert "1 failing test(s) fail otherwise when run alone" in " ".join(err.split())
 
 
+@OFFLINE_RUN
 def test_the_offline_engine_validates_with_the_earlier_test_too(
-    shop: Path, capsys: pytest.CaptureFixture[str]
+    offline_run: Tuple[int, Dict[str, Any], str],
 ) -> None:
-    doc = _run(["run", str(shop), *_command()], capsys)
+    code, doc, err = offline_run
+    assert code == 0, (doc, err)
     assert doc["outcome"] == "fixed"
     assert "+            t = t + price" in doc["patch"]
 

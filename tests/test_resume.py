@@ -80,25 +80,26 @@ def decisions(doc: dict) -> List[Tuple[str, str]]:
 
 @pytest.mark.slow
 def test_kill_in_iteration_3_then_resume_matches_an_uninterrupted_run(
-    make_project, tmp_path
+    make_project, tmp_path, capsys, monkeypatch
 ) -> None:
+    from repairloop.cli import main
+
     env = {**os.environ, "NO_COLOR": "1"}
     script = [("ok", WRONG), ("ok", OTHER_WRONG), ("ok", RIGHT)]
 
+    # The uninterrupted run is made in this process: only the killed run and the resume need
+    # processes of their own (a process of its own imports litellm again, about 6 s of CPU).
     reference = project_with_hook(make_project, "reference")
+    monkeypatch.setenv("NO_COLOR", "1")
+    capsys.readouterr()
     with ScriptedServer(script) as srv:
-        done = cli(
-            "run",
-            str(reference),
-            "--model",
-            "openai/scripted",
-            "--api-base",
-            srv.base_url,
-            "--no-builtin",
-            "--json",
-            env=env,
+        main(
+            [
+                *("run", str(reference), "--model", "openai/scripted"),
+                *("--api-base", srv.base_url, "--no-builtin", "--json"),
+            ]
         )
-        out, err = done.communicate(timeout=300)
+        out, err = capsys.readouterr()
         calls_after_iteration_2 = len(srv.requests) - 2
     expected = json.loads(out)
     assert expected["outcome"] == "fixed", err

@@ -3,14 +3,15 @@
 A real git repository (the ``off_by_one`` fixture) with a ``.env`` file and a settings module that
 hard-codes keys; a database URL and a token in the environment, let through to the tests
 (``sandbox_env_allow``, as a user whose tests need them would); ``repairloop run`` as a process,
-the real pytest in the real sandbox, litellm against the scripted server. The failing test's
-message carries every secret its code can reach in every form a leak takes (percent-encoded,
-base64, base32, reversed, rot13, split across lines, spaced and colon-separated hex, one character
-at a time), and keys no rule knows beforehand (a random value under ``session_token``, a bare
-random run): the prompt shows that message whole. Nothing of it may be in any request the server
-received, in the journal, in ``summary.json``, in any other file of the run or in ``--json``. A
-second kind of run puts credential files in ``$HOME`` (outside ``/tmp``, which the sandbox hides
-anyway) and has a candidate print them into its failure.
+the real pytest in the real sandbox, litellm against the scripted server. Three tests fail on the
+one bug, each with a message that carries every secret of one group (environment, env file, code)
+its code can reach in every form a leak takes (percent-encoded, base64, base32, reversed, rot13,
+split across lines, spaced and colon-separated hex, one character at a time), and keys no rule
+knows beforehand (a random value under ``session_token``, a bare random run): the prompt shows the
+three messages whole (one message would be cut at 2,000 characters). Nothing of them may be in any
+request the server received, in the journal, in ``summary.json``, in any other file of the run or
+in ``--json``. The same run has credential files in ``$HOME`` (outside ``/tmp``, which the sandbox
+hides anyway), and its first candidate prints them into its failure (the second is right).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import pytest
-from conftest import git
+from conftest import PROJECTS, git, init_repo
 from scripted_server import ScriptedServer
 from test_e2e_run import RIGHT
 
@@ -59,9 +60,9 @@ GROUPS = {
     "code": ["ak-live-7Hq2Lm9Xv3pQ", "dj-k#8v!q2z@m$wR4", "cfg-Zq81-key-Lm3", "kw-Pass-7788!x"],
 }
 
-# calc/leak.py: project code that gathers the group's secrets where the tests' code finds them; the
-# failing test shows LEAK as its assertion's message. The markers are built at run time, so they
-# are in the message only, never in the code.
+# calc/leak.py: project code that gathers each group's secrets where the tests' code finds them;
+# each group's failing test shows LEAKS[group] as its assertion's message. The markers are built at
+# run time, so they are in the message only, never in the code.
 GATHER = """
 import base64 as _b64, codecs as _codecs, os as _os, urllib.parse as _up
 
@@ -94,8 +95,10 @@ def _found(group):
 
 # built at run time: a literal under "session_token" would be one of the project's known secrets
 UNKNOWN = {"session_token": "%(head)s" + "%(tail)s", "blob": "%(bare)s"}
-LEAK = ("LEAK-" + "BEGIN " + " | ".join(f for v in _found(%(group)r) for f in _forms(v))
-        + " session_token=" + UNKNOWN["session_token"] + " " + UNKNOWN["blob"] + " LEAK-" + "END")
+LEAKS = {g: ("LEAK-" + "BEGIN " + g + ": " + " | ".join(f for v in _found(g) for f in _forms(v))
+             + " session_token=" + UNKNOWN["session_token"] + " " + UNKNOWN["blob"] + " LEAK-"
+             + "END " + g)
+         for g in %(groups)r}
 """
 
 
@@ -180,40 +183,71 @@ def run(
     return doc, texts + [done.stdout], prompts
 
 
-def leak_project(make_project, group: str) -> Tuple[Path, Dict[str, str]]:
-    """The fixture with the settings module, the ``.env`` file and ``calc/leak.py`` for ``group``,
-    its failing test showing the leak; and the environment of the run."""
-    project = make_project("off_by_one")
+def leak_project(project: Path) -> Dict[str, str]:
+    """Add to the fixture ``project`` the settings module, the ``.env`` file, ``calc/leak.py`` and
+    one failing test per group showing the group's leak; return the environment of the run."""
     (project / "calc" / "settings.py").write_text(SETTINGS)
     (project / "calc" / "leak.py").write_text(
-        GATHER % {"group": group, "head": ASSIGNED[:7], "tail": ASSIGNED[7:], "bare": BARE}
+        GATHER
+        % {"groups": sorted(GROUPS), "head": ASSIGNED[:7], "tail": ASSIGNED[7:], "bare": BARE}
     )
     test = project / "tests" / "test_lists.py"
-    test.write_text(
-        "from calc.leak import LEAK\n"
-        + test.read_text().replace("== [3, 4]\n", "== [3, 4], LEAK\n")
-    )
+    failing = "def test_last_n():\n    assert last_n([1, 2, 3, 4], 2) == [3, 4]\n"
+    text = test.read_text()
+    assert failing in text
+    tests = [
+        f"def test_last_n_{i}():\n    assert last_n([1, 2, 3, 4], 2) == [3, 4], LEAKS[{g!r}]\n"
+        for i, g in enumerate(sorted(GROUPS))
+    ]
+    test.write_text("from calc.leak import LEAKS\n" + text.replace(failing, "\n\n".join(tests)))
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "settings and a test that shows what it finds")
     (project / ".env").write_text(ENV_FILE)  # untracked, not ignored: in the workspace too
-    env = {
+    return {
         **os.environ,
         "DATABASE_URL": DATABASE_URL,
         "MY_SERVICE_TOKEN": SERVICE_TOKEN,
         "REPAIRLOOP_SANDBOX_ENV_ALLOW": "DATABASE_URL,MY_SERVICE_TOKEN",
         "REPAIRLOOP_CONFIRM_RUNS": "0",
     }
-    return project, env
 
 
+Run = Tuple[Dict[str, Any], List[str], List[str]]
+
+
+@pytest.fixture(scope="module")
+def leak_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    """One run of the project whose three failing tests show the three groups' leaks, with the
+    credential files in ``$HOME``: the hostile candidate that reads them, then the right one."""
+    tmp_path = tmp_path_factory.mktemp("secrets")
+    project = tmp_path / "off_by_one"
+    shutil.copytree(PROJECTS / "off_by_one", project, ignore=shutil.ignore_patterns("__pycache__"))
+    init_repo(project)
+    env = leak_project(project)
+    home = Path("/var/tmp") / f"rl-home-{uuid.uuid4().hex[:8]}"
+    try:
+        for rel, text in STORES.items():
+            (home / rel).parent.mkdir(parents=True, exist_ok=True)
+            (home / rel).write_text(text)
+        hostile = candidate(project, READ_HOME % {"stores": list(STORES)})
+        done = run(project, tmp_path, [hostile, RIGHT], {**env, "HOME": str(home)})
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    yield done
+
+
+LEAK_RUN = pytest.mark.xdist_group("secrets_leak_run")  # the workers share the module's one run
+
+
+@LEAK_RUN
 @pytest.mark.parametrize("group", sorted(GROUPS))
 def test_every_form_of_every_secret_is_masked_in_prompts_journal_and_summary(
-    make_project, tmp_path: Path, group: str
+    leak_run: Run, group: str
 ) -> None:
-    project, env = leak_project(make_project, group)
-    doc, texts, prompts = run(project, tmp_path, [RIGHT], env)
+    doc, texts, prompts = leak_run
     assert doc["outcome"] == "fixed"
-    shown = [p for p in prompts if "LEAK-BEGIN" in p and "LEAK-END" in p]
+    begin, end = f"LEAK-BEGIN {group}: ", f"LEAK-END {group}"
+    shown = [p[p.index(begin) : p.index(end)] for p in prompts if begin in p and end in p]
     assert shown  # the whole message reached the model: its redacted forms are there
     assert shown[0].count("[REDACTED") >= 10 * len(GROUPS[group])
     assert "session_token=[REDACTED:assigned-secret] [REDACTED:high-entropy]" in shown[0]
@@ -252,18 +286,9 @@ _LEAK = "LEAK-" + "BEGIN " + " | ".join(_read(r) for r in %(stores)r) + " LEAK-"
 """
 
 
-def test_credential_files_in_home_never_reach_the_model(make_project, tmp_path: Path) -> None:
-    home = Path("/var/tmp") / f"rl-home-{uuid.uuid4().hex[:8]}"
-    try:
-        for rel, text in STORES.items():
-            (home / rel).parent.mkdir(parents=True, exist_ok=True)
-            (home / rel).write_text(text)
-        project = make_project("off_by_one")
-        env = {**os.environ, "HOME": str(home), "REPAIRLOOP_CONFIRM_RUNS": "0"}
-        hostile = candidate(project, READ_HOME % {"stores": list(STORES)})
-        doc, texts, prompts = run(project, tmp_path, [hostile, RIGHT], env)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+@LEAK_RUN
+def test_credential_files_in_home_never_reach_the_model(leak_run: Run) -> None:
+    doc, texts, prompts = leak_run
     assert doc["outcome"] == "fixed"
     # the candidate looked: its report reached the model's second request (the first line of the
     # last attempt's error, capped) and the journal (whole)
