@@ -361,4 +361,4 @@ def test_figure_seventeen_misses_a_target_it_does_not_meet() -> None:
     assert (right.measured, right.met) == ("2 of 20 (10.0%)", False)
     assert (wrong.measured, wrong.met) == ("1 of 2 (50.0%)", False)  # half is not more than half
     empty = behaviour_figure.behaviour_figure([], 1.0)
-    assert [c.met for c in empty.checks] == [False, False]
+    assert [c.met for c in empty.checks] == [None, None]  # nothing proven: not judged

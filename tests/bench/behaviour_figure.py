@@ -270,12 +270,13 @@ def behaviour_figure(rows: Sequence[Row], seconds: float) -> Figure:
     right_flagged, right_fixed = _tally([r for r in rows if r.right])
     wrong_flagged, wrong_fixed = _tally([r for r in rows if r.set == "c"])
     all_wrong_flagged, all_wrong_fixed = _tally([r for r in rows if not r.right])
+    # No proven patch of a kind: nothing to judge (None), not a target met or missed.
     checks = [
         Check("right fixes flagged: at most 1 in 20", _share(right_flagged, right_fixed),
-              right_fixed > 0 and right_flagged * 20 <= right_fixed),
+              right_flagged * 20 <= right_fixed if right_fixed else None),
         Check("wrong patches (fixtures/bench, harvested) flagged: more than half",
               _share(wrong_flagged, wrong_fixed),
-              wrong_fixed > 0 and wrong_flagged * 2 > wrong_fixed),
+              wrong_flagged * 2 > wrong_fixed if wrong_fixed else None),
     ]  # fmt: skip
     shop = [r for r in rows if r.set == "d" and not r.right]
     shop_flagged = [r.case for r in shop if r.counted and r.flagged]
