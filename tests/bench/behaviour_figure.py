@@ -136,7 +136,7 @@ def measure_job(job: Job, work: Path) -> Row:
         summary, err = {}, f"could not build the project: {exc}"
     outcome = str(summary.get("outcome") or "error")
     flags = flags_of(summary)
-    detail = " ".join(flags)[:300] if flags else why_not_fixed(summary, err)
+    detail = " ".join(flags)[:600] if flags else why_not_fixed(summary, err)
     seconds = round(time.perf_counter() - began, 1)
     return Row(job.set, job.case, job.right, outcome, bool(flags), detail, seconds)
 
@@ -281,7 +281,11 @@ def behaviour_figure(rows: Sequence[Row], seconds: float) -> Figure:
     shop = [r for r in rows if r.set == "d" and not r.right]
     shop_flagged = [r.case for r in shop if r.counted and r.flagged]
     others = [f"{SETS[r.set]}: {r.case}: {r.outcome}: {r.detail}" for r in rows if not r.counted]
-    flagged_tests = [f"{r.case}: {r.detail}" for r in rows if r.counted and r.flagged]
+    flagged_tests = [
+        f"{r.case}: {r.detail.split('; it changes')[0].split('; it c')[0]}"
+        for r in rows
+        if r.counted and r.flagged
+    ]
     notes = set_lines(rows) + [
         f"Every wrong patch, the shop's included: {_share(all_wrong_flagged, all_wrong_fixed)} "
         "flagged.",
