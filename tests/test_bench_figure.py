@@ -315,3 +315,50 @@ def test_a_figure_not_measured_is_carried_over_with_its_date() -> None:
     assert run.carried_over("# Benchmarks\n", 14) == ([], "")
     dated = previous.replace("Compares: fixes.", "Measured by `a script` on 2026-12-05.")
     assert "Carried over" not in run.carried_over(dated, 14)[1]  # it says when already
+
+
+def behaviour_row(set_key: str, case: str, right: bool, outcome: str, flagged: bool) -> Any:
+    import behaviour_figure
+
+    detail = (
+        f"changes_passing_behaviour: tests/t.py::test_{case} takes other lines" if flagged else ""
+    )
+    return behaviour_figure.Row(set_key, case, right, outcome, flagged, detail, 12.0)
+
+
+def test_figure_seventeen_counts_flags_only_on_runs_that_ended_fixed() -> None:
+    import behaviour_figure
+
+    rows = [behaviour_row("a", f"ref{n}", True, "fixed", n == 0) for n in range(20)]
+    rows += [
+        behaviour_row("c", "w1", False, "fixed", True),
+        behaviour_row("c", "w2", False, "fixed", True),
+        behaviour_row("c", "w3", False, "fixed", False),
+        behaviour_row("c", "w4", False, "not_fixed", True),  # not proven: not counted
+        behaviour_row("d", "shop: wrong-lookup-table", False, "fixed", False),
+        behaviour_row("d", "shop: right", True, "not_fixed", False),
+    ]
+    fig = behaviour_figure.behaviour_figure(rows, 60.0)
+    right, wrong = fig.checks
+    assert (right.measured, right.met) == ("1 of 20 (5.0%)", True)
+    assert (wrong.measured, wrong.met) == ("2 of 3 (66.7%)", True)
+    text = fig.markdown("host")
+    assert "## 17. The behaviour check" in text
+    assert "| c. bench wrong patches | w4 | wrong | not_fixed | - (not counted) |" in text
+    assert "| c. bench wrong patches | w1 | wrong | fixed | **flagged** |" in text
+    assert "d. shop, wrong: 1 patch(es), 1 ended fixed, flagged 0 of 1 (0.0%)" in text
+    assert "Every wrong patch, the shop's included: 2 of 4 (50.0%) flagged." in text
+    assert "runs that did not: c. bench wrong patches: w4" in text
+    assert "none flagged." in text  # the shop's overfitting answers
+
+
+def test_figure_seventeen_misses_a_target_it_does_not_meet() -> None:
+    import behaviour_figure
+
+    rows = [behaviour_row("b", f"bug{n}", True, "fixed", n < 2) for n in range(20)]
+    rows += [behaviour_row("c", f"w{n}", False, "fixed", n == 0) for n in range(2)]
+    right, wrong = behaviour_figure.behaviour_figure(rows, 1.0).checks
+    assert (right.measured, right.met) == ("2 of 20 (10.0%)", False)
+    assert (wrong.measured, wrong.met) == ("1 of 2 (50.0%)", False)  # half is not more than half
+    empty = behaviour_figure.behaviour_figure([], 1.0)
+    assert [c.met for c in empty.checks] == [None, None]  # nothing proven: not judged

@@ -17,8 +17,11 @@ two cores) is measured only with ``BENCH_FIDELITY=1`` or ``--only 14``; figure 1
 shared cores) only with ``BENCH_FORGERIES=1`` or ``--only 15``; figure 16
 (``engine_realbugs_figure.py``: the offline engine alone on figure 14's real bugs, about 30
 minutes a revision; ``BENCH_ENGINE_BEFORE=REV`` adds an older revision side by side) only with
-``BENCH_ENGINE=1`` or ``--only 16``. A figure
-a run does not measure (figures 14 to 16 by default, the others with ``--only``) keeps
+``BENCH_ENGINE=1`` or ``--only 16``; figure 17 (``behaviour_figure.py``: the behaviour check on
+right fixes and on the offline engine's plausible-but-wrong patches of fixtures/bench harvested
+by ``harvest_wrong_patches.py``, about 40 minutes on two shared cores) only with
+``BENCH_BEHAVIOUR=1`` or ``--only 17``. A figure
+a run does not measure (figures 14 to 17 by default, the others with ``--only``) keeps
 its section and targets from the BENCHMARKS.md it replaces, marked with when
 they were measured (``carried_over``).
 
@@ -94,6 +97,7 @@ def measure(
     work: Path, only: Optional[Sequence[int]], budget: float, started: float
 ) -> Dict[int, Figure]:
     import answer_figures
+    import behaviour_figure
     import classify_figure
     import context_figure
     import engine_figure
@@ -110,6 +114,8 @@ def measure(
         want.add(15)
     if not only and os.environ.get("BENCH_ENGINE") == "1":
         want.add(16)
+    if not only and os.environ.get("BENCH_BEHAVIOUR") == "1":
+        want.add(17)
     full = os.environ.get("BENCH_FULL") == "1"
     every_bug = os.environ.get("BENCH_REALBUGS") == "all"  # figure 13's whole corpus, alone
     figures: Dict[int, Figure] = {}
@@ -128,6 +134,7 @@ def measure(
         (14, lambda: fidelity_figure.figure_fidelity(work / "f14")),
         (15, lambda: forgery_figure.figure_forgeries(work / "f15")),
         (16, lambda: engine_realbugs_figure.figure_engine_realbugs(work / "f16")),
+        (17, lambda: behaviour_figure.figure_behaviour(work / "f17")),
     ]
     for number, step in steps:
         if number == 1 and want & {1, 2}:
@@ -156,7 +163,7 @@ def _progress(figures: Dict[int, Figure], started: float) -> None:
     )
 
 
-FIGURES = range(1, 17)  # a figure this run does not measure is carried over from the last file
+FIGURES = range(1, 18)  # a figure this run does not measure is carried over from the last file
 
 
 def carried_over(previous: str, number: int) -> Tuple[List[str], str]:
