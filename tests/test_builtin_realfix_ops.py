@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import textwrap
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from repairloop.localise import localise
 from repairloop.propose.builtin import BuiltinProposer
@@ -111,6 +111,33 @@ def test_self_callable_in_a_module_function_taking_self_offers_what_its_kind_cal
     """
     found = added(code, 12, "self_callable")
     assert found == [["return '<img src=\"' + self.safe_url(src) + '\">'"]]
+
+
+def test_self_callable_ranks_a_method_sharing_a_word_with_the_call_below_the_unwrap() -> None:
+    """mistune-image-alt-double-encoding (BENCHMARKS.md figure 16): ``escape_text(striptags(x))``
+    was fixed by dropping the call; ``self.text(...)`` also passed the tests and ranked first."""
+    code = textwrap.dedent(
+        """
+        class Renderer:
+            def text(self, s):
+                return s
+
+            def safe_url(self, url):
+                return url
+
+            def image(self, src, alt):
+                alt = escape_text(striptags(alt))
+                return alt
+        """
+    )
+    priors: Dict[Tuple[str, str], float] = {}
+    for m in mutate_source("m.py", code, 10):  # both calls of the line; the higher prior counts
+        if m.operator in ("self_callable", "sub_expression"):
+            key = (m.operator, m.replacement)
+            priors[key] = max(priors.get(key, 0.0), m.prior)
+    unwrap = priors[("sub_expression", "striptags(alt)")]
+    assert priors[("self_callable", "self.text")] < unwrap
+    assert priors[("self_callable", "self.text")] == priors[("self_callable", "self.safe_url")]
 
 
 def test_add_clause_adds_the_missing_lower_bound_and_nearby_comparisons() -> None:
