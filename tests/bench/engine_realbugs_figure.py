@@ -7,9 +7,13 @@ buggy project materialised as its repository has it, repaired by ``python -m rep
 
 * ``right``: applied to the buggy project, every Python file either patch touches has the
   reference version's syntax tree (comments and layout aside);
-* ``other``: plausible but different; a reader has to judge it (the figure does not call it
-  wrong: real bugs have more than one right fix, and the project's own tests passed).
+* ``same tests``: written otherwise, but with the project's whole test suite (the case's test
+  command with each test path cut to its top directory: every test the trimmed sdist holds)
+  every test that passes with the reference fix passes with it too;
+* ``wrong``: some test of the whole suite passes with the reference fix and not with it (the
+  tests of the case's own command passed: the others are its hidden tests).
 
+``BENCH_ENGINE_CASES=NAME,...`` measures only those cases (a subset, named in the figure).
 ``BENCH_ENGINE_BEFORE=REV`` also measures the repairloop of git revision ``REV`` (a detached
 worktree of this repository) on the same cases, each case's two runs side by side so both see
 the same machine load. ``make bench`` measures the figure only with ``BENCH_ENGINE=1`` or
@@ -22,8 +26,10 @@ per case instead, for a quick look at a few cases.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -58,8 +64,9 @@ def _touched(patch: str) -> List[str]:
 
 def judge_patch(case: Any, project: Path, patch: str, work: Path) -> str:
     """``right`` when ``patch`` applied to ``project`` (the buggy materialisation, left unchanged
-    by the run) gives every touched Python file the reference fix's syntax tree; ``other`` when
-    it does not; ``unjudged: WHY`` when the patch does not apply."""
+    by the run) gives every touched Python file the reference fix's syntax tree, else ``same
+    tests`` or ``wrong: ...`` on the whole test suite (module docstring); ``unjudged: WHY`` when
+    the patch does not apply."""
     import realbugs
 
     fixed = realbugs.materialise(case, work / "reference", fixed=True)
@@ -74,8 +81,27 @@ def judge_patch(case: Any, project: Path, patch: str, work: Path) -> str:
         return "unjudged: the patch does not apply: " + applied.stderr.strip()[:100]
     reference = realbugs.parse_unified_diff(case.bug_patch.read_text(encoding="utf-8"))
     paths = set(_touched(patch)) | {d.path for d in reference if d.path.endswith(".py")}
-    same = all(_syntax(project / p) == _syntax(fixed / p) for p in sorted(paths))
-    return "right" if same else "other"
+    if all(_syntax(project / p) == _syntax(fixed / p) for p in sorted(paths)):
+        return "right"
+    whole = dataclasses.replace(case, test_cmd=whole_suite(case.test_cmd))
+    passing = {t for t, o in realbugs.run_tests(whole, fixed).outcomes.items() if o == "PASSED"}
+    ours = {t for t, o in realbugs.run_tests(whole, project).outcomes.items() if o == "PASSED"}
+    lost = sorted(passing - ours)
+    return f"wrong: fails {len(lost)} the reference passes ({lost[0]})" if lost else "same tests"
+
+
+def whole_suite(test_cmd: str) -> str:
+    """``test_cmd`` with each test path (``dir/test_x.py``, ``dir/test_x.py::name``) cut to its top
+    directory; the path after ``--deselect`` is kept."""
+    words = shlex.split(test_cmd)
+    out: List[str] = []
+    for index, word in enumerate(words):
+        kept = index and words[index - 1] == "--deselect"
+        if not kept and not word.startswith("-") and "/" in word and ".py" in word:
+            word = word.split("/", 1)[0]
+        if word not in out or word.startswith("-"):
+            out.append(word)
+    return shlex.join(out)
 
 
 def engine_run(case: Any, work: Path, checkout: Path) -> Row:
@@ -131,17 +157,17 @@ def engine_on_realbugs(
 
 
 def _cell(row: Row) -> str:
-    judged = f", {row['judged'].split(':')[0]}" if row["judged"] else ""
+    judged = f", {row['judged'].split(' (')[0]}" if row["judged"] else ""
     return f"{row['outcome']}{judged} ({row['seconds']:.0f} s)"
 
 
 def _tally(rows: Sequence[Row]) -> Tuple[int, int, int]:
-    """(fixed, right, other) counts."""
+    """(fixed, right or the same on the whole suite, wrong) counts."""
     fixed = [r for r in rows if r["outcome"] == "fixed"]
     return (
         len(fixed),
-        sum(r["judged"] == "right" for r in fixed),
-        sum(r["judged"] == "other" for r in fixed),
+        sum(r["judged"] in ("right", "same tests") for r in fixed),
+        sum(r["judged"].startswith("wrong") for r in fixed),
     )
 
 
@@ -154,10 +180,15 @@ def engine_realbugs_figure(by_label: Dict[str, List[Row]], seconds: float, label
     for index, row in enumerate(after):
         rows.append([row["name"]] + ([_cell(before[index])] if before else []) + [_cell(row)])
     fixed, right, _ = _tally(after)
-    checks = [Check("at least 30 real bugs", str(len(after)), len(after) >= 30)]
+    checks = (
+        [Check("at least 30 real bugs", str(len(after)), len(after) >= 30)]
+        if len(after) >= 30
+        else []
+    )
     notes = [
         f"{label}: fixed {f} of {len(rs)} ({f / max(1, len(rs)) * 100:.1f}%); the reference fix "
-        f"{r} of them, another plausible patch {o}; right fixes {r} of {len(rs)}; median "
+        f"or the same on the whole suite {r} of them, wrong on the whole suite {o}; right fixes "
+        f"{r} of {len(rs)}; median "
         f"{median([x['seconds'] for x in rs]):.0f} s a case"
         for label, rs in by_label.items()
         for f, r, o in [_tally(rs)]
@@ -172,9 +203,9 @@ def engine_realbugs_figure(by_label: Dict[str, List[Row]], seconds: float, label
             )
         )
         notes.append(f"fixed {b_fixed} before, {fixed} after")
-    others = [f"{r['name']}" for r in after if r["judged"] == "other"]
+    others = [f"{r['name']} ({r['judged']})" for r in after if r["judged"].startswith("wrong")]
     notes += [
-        "Plausible but not the reference fix (a reader judges them): "
+        "Plausible but wrong on the whole test suite: "
         + (", ".join(others) if others else "none")
         + ".",
         f"Revisions: {labels}. {len(after)} real bugs, {WORKERS} runs at a time: "
@@ -185,7 +216,8 @@ def engine_realbugs_figure(by_label: Dict[str, List[Row]], seconds: float, label
         "The offline engine alone on real bugs: fixed, and fixed right",
         "the offline engine with no model on figure 14's real bugs (120 s, 3 iterations, the "
         "project as its repository has it); a fix is right when its files have the reference "
-        "fix's syntax trees",
+        "fix's syntax trees, or every test of the project's whole suite that passes with the "
+        "reference fix passes with it",
         rows,
         checks,
         notes,
@@ -210,14 +242,16 @@ def figure_engine_realbugs(work: Path) -> Figure:
     rev = os.environ.get("BENCH_ENGINE_BEFORE", "")
     if rev:
         checkouts = {"before": _worktree(rev, work / "before-checkout"), **checkouts}
+    chosen = [n for n in os.environ.get("BENCH_ENGINE_CASES", "").split(",") if n.strip()]
     try:
-        by_label = engine_on_realbugs(list(ff.FIDELITY_CASES), work, checkouts)
+        by_label = engine_on_realbugs(chosen or list(ff.FIDELITY_CASES), work, checkouts)
     finally:
         if rev:
             subprocess.run(
                 ["git", "-C", str(REPO), "worktree", "remove", "--force", str(checkouts["before"])]
             )
     labels = (f"before {rev}, " if rev else "") + "after: this checkout"
+    labels += f"; only the cases of BENCH_ENGINE_CASES ({len(chosen)})" if chosen else ""
     return engine_realbugs_figure(by_label, time.perf_counter() - began, labels)
 
 
