@@ -102,8 +102,8 @@ def prove(
             why = untrusted_run(setup, report, root, oracle, full=True)
             if not why:
                 why = _shortfall(report, claimed_fixed, baseline_failing)
-            if traced and not why and behaviour is not None:
-                flags, others = _behaviour(behaviour, report, root, setup.test_files)
+            if traced and behaviour is not None:  # the line data is removed either way
+                flags, others = _behaviour(behaviour, report, root, setup.test_files, not why)
             if why:
                 return Proof(
                     False,
@@ -117,13 +117,17 @@ def prove(
 
 
 def _behaviour(
-    behaviour: BehaviourCheck, report: TestReport, root: Path, test_files: TestFiles
+    behaviour: BehaviourCheck, report: TestReport, root: Path, test_files: TestFiles, held: bool
 ) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-    """The behaviour check on ``report``'s per-test line data (read, then removed): (its flags as
-    text, the other tests that changed paths); ((), ()) when the run recorded none."""
+    """The behaviour check on ``report``'s per-test line data when the run ``held`` (the data is
+    removed either way): (its flags as text, the other tests that changed paths); ((), ()) when
+    the run recorded none. The data is written by the test process, which runs the patch's code:
+    a hint it could forge, like the localisation's, never part of the verdict."""
     if not report.coverage_file:
         return (), ()
     try:
+        if not held:
+            return (), ()
         after, _ = read_spectra(report.coverage_file, root, test_files)
     except Exception:  # unreadable line data: nothing to compare, never a failed proof
         return (), ()
