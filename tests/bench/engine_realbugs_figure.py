@@ -123,12 +123,16 @@ def engine_run(case: Any, work: Path, checkout: Path) -> Row:
     outcome = str(summary.get("outcome") or "error")
     patch = str(summary.get("patch") or "")
     judged = judge_patch(case, project, patch, work) if outcome == "fixed" and patch else ""
+    proof = (summary.get("evidence") or {}).get("proof") or {}
     return {
         "name": case.name,
         "outcome": outcome,
         "seconds": seconds,
         "detail": why_not_fixed(summary, err)[:200],
         "judged": judged,
+        # the behaviour check's verdict on the reported patch (README "The behaviour check")
+        "behaviour_flagged": any("changes_passing_behaviour" in f for f in proof.get("flags", [])),
+        "other_paths": len(proof.get("other_paths") or []),
     }
 
 
@@ -171,6 +175,24 @@ def _tally(rows: Sequence[Row]) -> Tuple[int, int, int]:
     )
 
 
+def _flag_counts(rows: Sequence[Row]) -> str:
+    """How many right and wrong fixes the behaviour check flagged, and how many changed the paths
+    of passing tests that run the suspicious code (``other_paths``, not flagged)."""
+    fixed = [r for r in rows if r["outcome"] == "fixed" and r["judged"]]
+    parts = []
+    for label, picked in (
+        ("right", [r for r in fixed if not r["judged"].startswith("wrong")]),
+        ("wrong", [r for r in fixed if r["judged"].startswith("wrong")]),
+    ):
+        flagged = sum(bool(r.get("behaviour_flagged")) for r in picked)
+        moved = sum(bool(r.get("other_paths")) for r in picked)
+        parts.append(
+            f"{label} fixes {flagged} of {len(picked)} (other paths of tests running the "
+            f"suspicious code: {moved})"
+        )
+    return "; ".join(parts)
+
+
 def engine_realbugs_figure(by_label: Dict[str, List[Row]], seconds: float, labels: str) -> Figure:
     """Figure 16 from measured rows (``by_label``: "before"/"after" or "after" alone)."""
     after = by_label["after"]
@@ -208,6 +230,7 @@ def engine_realbugs_figure(by_label: Dict[str, List[Row]], seconds: float, label
         "Plausible but wrong on the whole test suite: "
         + (", ".join(others) if others else "none")
         + ".",
+        "Flagged changes_passing_behaviour (after): " + _flag_counts(after) + ".",
         f"Revisions: {labels}. {len(after)} real bugs, {WORKERS} runs at a time: "
         f"{seconds / 60:.0f} minutes.",
     ]
