@@ -362,3 +362,47 @@ def test_figure_seventeen_misses_a_target_it_does_not_meet() -> None:
     assert (wrong.measured, wrong.met) == ("1 of 2 (50.0%)", False)  # half is not more than half
     empty = behaviour_figure.behaviour_figure([], 1.0)
     assert [c.met for c in empty.checks] == [None, None]  # nothing proven: not judged
+
+
+def engine_row(name: str, outcome: str, judged: str = "", flagged: bool = False) -> Dict[str, Any]:
+    """A row of figure 16 (tests/bench/engine_realbugs_figure.py ``engine_run``)."""
+    return {
+        "name": name,
+        "outcome": outcome,
+        "seconds": 30.0,
+        "detail": "",
+        "judged": judged,
+        "behaviour_flagged": flagged,
+        "other_paths": 0,
+    }
+
+
+def test_figure_16_counts_right_fixes_by_syntax_or_the_whole_suite() -> None:
+    import engine_realbugs_figure as erf
+
+    before = [
+        engine_row("a", "fixed", "right"),
+        engine_row("b", "fixed", "wrong: fails 2 the reference passes (t)"),
+        engine_row("c", "not_fixed"),
+    ]
+    after = [
+        engine_row("a", "fixed", "right"),
+        engine_row("b", "fixed", "wrong: fails 2 the reference passes (t)", flagged=True),
+        engine_row("c", "fixed", "same tests"),
+    ]
+    fig = erf.engine_realbugs_figure({"before": before, "after": after}, 60.0, "before X")
+    check = {c.target: c for c in fig.checks}["more right fixes than before"]
+    assert check.measured == "1 before, 2 after" and check.met is True
+    assert fig.rows[3] == ["c", "not_fixed (30 s)", "fixed, same tests (30 s)"]
+    text = " ".join(fig.notes)
+    assert "right fixes 0 of 2 (other paths" in text and "wrong fixes 1 of 1" in text
+    assert "b (wrong: fails 2" in text
+
+
+def test_figure_16_runs_the_whole_suite_of_a_narrowed_test_command() -> None:
+    import engine_realbugs_figure as erf
+
+    narrowed = "python -m pytest -q -o pythonpath=. tests/test_a.py tests/test_b.py::test_x"
+    assert erf.whole_suite(narrowed) == "python -m pytest -q -o pythonpath=. tests"
+    kept = "python -m pytest tests/test_core.py --deselect tests/test_core.py::test_v"
+    assert erf.whole_suite(kept) == "python -m pytest tests --deselect tests/test_core.py::test_v"
