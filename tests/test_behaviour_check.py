@@ -5,6 +5,7 @@ suspicious code and take other paths through the changed files with the patch fl
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,26 @@ def test_a_fix_of_the_suspicious_code_alone_is_not_flagged(
     assert doc["evidence"]["proof"]["flags"] == [] and doc["evidence"]["flags"] == []
     assert doc["evidence"]["proof"]["other_paths"] == []
     assert not any("changes_passing_behaviour" in n for n in doc["notes"])
+
+
+@pytest.mark.slow
+def test_a_project_measuring_its_own_coverage_is_still_proven(
+    tmp_path, capsys, no_flaky_check
+) -> None:
+    """pytest-cov in addopts stops a coverage collector it did not start when the proof's run
+    also records lines (INTERNALERROR, a JUnit record "internal"): the verdict is a run without
+    line data, and the right fix is proven (a new user's trial on semver 3.0.2)."""
+    root = shop(tmp_path)
+    (root / "pytest.ini").write_text(
+        "[pytest]\npythonpath = .\naddopts = -p pytest_cov --cov=pkg\n"
+    )
+    commit = ["git", "-C", str(root), "commit", "-qam", "measure coverage"]
+    subprocess.run(commit, check=True)
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        code, out, _ = run_cli(scripted_run(root, srv, "--max-iterations", "1"), capsys)
+    doc = json.loads(out)
+    assert doc["stop_reason"] == "success" and doc["outcome"] == "fixed", doc["stop_detail"]
+    assert code == 0 and doc["evidence"]["proof"]["passed"] is True
 
 
 # -- the comparison, on line data -------------------------------------------------------------

@@ -32,7 +32,7 @@ from repairloop.types import (
     TestReport,
     judge_run,
 )
-from repairloop.workspace.fingerprint import fingerprint
+from repairloop.workspace.fingerprint import Fingerprint, fingerprint
 from repairloop.workspace.fresh import start_copy
 
 # ``behaviour.checker``'s check: (the run's lines, its passing tests) -> (flags, other tests)
@@ -96,14 +96,17 @@ def prove(
         others: Tuple[str, ...] = ()
         for number in range(1, required + 1):
             traced = behaviour is not None and number == 1
-            run = setup.suite.run(root, past_deadline=True, protect=tuple(oracle), coverage=traced)
-            report, _ = reconciled(run, setup.baseline_ids, baseline_failing)
+            report, why = _run_once(setup, root, oracle, (claimed_fixed, baseline_failing), traced)
             seconds += report.seconds
-            why = untrusted_run(setup, report, root, oracle, full=True)
-            if not why:
-                why = _shortfall(report, claimed_fixed, baseline_failing)
             if traced and behaviour is not None:  # the line data is removed either way
                 flags, others = _behaviour(behaviour, report, root, setup.test_files, not why)
+            if traced and why:
+                # Recording lines can clash with the project's own coverage tool (pytest-cov in
+                # addopts stops a collector it did not start): the verdict is a run without.
+                report, why = _run_once(
+                    setup, root, oracle, (claimed_fixed, baseline_failing), False
+                )
+                seconds += report.seconds
             if why:
                 return Proof(
                     False,
@@ -114,6 +117,23 @@ def prove(
                     seconds,
                 )
     return Proof(True, required, required, seconds=seconds, flags=flags, other_paths=others)
+
+
+def _run_once(
+    setup: ValidationSetup,
+    root: Path,
+    oracle: Fingerprint,
+    claim: Tuple[Sequence[str], Sequence[str]],
+    traced: bool,
+) -> Tuple[TestReport, str]:
+    """One full-suite run of the proof (recording per-test lines when ``traced``): its report
+    and why it does not confirm ``claim`` (the tests claimed fixed, the baseline's failing
+    tests), "" when it does."""
+    claimed_fixed, baseline_failing = claim
+    run = setup.suite.run(root, past_deadline=True, protect=tuple(oracle), coverage=traced)
+    report, _ = reconciled(run, setup.baseline_ids, baseline_failing)
+    why = untrusted_run(setup, report, root, oracle, full=True)
+    return report, why or _shortfall(report, claimed_fixed, baseline_failing)
 
 
 def _behaviour(
