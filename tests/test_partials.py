@@ -135,7 +135,7 @@ def test_a_partial_fix_that_absorbs_the_shared_fault_elsewhere_is_not_kept(
     assert first["decision"] == "reverted", first
     assert first["fixed"] == ["tests/test_running.py::test_first_totals"]
     assert "does not reach the fault the failing tests share" in first["reason"]
-    assert "tests/test_running.py::test_totals still fails" in first["reason"]
+    assert "tests/test_running.py::test_totals still fails and never runs" in first["reason"]
     assert "pkg/running.py::totals" in first["reason"] and "pkg/running.py:17" in first["reason"]
     assert second["decision"] == "kept"
     assert code == 0 and doc["outcome"] == "fixed"
@@ -156,7 +156,7 @@ def test_a_kept_partial_fix_names_what_it_leaves_in_json_and_console(
         code, out, err = run_cli(console, capsys)
     shown = " ".join((out + err).split())
     assert code == 1 and (
-        "still failing: tests/test_scale.py::test_halve (they all run pkg/scale.py::halve: "
+        "still failing: tests/test_scale.py::test_halve (it runs pkg/scale.py::halve: "
         "the fault is likely there)" in shown
     )
     # summary.json is the --json document.
@@ -176,7 +176,7 @@ def test_the_hook_names_what_a_partial_fix_leaves(tmp_path, capsys, no_flaky_che
     out = " ".join(capsys.readouterr().out.split())
     assert code == 1 and "found a partial fix" in out
     assert "still failing with it: tests/test_scale.py::test_halve" in out
-    assert "they all run pkg/scale.py::halve: the fault is likely there" in out
+    assert "it runs pkg/scale.py::halve: the fault is likely there" in out
 
 
 # -- the rule on a localisation, without a run -------------------------------------------------

@@ -162,5 +162,12 @@ def _left_failing(result: RunResult) -> List[str]:
         "still failing with it: "
         + ", ".join(result.still_failing[:5])
         + (f" and {len(result.still_failing) - 5} more" if len(result.still_failing) > 5 else ""),
-        *([f"they all run {shared}: the fault is likely there"] if shared else []),
+        *(
+            [
+                f"{'it runs' if len(result.still_failing) == 1 else 'they all run'} {shared}: "
+                "the fault is likely there"
+            ]
+            if shared
+            else []
+        ),
     ]

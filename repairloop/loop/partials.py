@@ -58,6 +58,9 @@ def _score(localisation: Localisation, key: LineKey) -> float:
     return max((s.score for s in localisation.suspects if (s.path, s.line) == key), default=0.0)
 
 
+_PLURAL = "still fail and never run"
+
+
 def misses_shared_fault(
     localisation: Optional[Localisation],
     applied: AppliedPatch,
@@ -90,8 +93,8 @@ def misses_shared_fault(
         return None
     return (
         f"a partial fix that does not reach the fault the failing tests share: "
-        f"{_named(left)} still fail{'s' if len(left) == 1 else ''} and never run the lines it "
-        f"edits ({_where(edited)}), while all {len(set(failing))} failing tests run "
+        f"{_named(left)} {'still fails and never runs' if len(left) == 1 else _PLURAL}"
+        f" the lines it edits ({_where(edited)}), while all {len(set(failing))} failing tests run "
         f"{shared.path}::{shared.name} (suspiciousness {shared.score:.2f}, the edited lines' "
         f"{highest:.2f}); not kept: fix the shared function"
     )

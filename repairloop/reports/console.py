@@ -159,7 +159,11 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
         lines.append(
             "still failing: "
             + _some(result.still_failing)
-            + (f" (they all run {shared}: the fault is likely there)" if shared else "")
+            + (
+                f" ({_they(result.still_failing)} {shared}: the fault is likely there)"
+                if shared
+                else ""
+            )
         )
     if result.flaky_tests:
         lines.append("flaky (left alone): " + _some(result.flaky_tests))
@@ -214,3 +218,8 @@ def summary_counts(report: TestReport) -> Dict[str, int]:
         )
         counts[key] += 1
     return counts
+
+
+def _they(tests: Sequence[str]) -> str:
+    """ "it runs" for one test, "they all run" for more."""
+    return "it runs" if len(tests) == 1 else "they all run"
