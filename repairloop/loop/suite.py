@@ -87,7 +87,8 @@ def per_test_seconds(settings: Settings) -> Tuple[Optional[float], str]:
     )
     return chosen, (
         f"per-test timeout: {chosen:g} s, chosen from the run's {settings.timeout:g} s budget "
-        f"(a fifteenth, between {AUTO_MIN:g} and {AUTO_MAX:g} s; --per-test-timeout sets it)"
+        f"(a fifteenth, between {AUTO_MIN:g} and {AUTO_MAX:g} s; the per_test_timeout setting, "
+        "or run's --per-test-timeout, sets it)"
     )
 
 
