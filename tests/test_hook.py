@@ -238,3 +238,32 @@ def test_try_repo_on_a_green_suite_passes(make_project, hook_repo, pre_commit_en
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "repairloop (repair failing tests)" in out and "Passed" in out
+
+
+@pytest.mark.slow
+def test_the_printed_apply_command_works_in_a_subdirectory_of_a_repository(
+    tmp_path: Path, capsys, no_flaky_check, monkeypatch
+) -> None:
+    """git reads a patch's paths from the repository's top: the hook's `git apply` for a project
+    in `sub/` needs `--directory=sub` (plain, it skips every file and exits 0)."""
+    from conftest import init_repo
+    from test_behaviour_check import RIGHT, SHOP, SHOP_TESTS
+
+    root = tmp_path / "mono"
+    project = root / "sub"
+    (project / "pkg").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "shop.py").write_text(SHOP)
+    (project / "tests" / "test_shop.py").write_text(SHOP_TESTS)
+    (project / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    init_repo(root)
+    monkeypatch.chdir(project)
+    with ScriptedServer([("ok", RIGHT)]) as srv:
+        args = ["hook", ".", "--model", "openai/scripted", "--api-base", srv.base_url]
+        assert main([*args, "--max-iterations", "1"]) == 1
+    out = capsys.readouterr().out
+    command = out.split("apply it with: ", 1)[1].split("   ", 1)[0]
+    assert command.startswith("git apply --directory=sub ")
+    subprocess.run(command.split(), cwd=project, check=True)
+    assert "return unit * quantity\n" in (project / "pkg" / "shop.py").read_text()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from repairloop.loop.apply_fix import apply_command
 from repairloop.loop.driver import iterate
 from repairloop.loop.suite import RunnerFactory
 from repairloop.settings import Layers, Settings, load_layers
@@ -149,7 +150,8 @@ def _advice(result: RunResult, project: Path) -> List[str]:
         "",
         *left,
         f"saved as {patch_file}",
-        f"apply it with: git apply {patch_file}   (or add --apply to the hook's args)",
+        f"apply it with: {apply_command(project, patch_file)}   "
+        "(or add --apply to the hook's args)",
     ]
 
 

@@ -12,6 +12,20 @@ from repairloop.journal import DoneEvent, IntentEvent, Journal
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import LoopEvent, Outcome, RunNote, RunResult, RunStopped
 from repairloop.workspace import Workspace, apply_to_user_tree
+from repairloop.workspace.repository import locate
+
+
+def apply_command(project: Path, patch_file: str) -> str:
+    """The ``git apply`` command that applies a run's ``patch_file`` (paths relative to
+    ``project``) from the project directory: with ``--directory=PREFIX`` when the project is a
+    subdirectory of its repository, as git reads a patch's paths from the repository's top (plain
+    ``git apply`` there skips every file and still exits 0). Raises nothing."""
+    try:
+        found = locate(project)
+    except ProjectError:
+        found = None
+    prefix = found[1] if found else ""
+    return f"git apply --directory={prefix} {patch_file}" if prefix else f"git apply {patch_file}"
 
 
 def apply_fix(
@@ -40,7 +54,8 @@ def apply_fix(
         saved = Path(result.run_dir) / "fix.patch"
         raise ProjectError(
             f"{err.message} (run {result.run_id}, outcome {result.outcome.value})",
-            hint=f"the patch is kept as {saved}; review it, then `git apply {saved}`",
+            hint=f"the patch is kept as {saved}; review it, then "
+            f"`{apply_command(ws.project, str(saved))}`",
         ) from err
     journal.record(DoneEvent(action="apply", key=key, files=tuple(written)))
     applied = replace(result, applied=True)
