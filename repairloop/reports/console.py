@@ -221,5 +221,5 @@ def summary_counts(report: TestReport) -> Dict[str, int]:
 
 
 def _they(tests: Sequence[str]) -> str:
-    """ "it runs" for one test, "they all run" for more."""
+    """How a line names what the tests left failing run: ``it runs`` (one), ``they all run``."""
     return "it runs" if len(tests) == 1 else "they all run"
