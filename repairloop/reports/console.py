@@ -155,16 +155,7 @@ def print_panel(console: Console, report: RunReport, *, show_patch: bool = True)
     if result.fixed_tests:
         lines.append("fixed: " + _some(result.fixed_tests))
     if result.still_failing:
-        shared = result.evidence.shared_function
-        lines.append(
-            "still failing: "
-            + _some(result.still_failing)
-            + (
-                f" ({_they(result.still_failing)} {shared}: the fault is likely there)"
-                if shared
-                else ""
-            )
-        )
+        lines.append(_still_failing(result))
     if result.flaky_tests:
         lines.append("flaky (left alone): " + _some(result.flaky_tests))
     for note in result.notes:
@@ -220,6 +211,10 @@ def summary_counts(report: TestReport) -> Dict[str, int]:
     return counts
 
 
-def _they(tests: Sequence[str]) -> str:
-    """How a line names what the tests left failing run: ``it runs`` (one), ``they all run``."""
-    return "it runs" if len(tests) == 1 else "they all run"
+def _still_failing(result: RunResult) -> str:
+    """The panel's line of the tests still failing and, for a partial fix, the function they all
+    run (``Evidence.shared_function``)."""
+    shared = result.evidence.shared_function
+    they = "it runs" if len(result.still_failing) == 1 else "they all run"
+    where = f" ({they} {shared}: the fault is likely there)" if shared else ""
+    return "still failing: " + _some(result.still_failing) + where
