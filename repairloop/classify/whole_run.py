@@ -116,7 +116,9 @@ _SESSION_RULES: Tuple[_SessionRule, ...] = (
         lambda r: r.exit_code == 127 or "command not found" in r.output,
         FailureKind.ENVIRONMENT,
         "the test command was not found: {detail}",
-        "check --test-cmd and that its program is installed and on PATH",
+        "check --test-cmd and that its program is installed and on PATH; the command runs in an "
+        "isolated copy of the project, so give a program in a git-ignored directory (a .venv) by "
+        "its absolute path",
     ),
     (
         lambda r: r.exit_code == 1 and bool(_NO_MODULE.search(r.output)),
