@@ -356,6 +356,13 @@ def test_the_whole_runs_timeout_kill_stays_a_timeout_wherever_the_test_was(proje
     )
 
 
+def test_a_command_not_found_says_it_runs_in_an_isolated_copy(project: Path) -> None:
+    """A relative `.venv/bin/python` is not in the isolated copy (a new user's trial): the hint
+    says where the command runs and what to give instead."""
+    failure = one(report(exit_code=127, output="sh: 1: .venv/bin/python: not found"), project)
+    assert "isolated copy" in failure.hint and "absolute path" in failure.hint
+
+
 @pytest.mark.parametrize(
     "exit_code, output, extra, kind, words",
     [
