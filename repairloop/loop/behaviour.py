@@ -6,8 +6,8 @@ tests do alone. Here, with the line data the runs already record:
 
 * *before*: every test's lines at the start state, from the run's first fault localisation
   (``Localisation.spectra``; nothing is run for it);
-* *after*: every test's lines in the first full-suite run of the proof (``proof.prove``, on a
-  fresh copy of the start state with only the patch), run with per-test line data;
+* *after*: every test's lines in one more full-suite run once the proof held (``proof.prove``:
+  on its fresh copy of the start state with only the patch, deciding nothing);
 * compared, for each test that passed at the baseline and passes with the patch, and that never
   ran the suspicious code at the start (the function all failing tests share, else each failing
   test's most suspicious function): its lines in the files the patch changes, over the lines the
@@ -117,7 +117,7 @@ def checker(
     patch: AppliedPatch,
     test_files: TestFiles,
 ) -> Optional[Callable[[Spectra, Sequence[str]], Tuple[Tuple[Flag, ...], Tuple[str, ...]]]]:
-    """The check ``proof.prove`` runs on its first run's line data and passing tests, or None
+    """The check ``proof.prove`` runs on its extra run's line data and passing tests, or None
     when the start state has no per-test line data (nothing to compare with). The check returns
     (the flag when passing tests that never ran the suspicious code changed paths, the passing
     tests that ran it and changed paths: recorded, not flagged, as a fix of the suspicious code

@@ -70,9 +70,10 @@ def prove(
 
     ``claimed_fixed`` must be reported passed in every run; a failure outside
     ``baseline_failing`` means the patch broke something. With ``behaviour``
-    (``behaviour.checker``) the first run records the lines each test runs and
-    the check's flags go into the Proof. Never raises for a failed proof (the
-    Proof says why); raises WorkspaceError when the copy cannot be made.
+    (``behaviour.checker``) one more run, after those held and deciding nothing,
+    records the lines each test runs, and the check's flags go into the Proof.
+    Never raises for a failed proof (the Proof says why); raises WorkspaceError
+    when the copy cannot be made.
     """
     required = setup.final_runs
     seconds = 0.0
@@ -92,21 +93,10 @@ def prove(
             with open(target, "w", encoding="utf-8", newline="") as fh:
                 fh.write(change.new_text)
         oracle = fingerprint(root, setup.guarded)
-        flags: Tuple[str, ...] = ()
-        others: Tuple[str, ...] = ()
+        claim = (claimed_fixed, baseline_failing)
         for number in range(1, required + 1):
-            traced = behaviour is not None and number == 1
-            report, why = _run_once(setup, root, oracle, (claimed_fixed, baseline_failing), traced)
+            report, why = _run_once(setup, root, oracle, claim, False)
             seconds += report.seconds
-            if traced and behaviour is not None:  # the line data is removed either way
-                flags, others = _behaviour(behaviour, report, root, setup.test_files, not why)
-            if traced and why:
-                # Recording lines can clash with the project's own coverage tool (pytest-cov in
-                # addopts stops a collector it did not start): the verdict is a run without.
-                report, why = _run_once(
-                    setup, root, oracle, (claimed_fixed, baseline_failing), False
-                )
-                seconds += report.seconds
             if why:
                 return Proof(
                     False,
@@ -116,6 +106,15 @@ def prove(
                     f"full-suite run {number} of {required}: {why}",
                     seconds,
                 )
+        flags: Tuple[str, ...] = ()
+        others: Tuple[str, ...] = ()
+        if behaviour is not None:
+            # One more run, recording lines, for the behaviour check alone: the verdict above
+            # comes from runs as the user's own command makes them. When this one does not hold
+            # (recording lines clashes with pytest-cov in addopts), the check is skipped.
+            traced, why = _run_once(setup, root, oracle, claim, True)
+            seconds += traced.seconds
+            flags, others = _behaviour(behaviour, traced, root, setup.test_files, not why)
     return Proof(True, required, required, seconds=seconds, flags=flags, other_paths=others)
 
 

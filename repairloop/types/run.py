@@ -144,7 +144,7 @@ def _number(value: Any) -> Optional[float]:
 class Proof:
     """What the proof run of a reported patch showed (``proof.prove``): ``held`` of ``required``
     full-suite runs held on a fresh copy of the start state, ``guards`` passed on the whole patch,
-    ``detail`` why not; ``seconds`` of test time; ``flags`` what the behaviour check on its first
+    ``detail`` why not; ``seconds`` of test time; ``flags`` what the behaviour check on its extra
     run found (``loop.behaviour``: ``changes_passing_behaviour: ...``) and ``other_paths`` the
     passing tests that ran the suspicious code and took other paths (recorded, not flagged)."""
 
