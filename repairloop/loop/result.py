@@ -79,6 +79,15 @@ def record_result(journal: Journal, result: RunResult) -> None:
     )
 
 
+# Flags of a kept candidate that the result's notes repeat as warnings.
+_WARNED = (
+    FlagKind.SUSPECTED_OVERFITTING,
+    FlagKind.COMPENSATES,
+    FlagKind.CAPABILITY,
+    FlagKind.DROPS_INPUT,
+)
+
+
 def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[str, ...]:
     """RunResult notes that must stand out: test edits allowed, and flags of kept candidates."""
     kept = [it for it in history if it.decision is Decision.KEPT]
@@ -94,9 +103,5 @@ def guard_notes(allow_test_edits: bool, history: Sequence[Iteration]) -> Tuple[s
             )
         )
     for it in kept:
-        notes += [
-            f"WARNING: iteration {it.number}: {f}"
-            for f in it.flags
-            if f.kind in (FlagKind.SUSPECTED_OVERFITTING, FlagKind.COMPENSATES, FlagKind.CAPABILITY)
-        ]
+        notes += [f"WARNING: iteration {it.number}: {f}" for f in it.flags if f.kind in _WARNED]
     return tuple(notes)

@@ -123,6 +123,8 @@ class FlagKind(str, enum.Enum):
     )
     # passing tests that never run the suspicious code take other paths (loop/behaviour.py)
     CHANGES_PASSING_BEHAVIOUR = "changes_passing_behaviour"
+    # a changed function no longer reads a parameter or local it read before (patch/dropped.py)
+    DROPS_INPUT = "drops_input"
 
 
 class JournalKind(str, enum.Enum):

@@ -1,4 +1,5 @@
-"""Figure 17: the behaviour check on right fixes and on plausible-but-wrong patches.
+"""Figure 17: the behaviour check and ``drops_input`` on right fixes and on plausible-but-wrong
+patches.
 
 The behaviour check (``repairloop/loop/behaviour.py``; README "The behaviour check") flags a
 proven patch ``changes_passing_behaviour`` when a test that passed at the baseline and with the
@@ -7,7 +8,9 @@ patch is answered by the scripted model (``tests/scripted_server.py`` on 127.0.0
 diff in a fenced block) to ``python -m repairloop run PROJECT --model openai/scripted --api-base
 URL --no-builtin --max-iterations 1 --json`` on a fresh git copy (the model named
 ``scripted.MODEL``, so litellm can price it), and the run's
-``evidence.proof.flags`` say whether it was flagged. Four sets:
+``evidence.proof.flags`` say whether it was flagged. ``drops_input`` (``repairloop/patch/
+dropped.py``) flags a candidate whose changed function no longer reads an input; the run's
+``evidence.flags`` hold it. A patch counts as flagged by either. Five sets:
 
 - **a. bench, right**: every ``fixtures/bench`` case's ``reference.patch``;
 - **b. real bugs, right**: the reference fix (``context_check.reference_diff`` from the buggy to
@@ -18,19 +21,26 @@ URL --no-builtin --max-iterations 1 --json`` on a fresh git copy (the model name
   harvested by ``harvest_wrong_patches.py`` into ``fixtures/behaviour/bench/``;
 - **d. shop**: ``fixtures/behaviour/shop`` with three known overfitting answers (a guard on the
   failing input, a lookup table keyed by it, a branch-free correction), which change no passing
-  test's path and so are expected NOT flagged, and its right fix.
+  test's path and read every input, and so are expected NOT flagged, and its right fix;
+- **e. real bugs, wrong**: the offline engine's plausible patches on real bugs that figure 16's
+  whole-suite judge found wrong (``fixtures/behaviour/realbugs/CASE.patch``, from its rows'
+  ``wrong_patch``), each on its buggy project with the case's own test command.
+
+``static_sweep`` also computes ``drops_input`` with no run on every reference fix there is
+(both real-bug corpora and fixtures/bench): a wider look at its false flags.
 
 Only runs that end ``fixed`` count (the check runs on a proven patch); the others are listed.
-Targets (issue 28): right fixes flagged at most 1 in 20; wrong patches (set c) flagged more
-than half. ``make bench`` measures it only with ``BENCH_BEHAVIOUR=1`` or ``--only 17``.
+Targets (issue 28): right fixes flagged at most 1 in 20; wrong patches (sets c and e) flagged
+more than half. ``make bench`` measures it only with ``BENCH_BEHAVIOUR=1`` or ``--only 17``.
 
-    python tests/bench/behaviour_figure.py [--rows FILE] [SET ...]   # SET: a b c d
+    python tests/bench/behaviour_figure.py [--rows FILE] [SET ...]   # SET: a b c d e
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,7 +74,9 @@ SETS = {
     "b": "b. real-bug reference fixes",
     "c": "c. bench wrong patches",
     "d": "d. shop",
+    "e": "e. real-bug wrong patches",
 }
+DROPS = "drops_input"
 
 
 @dataclass(frozen=True)
@@ -75,9 +87,14 @@ class Row:
     case: str
     right: bool
     outcome: str
-    flagged: bool
+    flagged: bool  # changes_passing_behaviour, by the proof's behaviour check
     detail: str  # the flag's text when flagged, why not fixed when not fixed
     seconds: float
+    dropped: bool = False  # drops_input, on the candidate (rows of older files lack it)
+
+    @property
+    def either(self) -> bool:
+        return self.flagged or self.dropped
 
     @property
     def counted(self) -> bool:
@@ -127,6 +144,15 @@ def flags_of(summary: Dict[str, Any]) -> List[str]:
     return [str(f) for f in proof.get("flags") or [] if str(f).startswith(FLAG)]
 
 
+def dropped_of(summary: Dict[str, Any]) -> List[str]:
+    """The run's ``drops_input`` flags (its kept candidates', in ``evidence.flags``)."""
+    return [
+        str(f)
+        for f in (summary.get("evidence") or {}).get("flags") or []
+        if str(f).startswith(DROPS)
+    ]
+
+
 def measure_job(job: Job, work: Path) -> Row:
     began = time.perf_counter()
     try:
@@ -135,10 +161,10 @@ def measure_job(job: Job, work: Path) -> Row:
     except Exception as exc:  # a case that cannot be built is a row, not the end of the figure
         summary, err = {}, f"could not build the project: {exc}"
     outcome = str(summary.get("outcome") or "error")
-    flags = flags_of(summary)
-    detail = " ".join(flags)[:600] if flags else why_not_fixed(summary, err)
+    flags, dropped = flags_of(summary), dropped_of(summary)
+    detail = " ".join(flags + dropped)[:600] if flags or dropped else why_not_fixed(summary, err)
     seconds = round(time.perf_counter() - began, 1)
-    return Row(job.set, job.case, job.right, outcome, bool(flags), detail, seconds)
+    return Row(job.set, job.case, job.right, outcome, bool(flags), detail, seconds, bool(dropped))
 
 
 # --- the jobs of each set -----------------------------------------------------------------------
@@ -205,8 +231,34 @@ def shop_jobs(
     return [job(p) for p in sorted(answers.glob("*.patch"))]
 
 
+def real_wrong_jobs(corpus: Path = BEHAVIOUR / "realbugs") -> List[Job]:
+    """The offline engine's plausible patches on real bugs that figure 16's whole-suite judge
+    found wrong (``fixtures/behaviour/realbugs/CASE.patch``), each on its buggy project."""
+    corpora = realbugs.load_cases() + realbugs.load_cases(fidelity_figure.HELDOUT)
+    known = {c.name: c for c in corpora}
+
+    def job(patch: Path) -> Job:
+        case = known[patch.stem]
+
+        def build(work: Path) -> Tuple[Path, str, Optional[str]]:
+            project = realbugs.materialise(case, work / "buggy")
+            fidelity_figure.as_in_its_repository(project)
+            answer = fenced(patch.read_text(encoding="utf-8"))
+            return project, answer, loop_test_cmd(case.test_cmd)
+
+        return Job("e", case.name, False, build)
+
+    return [job(p) for p in sorted(corpus.glob("*.patch"))]
+
+
 def jobs_of(sets: Sequence[str]) -> List[Job]:
-    makers = {"a": bench_right_jobs, "b": real_right_jobs, "c": bench_wrong_jobs, "d": shop_jobs}
+    makers = {
+        "a": bench_right_jobs,
+        "b": real_right_jobs,
+        "c": bench_wrong_jobs,
+        "d": shop_jobs,
+        "e": real_wrong_jobs,
+    }
     return [job for key in sets for job in makers[key]()]
 
 
@@ -240,74 +292,134 @@ def _share(hits: int, total: int) -> str:
     return f"{hits} of {total} ({100.0 * hits / total:.1f}%)" if total else "none"
 
 
-def _tally(rows: Sequence[Row]) -> Tuple[int, int]:
+def _tally(rows: Sequence[Row], by: Callable[[Row], bool] = lambda r: r.either) -> Tuple[int, int]:
+    """(flagged ``by``, ended fixed) of ``rows``; ``by`` defaults to either check."""
     counted = [r for r in rows if r.counted]
-    return sum(r.flagged for r in counted), len(counted)
+    return sum(by(r) for r in counted), len(counted)
 
 
 def set_lines(rows: Sequence[Row]) -> List[str]:
-    """Per set and kind: patches, runs that ended fixed, flagged among those."""
+    """Per set and kind: patches, runs that ended fixed, flagged among those (by each check)."""
     out = []
     for key, label in SETS.items():
         for right in (True, False):
             group = [r for r in rows if r.set == key and r.right is right]
             if group:
                 flagged, fixed = _tally(group)
+                behaviour, _ = _tally(group, lambda r: r.flagged)
+                dropped, _ = _tally(group, lambda r: r.dropped)
                 out.append(
                     f"{label}, {'right' if right else 'wrong'}: {len(group)} patch(es), "
-                    f"{fixed} ended fixed, flagged {_share(flagged, fixed)}"
+                    f"{fixed} ended fixed, flagged {_share(flagged, fixed)} (behaviour check "
+                    f"{behaviour}, drops_input {dropped})"
                 )
     return out
 
 
 def _case_row(r: Row) -> List[str]:
-    flag = ("**flagged**" if r.flagged else "not flagged") if r.counted else "- (not counted)"
-    return [SETS[r.set], r.case, "right" if r.right else "wrong", r.outcome, flag]
+    def cell(flagged: bool) -> str:
+        return ("**flagged**" if flagged else "not flagged") if r.counted else "- (not counted)"
+
+    kind = "right" if r.right else "wrong"
+    return [SETS[r.set], r.case, kind, r.outcome, cell(r.flagged), cell(r.dropped)]
 
 
-def behaviour_figure(rows: Sequence[Row], seconds: float) -> Figure:
-    """Figure 17 from measured ``rows``: per set, flagged among the runs that ended fixed."""
+def static_sweep() -> Tuple[int, int, List[str]]:
+    """``drops_input`` on every real bug's reference fix (both corpora) and every fixtures/bench
+    reference, computed from the texts with no run: (flagged, patches, the flagged ones' names).
+    A right fix flagged here is a false flag the runs above may not sample."""
+    from repairloop.patch import AppliedPatch, FileChange
+    from repairloop.patch.dropped import dropped_input_flags
+    from repairloop.types import TestFiles
+
+    def flagged(old: Dict[str, str], new: Dict[str, str]) -> bool:
+        changes = tuple(FileChange(p, old[p], new.get(p), "exact", 1.0) for p in old)
+        return bool(dropped_input_flags(AppliedPatch(changes, "reference"), TestFiles()))
+
+    names: List[str] = []
+    total = 0
+    with tempfile.TemporaryDirectory(prefix="behaviour-static-") as tmp:
+        for case in realbugs.load_cases() + realbugs.load_cases(fidelity_figure.HELDOUT):
+            where = Path(tmp) / case.name
+            fixed = realbugs.materialise(case, where / "fixed", fixed=True)
+            buggy = realbugs.materialise(case, where / "buggy")
+            paths = [d.path for d in realbugs.parse_unified_diff(case.bug_patch.read_text())]
+            py = [p for p in paths if p.endswith(".py") and not realbugs.is_test_path(p)]
+            total += 1
+            old = {p: (buggy / p).read_text(encoding="utf-8") for p in py}
+            if flagged(old, {p: (fixed / p).read_text(encoding="utf-8") for p in py}):
+                names.append(case.name)
+            shutil.rmtree(where)
+        for bench in find_cases(BENCH):
+            if not bench.reference:
+                continue
+            project = commit_all(copy_project(bench, Path(tmp) / bench.name))
+            diff = bench.reference.read_text(encoding="utf-8")
+            paths = [d.path for d in realbugs.parse_unified_diff(diff)]
+            old = {p: (project / p).read_text(encoding="utf-8") for p in paths if p.endswith(".py")}
+            subprocess.run(["git", "apply", str(bench.reference)], cwd=project, check=True)
+            total += 1
+            if flagged(old, {p: (project / p).read_text(encoding="utf-8") for p in old}):
+                names.append(bench.name)
+    return len(names), total, names
+
+
+def behaviour_figure(
+    rows: Sequence[Row], seconds: float, sweep: Optional[Tuple[int, int, List[str]]] = None
+) -> Figure:
+    """Figure 17 from measured ``rows``: per set, flagged among the runs that ended fixed, by
+    either check (the behaviour check, ``drops_input``); ``sweep`` is ``static_sweep()``."""
     right_flagged, right_fixed = _tally([r for r in rows if r.right])
-    wrong_flagged, wrong_fixed = _tally([r for r in rows if r.set == "c"])
+    wrong = [r for r in rows if r.set in ("c", "e")]
+    wrong_flagged, wrong_fixed = _tally(wrong)
     all_wrong_flagged, all_wrong_fixed = _tally([r for r in rows if not r.right])
     # No proven patch of a kind: nothing to judge (None), not a target met or missed.
     checks = [
         Check("right fixes flagged: at most 1 in 20", _share(right_flagged, right_fixed),
               right_flagged * 20 <= right_fixed if right_fixed else None),
-        Check("wrong patches (fixtures/bench, harvested) flagged: more than half",
-              _share(wrong_flagged, wrong_fixed),
+        Check("wrong patches (the engine's, on fixtures/bench and real bugs) flagged: more "
+              "than half", _share(wrong_flagged, wrong_fixed),
               wrong_flagged * 2 > wrong_fixed if wrong_fixed else None),
     ]  # fmt: skip
+    if sweep is not None:
+        hits, total, names = sweep
+        checks.append(
+            Check("drops_input on every reference fix, no run: at most 1 in 20",
+                  _share(hits, total) + (f" ({', '.join(names)})" if names else ""),
+                  hits * 20 <= total if total else None)
+        )  # fmt: skip
     shop = [r for r in rows if r.set == "d" and not r.right]
-    shop_flagged = [r.case for r in shop if r.counted and r.flagged]
+    shop_flagged = [r.case for r in shop if r.counted and r.either]
     others = [f"{SETS[r.set]}: {r.case}: {r.outcome}: {r.detail}" for r in rows if not r.counted]
     flagged_tests = [
-        f"{r.case}: {r.detail.split('; it changes')[0].split('; it c')[0]}"
+        f"{r.case}: {r.detail.split('; it changes')[0].split(': a plausible')[0]}"
         for r in rows
-        if r.counted and r.flagged
+        if r.counted and r.either
     ]
     notes = set_lines(rows) + [
         f"Every wrong patch, the shop's included: {_share(all_wrong_flagged, all_wrong_fixed)} "
         "flagged.",
         f"The shop's {len(shop)} overfitting answers are expected NOT flagged (a condition on the "
         "failing test's inputs, a table keyed by them and a branch-free correction change no "
-        "passing test's path, and every shop test runs `price`, the suspicious code): "
+        "passing test's path, every shop test runs `price`, the suspicious code, and each reads "
+        "every input): "
         + (f"flagged: {', '.join(shop_flagged)}." if shop_flagged else "none flagged."),
         "A flag is counted only on a run that ended `fixed` (the check runs on a proven "
         "patch); runs that did not: " + ("; ".join(others) if others else "none") + ".",
         "What each flag named: " + ("; ".join(flagged_tests) if flagged_tests else "none") + ".",
         f"{len(rows)} runs, {WORKERS} at a time: {seconds / 60:.0f} minutes.",
     ]
-    table = [["set", "case", "patch", "outcome", "behaviour check"]]
+    table = [["set", "case", "patch", "outcome", "behaviour check", "drops_input"]]
     table += [_case_row(r) for r in rows]
     return Figure(
         17,
-        "The behaviour check: right fixes against plausible-but-wrong patches",
+        "The behaviour check and drops_input: right fixes against plausible-but-wrong patches",
         "each patch answered by a scripted model as a diff, one iteration with repairloop's "
-        "defaults (the proof and its behaviour check), and whether the proof flagged "
-        "`changes_passing_behaviour`: right fixes (fixtures/bench reference fixes, real bugs' "
-        "own fixes) against the offline engine's plausible patches that fixtures/bench's hidden "
-        "tests reject, and a shop project's known overfitting answers",
+        "defaults (the proof and its behaviour check), and whether the run flagged it "
+        "`changes_passing_behaviour` (the proof) or `drops_input` (the candidate): right fixes "
+        "(fixtures/bench reference fixes, real bugs' own fixes) against the offline engine's "
+        "plausible patches that fixtures/bench's hidden tests or a real project's whole suite "
+        "reject, and a shop project's known overfitting answers",
         table,
         checks,
         notes,
@@ -318,8 +430,8 @@ def behaviour_figure(rows: Sequence[Row], seconds: float) -> Figure:
 def figure_behaviour(work: Path) -> Figure:
     """Figure 17 for ``make bench`` (``BENCH_BEHAVIOUR=1``): every set."""
     began = time.perf_counter()
-    rows = measure(jobs_of("dcab"), work)
-    return behaviour_figure(rows, time.perf_counter() - began)
+    rows = measure(jobs_of("decab"), work)
+    return behaviour_figure(rows, time.perf_counter() - began, static_sweep())
 
 
 def main(argv: Sequence[str]) -> int:
@@ -329,11 +441,11 @@ def main(argv: Sequence[str]) -> int:
     rows_file = None
     if args[:1] == ["--rows"]:
         rows_file, args = Path(args[1]), args[2:]
-    sets = "".join(args) or "dcab"
+    sets = "".join(args) or "decab"
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="behaviour-figure-") as tmp:
         rows = measure(jobs_of(sets), Path(tmp), rows_file)
-    figure = behaviour_figure(rows, time.perf_counter() - began)
+    figure = behaviour_figure(rows, time.perf_counter() - began, static_sweep())
     print(figure.markdown(machine()))
     return 0 if all(c.met for c in figure.checks) else 1
 

@@ -123,7 +123,8 @@ def engine_run(case: Any, work: Path, checkout: Path) -> Row:
     outcome = str(summary.get("outcome") or "error")
     patch = str(summary.get("patch") or "")
     judged = judge_patch(case, project, patch, work) if outcome == "fixed" and patch else ""
-    proof = (summary.get("evidence") or {}).get("proof") or {}
+    evidence = summary.get("evidence") or {}
+    proof = evidence.get("proof") or {}
     return {
         "name": case.name,
         "outcome": outcome,
@@ -133,6 +134,10 @@ def engine_run(case: Any, work: Path, checkout: Path) -> Row:
         # the behaviour check's verdict on the reported patch (README "The behaviour check")
         "behaviour_flagged": any("changes_passing_behaviour" in f for f in proof.get("flags", [])),
         "other_paths": len(proof.get("other_paths") or []),
+        # a changed function that no longer reads an input (README "The behaviour check")
+        "drops_input": any(f.startswith("drops_input") for f in evidence.get("flags", [])),
+        # a wrong patch, kept for figure 17's set e (fixtures/behaviour/realbugs)
+        "wrong_patch": patch if judged.startswith("wrong") else "",
     }
 
 
@@ -176,8 +181,9 @@ def _tally(rows: Sequence[Row]) -> Tuple[int, int, int]:
 
 
 def _flag_counts(rows: Sequence[Row]) -> str:
-    """How many right and wrong fixes the behaviour check flagged, and how many changed the paths
-    of passing tests that run the suspicious code (``other_paths``, not flagged)."""
+    """How many right and wrong fixes the behaviour check flagged, how many changed the paths
+    of passing tests that run the suspicious code (``other_paths``, not flagged), and how many
+    were flagged ``drops_input``."""
     fixed = [r for r in rows if r["outcome"] == "fixed" and r["judged"]]
     parts = []
     for label, picked in (
@@ -186,9 +192,10 @@ def _flag_counts(rows: Sequence[Row]) -> str:
     ):
         flagged = sum(bool(r.get("behaviour_flagged")) for r in picked)
         moved = sum(bool(r.get("other_paths")) for r in picked)
+        dropped = sum(bool(r.get("drops_input")) for r in picked)
         parts.append(
             f"{label} fixes {flagged} of {len(picked)} (other paths of tests running the "
-            f"suspicious code: {moved})"
+            f"suspicious code: {moved}; drops_input: {dropped})"
         )
     return "; ".join(parts)
 
