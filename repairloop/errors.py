@@ -105,7 +105,9 @@ class BudgetExhausted(ProposerError):
 class EngineExhausted(ProposerError):
     """The offline engine ran out of candidates (or of time) without a plausible patch.
 
-    ``notes`` carries the engine's journal material (localisation, candidates tried).
+    ``notes`` carries the engine's journal material (localisation, candidates tried);
+    ``out_of_time`` is True when its search stopped on the run's time budget (the
+    request's ``budget.seconds``), not for want of candidates.
     """
 
     notes: Dict[str, Any]
@@ -119,8 +121,10 @@ class EngineExhausted(ProposerError):
         notes: Optional[Dict[str, Any]] = None,
         candidates: int = 0,
         degraded: str = "",
+        out_of_time: bool = False,
     ):
         super().__init__(
             message, hint, usage=usage, attempts=attempts, candidates=candidates, degraded=degraded
         )
         self.notes = dict(notes or {})
+        self.out_of_time = out_of_time

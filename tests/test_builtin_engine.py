@@ -18,15 +18,19 @@ import pytest
 from repairloop import runner
 from repairloop.errors import EngineExhausted
 from repairloop.localise import localise
+from repairloop.loop.candidate import model_failed
 from repairloop.propose.builtin import BuiltinProposer
 from repairloop.propose.builtin.edits import Source
+from repairloop.propose.builtin.engine import TIME_SPENT
 from repairloop.propose.builtin.filemodel import FileModel
 from repairloop.propose.builtin.mutation import Mutation
 from repairloop.propose.builtin.pool import WorkerPool
 from repairloop.propose.builtin.scratch import ValidationPlan, Verdict
 from repairloop.propose.builtin.search import Candidate, Search, order_candidates
 from repairloop.types import (
+    Budget,
     BudgetLeft,
+    ChainMove,
     ProposalRequest,
     RepairContext,
     Suspect,
@@ -203,6 +207,8 @@ def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
         engine.propose(request_for(project))
     error = caught.value
     assert "none of the 4 candidate edits it tried" in error.message
+    assert not error.out_of_time  # out of candidates with time left: the next link's turn
+    assert model_failed("builtin", error)[0] is ChainMove.NEXT
     assert error.notes["counts"]["tried"] == 4
     assert len(error.notes["tried"]) == 4
     assert {"operator", "path", "line", "outcome", "reason"} <= set(error.notes["tried"][0])
@@ -210,6 +216,23 @@ def test_engine_exhausted_on_a_multi_bug_case(tmp_path: Path) -> None:
     assert (
         error.usage.seconds > 0 and error.usage.calls == 0
     )  # the search took engine time (it showed 0.0 s)
+
+
+def test_a_search_stopped_by_the_runs_time_ends_the_run_on_its_time_budget(
+    tmp_path: Path,
+) -> None:
+    # A new user's trial: the engine's search ran out of the run's time and the run ended
+    # "no_model_left" ("nothing left to try"), as if the engine had no edit left.
+    project = write_project(tmp_path / "inc", INC)
+    engine = BuiltinProposer(
+        localiser=localise, project_root=project, run_tests=run_tests, test_files=TEST_FILES
+    )
+    with pytest.raises(EngineExhausted) as caught:
+        engine.propose(request_for(project, seconds=0.001))
+    assert caught.value.out_of_time and caught.value.notes["stopped_because"] == TIME_SPENT
+    move, _, reason, refusal = model_failed("builtin", caught.value)
+    assert move is ChainMove.STAY and reason.startswith("builtin failed: ")
+    assert refusal is not None and refusal.budget is Budget.SECONDS  # the stop policy's budget end
 
 
 def test_an_infinitely_looping_candidate_costs_no_more_than_its_timeout(tmp_path: Path) -> None:

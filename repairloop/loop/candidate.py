@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Optional, Tuple, Union
 
-from repairloop.errors import BudgetExhausted, PatchError, ProposerError, UnrecoverableModelError
+from repairloop.errors import (
+    BudgetExhausted,
+    EngineExhausted,
+    PatchError,
+    ProposerError,
+    UnrecoverableModelError,
+)
 from repairloop.journal import CandidateRejectedEvent, Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.loop.inputs import AttemptInput, AttemptSetup
 from repairloop.loop.stop import Refusal
@@ -24,6 +30,7 @@ from repairloop.patch.overfit import check_hardcoded, overfitting_flags
 from repairloop.patch.testliterals import assertion_literals, failing_inputs
 from repairloop.redact import redact_context, redact_feedback
 from repairloop.types import (
+    Budget,
     ChainMove,
     Feedback,
     Flag,
@@ -227,12 +234,16 @@ def model_failed(model: str, err: ProposerError) -> Tuple[ChainMove, str, str, O
     refusal).
 
     A refused budget gate stops the run (the stop policy turns the refusal
-    into its budget reason); an unrecoverable error drops the model for the
+    into its budget reason), and so does the offline engine's search stopped
+    by the run's time budget; an unrecoverable error drops the model for the
     run; anything else (model error, transient failure after retries, the
     offline engine exhausted) moves on to the next link.
     """
     if isinstance(err, BudgetExhausted):
         return ChainMove.STAY, "", f"not sent: {err.message}", Refusal(err.budget, err.message)
+    if isinstance(err, EngineExhausted) and err.out_of_time:
+        spent = "the run's time budget (--timeout) ran out during the offline engine's search"
+        return ChainMove.STAY, "", f"{model} failed: {err.message}", Refusal(Budget.SECONDS, spent)
     if isinstance(err, UnrecoverableModelError):
         # the hint names the fix (a key, a name)
         why = f"{err.message} ({err.hint})" if err.hint else err.message

@@ -47,6 +47,7 @@ from repairloop.types import (
     read_sources,
 )
 
+TIME_SPENT = "time budget spent"  # why the search stopped, when the run's time ran out
 PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
 # Seconds for a candidate's failing tests when some hung at the baseline: a fix passes them at once.
 HUNG_TARGETS_TIMEOUT = 5.0
@@ -333,7 +334,7 @@ class BuiltinProposer:
             self._stopped_because = f"max_candidates ({self.max_candidates}) reached"
             return False
         if deadline is not None and now >= deadline:
-            self._stopped_because = "time budget spent"
+            self._stopped_because = TIME_SPENT
             return False
         assert self._started is not None
         if search.found_at is not None:
@@ -395,4 +396,5 @@ class BuiltinProposer:
             usage=usage,
             candidates=tried,
             degraded=self._degraded(),
+            out_of_time=self._stopped_because == TIME_SPENT,
         )
