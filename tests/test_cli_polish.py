@@ -227,6 +227,16 @@ def test_a_configuration_error_leaves_no_run_directory(
 # -- 6. hints a pip-installed user can follow -----------------------------------------------------
 
 
+def test_a_bad_flag_value_names_the_help_of_the_command_used(
+    make_project, quiet_env, capsys
+) -> None:
+    # A new user's trial: `repairloop classify --test-timeout 0` pointed to `repairloop run --help`.
+    project = make_project("off_by_one")
+    code, _, err = cli(["classify", str(project), "--test-timeout", "0"], capsys)
+    assert code == 2 and "'test_timeout'" in err
+    assert "the command's --help lists its flags" in err and "run --help" not in err
+
+
 def test_hints_point_to_what_an_installed_user_has(make_project, quiet_env, capsys) -> None:
     project = make_project("off_by_one")
     (project / "repairloop.toml").write_text("max_iteration = 3\n")

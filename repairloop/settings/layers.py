@@ -70,7 +70,7 @@ def _validation_hint(err: ValidationError, origin: str) -> str:
     text = text if len(text) <= 60 else text[:57] + "..."  # the glob lists are long
     note = "" if "default" in str(field.description) else f" (default: {text})"
     where = (
-        "the flag (repairloop run --help lists the flags)"
+        "the flag (the command's --help lists its flags)"
         if "flags" in origin
         else f"it in {origin}"
     )
