@@ -262,6 +262,25 @@ def test_wrong_attribute_from_another_receiver_in_the_file() -> None:
     find(code, 6, "wrong_attribute", "            if done.issuperset(nxt.incoming_nodes):")
 
 
+def test_a_data_attribute_is_never_swapped_for_a_special_one() -> None:
+    # The engine's wrong plausible patch on pyflakes-print-augmented-assign (figure 16):
+    # ``self.handleNodeLoad(node.target)`` became ``self.handleNodeLoad(node.__class__)``.
+    code = """\
+    def visit(self, node):
+        name = node.__class__.__name__
+        self.load(node.target)
+        self.walk(node.value)
+    """
+    text = textwrap.dedent(code)
+    swapped = [
+        span_text(code, m)
+        for m in mutate_source("m.py", text, 3)
+        if m.operator == "wrong_attribute" and "__" in m.edit.replacement
+    ]
+    assert swapped == []
+    find(code, 3, "wrong_attribute", "    self.load(node.value)")  # a data attribute still is
+
+
 @pytest.mark.parametrize(
     "code, line, new_line",
     [

@@ -198,6 +198,11 @@ def wrong_variable(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
         yield make(model, "wrong_variable", start, end, name, weight, f"`{node.id}` -> `{name}`")
 
 
+def _special(name: str) -> bool:
+    """A special (dunder) name: ``__class__``, ``__dict__``."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
 def wrong_attribute(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     """``node.left`` to ``node.right``: another attribute the file uses on the same receiver."""
     if not isinstance(node, ast.Attribute) or model.is_callee(node):
@@ -212,6 +217,10 @@ def wrong_attribute(model: FileModel, node: ast.AST) -> Iterator[Mutation]:
     if src.text[start:end] != node.attr:
         return
     choices = [(n, 1.0) for n in same] + [(n, 0.6) for n in anywhere]
+    # A data attribute is not swapped for a special one (``node.target`` for ``node.__class__``):
+    # no fix of the 71 real bugs (fixtures/realbugs*) does it, and the engine's one such swap was
+    # a wrong plausible patch (pyflakes-print-augmented-assign, figure 16).
+    choices = [(n, w) for n, w in choices if _special(n) <= _special(node.attr)]
     for name, weight in choices[:MAX_NAME_ALTERNATIVES]:
         what = f"`{receiver}.{node.attr}` -> `{receiver}.{name}`"
         yield make(model, "wrong_attribute", start, end, name, weight, what)
