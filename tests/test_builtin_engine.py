@@ -11,7 +11,7 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 import pytest
 
@@ -19,6 +19,7 @@ from repairloop import runner
 from repairloop.errors import EngineExhausted
 from repairloop.localise import localise
 from repairloop.loop.candidate import model_failed
+from repairloop.patch.dropped import drops_input
 from repairloop.propose.builtin import BuiltinProposer
 from repairloop.propose.builtin.edits import Source
 from repairloop.propose.builtin.engine import TIME_SPENT
@@ -276,6 +277,32 @@ def test_candidate_order_is_deterministic(tmp_path: Path) -> None:
     scores = [c.suspiciousness * c.prior for c in first]
     assert scores == sorted(scores, reverse=True)
     assert first[0].operator == "comparison"  # the highest prior at equal suspiciousness
+
+
+CLAMP = "def clamp(x, lo, hi):\n    return max(lo, max(x, hi))\n"
+
+
+def test_a_plausible_patch_that_stops_reading_an_input_is_chosen_after_one_that_does_not() -> None:
+    # fixtures/bench/stats_two_bugs: the engine answered `max(x, lo)` (clamp ignores hi) over
+    # `min(x, hi)`, both passing every visible test (figure 17's wrong patches).
+    source = Source("m.py", CLAMP)
+    start = source.line_starts[1] + len("    return max(lo, ")
+
+    def mutation(new: str, prior: float) -> Mutation:
+        return Mutation("wrong", "m.py", 2, start, start + len("max(x, hi)"), new, prior, new)
+
+    wrong, right = mutation("max(x, lo)", 0.9), mutation("min(x, hi)", 0.5)
+    candidates = [Candidate((m,), 1.0, m.prior, i) for i, m in enumerate((wrong, right))]
+    everything = lambda changed: Verdict("plausible", "", 1)  # noqa: E731 - both pass the tests
+
+    def chosen(distrusted: Callable[[Dict[str, str], Dict[str, str]], bool]) -> str:
+        search = Search(candidates, {"m.py": CLAMP}, 1, distrusted=distrusted)
+        search.run(everything, lambda s: True, clock=lambda: 0.0)
+        return search.plausible(set())[0].diff
+
+    assert "+    return max(lo, max(x, lo))" in chosen(lambda old, new: False)  # the prior's pick
+    by_the_loop = lambda old, new: drops_input(old, new, TEST_FILES)  # noqa: E731 - chain.py's
+    assert "+    return max(lo, min(x, hi))" in chosen(by_the_loop)
 
 
 def test_pairs_come_after_every_single_and_start_from_partial_fixes() -> None:

@@ -15,6 +15,7 @@ from repairloop import errors
 from repairloop.errors import ConfigError, ProposerError
 from repairloop.journal import Journal, ProposalErrorEvent, ProposalEvent
 from repairloop.loop.prefilter import journalled_warm
+from repairloop.patch.dropped import drops_input
 from repairloop.settings import Settings, edit_format_for
 from repairloop.textutil import REDACTION_MARKER
 from repairloop.types import (
@@ -96,6 +97,7 @@ def build_proposer(
             extra_search_share=settings.builtin_extra_search,
             open_warm=journalled_warm(suite, journal, BUILTIN) if settings.warm else None,
             scratch_dir=suite.scratch_dir,  # its copies go where the run's scratch is registered
+            distrusted=lambda old, new: drops_input(old, new, test_files),
         )
     from repairloop.propose.llm import LLMProposer
 

@@ -30,9 +30,9 @@ out:
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
-from repairloop.patch.changes import AppliedPatch
+from repairloop.patch.changes import AppliedPatch, FileChange
 from repairloop.types import Flag, FlagKind, TestFiles
 
 MAX_FLAGS = 5
@@ -137,6 +137,18 @@ def dropped_input_flags(applied: AppliedPatch, test_files: TestFiles) -> Tuple[F
                 _flag(change.path, name, kind, input_) for kind, input_ in dropped_reads(old, new)
             ]
     return tuple(flags[:MAX_FLAGS])
+
+
+def drops_input(
+    originals: Mapping[str, str], changed: Mapping[str, str], test_files: TestFiles
+) -> bool:
+    """True when the files ``changed`` (path -> new text) would be flagged ``drops_input``
+    against ``originals`` (path -> text): how the offline engine ranks such a patch after
+    one that fixes as many tests (``BuiltinProposer``'s ``distrusted``)."""
+    changes = tuple(
+        FileChange(path, originals.get(path), text, "exact", 1.0) for path, text in changed.items()
+    )
+    return bool(dropped_input_flags(AppliedPatch(changes, "engine"), test_files))
 
 
 def _flag(path: str, function: str, kind: str, name: str) -> Flag:

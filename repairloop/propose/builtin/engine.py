@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from repairloop.errors import EngineExhausted
 from repairloop.propose.builtin.edits import Source, keeps_doctests
 from repairloop.propose.builtin.engine_report import (
+    EXHAUSTED_HINT,
     exhausted_message,
     localisation_notes,
     result_notes,
@@ -51,9 +52,7 @@ TIME_SPENT = "time budget spent"  # why the search stopped, when the run's time 
 PROBE_SECONDS = 2.0  # failing tests slower than this together are probed with the quickest first
 # Seconds for a candidate's failing tests when some hung at the baseline: a fix passes them at once.
 HUNG_TARGETS_TIMEOUT = 5.0
-NO_BUDGET_BASELINE_TIMEOUT = (
-    900.0  # seconds for the localisation run when the run has no time budget
-)
+NO_BUDGET_BASELINE_TIMEOUT = 900.0  # seconds for the localisation run with no time budget
 # Ranks suspicious lines from a run that recorded per-test lines: (that run, the copy it ran in, the
 # failing tests, the traceback, test files, the sources) -> Localisation. The loop passes
 # ``localise.localise`` in.
@@ -84,6 +83,9 @@ class BuiltinProposer:
     localisation is the request's (``ProposalRequest.localisation``, the loop's,
     for the code as it is now) when it carries one; otherwise the engine runs the
     suite once with per-test coverage on a copy and ranks with ``localiser``.
+    ``distrusted(originals, changed files)`` is True for a plausible patch a
+    reader would distrust (the loop passes ``patch.dropped.drops_input``): among
+    patches that fix as many tests it is chosen last.
     """
 
     name = "builtin"
@@ -104,8 +106,10 @@ class BuiltinProposer:
         clock: Callable[[], float] = time.monotonic,
         scratch_dir: Optional[Path] = None,
         open_warm: Optional[OpenWarm] = None,
+        distrusted: Callable[[Dict[str, str], Dict[str, str]], bool] = lambda old, new: False,
     ) -> None:
         self.project_root = Path(project_root)
+        self.distrusted = distrusted
         self.run_tests = run_tests
         self.test_files = test_files
         self.localiser = localiser
@@ -324,6 +328,7 @@ class BuiltinProposer:
             keeps_doctests(self.test_files, sources),
             self._localisation.ran_by,
             self._plan.targets if self._plan is not None else (),
+            self.distrusted,
         )
 
     # -- search policy ------------------------------------------------------------------
@@ -382,19 +387,13 @@ class BuiltinProposer:
         return loc.note if loc is not None and loc.method == "traceback" else ""
 
     def _exhausted(self, message: str, notes: Dict[str, Any]) -> EngineExhausted:
-        hint = (
-            "the bug may need more than one or two small edits; try a model (--model) or a "
-            "larger --timeout"
-        )
-        # engine time, found or not
-        usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)
-        tried = self._search.tried if self._search is not None else 0
+        usage = Usage(0, 0, 0.0, seconds=self.clock() - self._call_start, calls=0)  # found or not
         return EngineExhausted(
             message,
-            hint=hint,
+            EXHAUSTED_HINT,
+            usage,
             notes=notes,
-            usage=usage,
-            candidates=tried,
+            candidates=self._search.tried if self._search is not None else 0,
             degraded=self._degraded(),
             out_of_time=self._stopped_because == TIME_SPENT,
         )

@@ -12,6 +12,10 @@ from typing import Any, Dict, List, Optional
 from repairloop.propose.builtin.search import Result, Search
 from repairloop.types import Localisation
 
+EXHAUSTED_HINT = (
+    "the bug may need more than one or two small edits; try a model (--model) or a larger --timeout"
+)
+
 __all__ = ["MAX_TRIED_IN_NOTES", "exhausted_message", "localisation_notes", "result_notes"]
 
 PLAUSIBLE_NOTE = (

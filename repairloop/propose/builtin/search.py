@@ -69,13 +69,17 @@ class Result:
     # do not run them, and whether none of the tests a partial fix leaves failing runs them.
     unshared: int = 0
     unrelated: bool = False
+    # A reader would distrust it (``Search.distrusted``: the loop's ``drops_input`` check).
+    distrusted: bool = False
 
     @property
     def plausible(self) -> bool:
         return self.verdict.status == "plausible"
 
-    def choice_key(self) -> Tuple[int, int, int, int, float, int, float, float, int]:
-        """Fewest failing tests left failing, then fewest of the repaired group, then edits
+    def choice_key(self) -> Tuple[int, int, bool, int, int, float, int, float, float, int]:
+        """Fewest failing tests left failing, then fewest of the repaired group, then one a
+        reader would not distrust (``distrusted``: a function that stops reading an input
+        loses to a fix that keeps reading them), then edits
         at the statements the failing tests share (fewest of them not running an edited
         line), then fewest changed lines, the search's own belief (suspiciousness x prior), fewest
         changed characters, suspiciousness, prior, search order.
@@ -92,6 +96,7 @@ class Result:
         return (
             v.missed,
             v.missed_group,
+            self.distrusted,
             self.unshared,
             lines,
             -round(c.suspiciousness * c.prior, 6),
@@ -229,8 +234,10 @@ class Search:
         allowed: Callable[[Dict[str, str]], bool] = lambda changed: True,
         ran_by: Optional[Mapping[LineKey, FrozenSet[str]]] = None,
         targets: Sequence[str] = (),
+        distrusted: Callable[[Dict[str, str], Dict[str, str]], bool] = lambda old, new: False,
     ) -> None:
         self.queue: List[Candidate] = list(candidates)
+        self.distrusted = distrusted  # (originals, changed files) -> a reader would distrust it
         self.originals = originals
         self.allowed = (
             allowed  # False for changed files a guard would refuse (a doctest's expected output)
@@ -300,7 +307,15 @@ class Search:
         self.results.append(
             Result(candidate, verdict, diff, size)
             if not diff
-            else Result(candidate, verdict, diff, size, unshared, unrelated)
+            else Result(
+                candidate,
+                verdict,
+                diff,
+                size,
+                unshared,
+                unrelated,
+                self.distrusted(self.originals, changed),
+            )
         )
 
     def reach(self, candidate: Candidate, verdict: Verdict) -> Tuple[int, bool]:
