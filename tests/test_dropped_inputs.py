@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import pytest
 from conftest import init_repo
@@ -15,7 +15,12 @@ from scripted_server import ScriptedServer
 from test_e2e_run import run_cli, scripted_run
 
 from repairloop.patch import AppliedPatch, FileChange
-from repairloop.patch.dropped import dropped_input_flags, dropped_reads, functions
+from repairloop.patch.dropped import (
+    deletion_flags,
+    dropped_input_flags,
+    dropped_reads,
+    functions,
+)
 from repairloop.types import FlagKind, TestFiles
 
 CLAMP = '''\
@@ -32,6 +37,43 @@ def _dropped(old: str, new: str, name: str) -> List[Tuple[str, str]]:
 def _flags(old: str, new: str, path: str = "pkg/calc.py") -> List[str]:
     patch = AppliedPatch((FileChange(path, old, new, "exact", 1.0),), "test")
     return [str(f) for f in dropped_input_flags(patch, TestFiles(("tests/*",)))]
+
+
+def _deletions(*changes: Tuple[str, Optional[str], Optional[str]]) -> List[str]:
+    patch = AppliedPatch(tuple(FileChange(p, o, n, "exact", 1.0) for p, o, n in changes), "t")
+    return [str(f) for f in deletion_flags(patch, TestFiles(("tests/*",)))]
+
+
+METAVAR = """\
+def make_metavar(self, var, required):
+    if not required:
+        var = f"[{var}]"
+    return var
+"""
+
+
+def test_a_patch_that_only_removes_code_is_flagged() -> None:
+    # The offline engine's plausible patch on click-argument-metavar-double-brackets (wrong: 30
+    # tests of click's whole suite fail with it).
+    gone = METAVAR.replace('var = f"[{var}]"', "pass")
+    flags = _deletions(("pkg/core.py", METAVAR, gone))
+    assert flags == [
+        "deletes_code: the patch only removes code, adding none: pkg/core.py (1 line(s)): a "
+        "plausible patch that deletes functionality is often wrong; read it"
+    ]
+    assert _deletions(("pkg/core.py", METAVAR, METAVAR.replace("    if not required:\n", "")))
+    # every file must only lose code: one that gains some makes it an edit
+    edited = METAVAR.replace("return var", "return var.strip()")
+    assert _deletions(("pkg/core.py", METAVAR, gone), ("pkg/b.py", METAVAR, edited)) == []
+    assert _deletions(("pkg/core.py", METAVAR, edited)) == []
+    # comments and blank lines are not code; test files, new and deleted files are left out
+    assert _deletions(("pkg/core.py", METAVAR, "# note\n" + METAVAR)) == []
+    assert (
+        _deletions(("pkg/core.py", METAVAR, METAVAR.replace("    return var\n", "    # r\n"))) != []
+    )
+    assert _deletions(("tests/test_core.py", METAVAR, gone)) == []
+    assert _deletions(("pkg/core.py", METAVAR, None)) == []
+    assert _deletions(("pkg/new.py", None, METAVAR)) == []
 
 
 def test_a_clamp_that_stops_reading_its_upper_bound_is_flagged() -> None:

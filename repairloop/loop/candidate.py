@@ -24,7 +24,7 @@ from repairloop.loop.inputs import AttemptInput, AttemptSetup
 from repairloop.loop.stop import Refusal
 from repairloop.patch import AppliedPatch, apply_answer, check_guards, check_syntax
 from repairloop.patch.compensate import assertion_names, compensation_flags
-from repairloop.patch.dropped import dropped_input_flags
+from repairloop.patch.dropped import deletion_flags, dropped_input_flags
 from repairloop.patch.guards import Screened
 from repairloop.patch.overfit import check_hardcoded, overfitting_flags
 from repairloop.patch.testliterals import assertion_literals, failing_inputs
@@ -255,12 +255,13 @@ def _guard_flags(
     screened: Screened, literals: FrozenSet[str], test_files: TestFiles, compared: FrozenSet[str]
 ) -> Tuple[Flag, ...]:
     """Flags of an accepted candidate: test edits (allowed), dropped scratch files, capabilities
-    on changed lines, compensation, inputs no longer read, overfitting."""
+    on changed lines, compensation, inputs no longer read, code only removed, overfitting."""
     flags = [Flag(FlagKind.TEST_EDIT, path) for path in screened.test_edits]
     flags += [Flag(FlagKind.DROPPED_SCRATCH, path) for path in screened.dropped]
     flags += [Flag(FlagKind.CAPABILITY, str(found)) for found in screened.capabilities]
     flags += compensation_flags(screened.applied, compared, test_files)
     flags += dropped_input_flags(screened.applied, test_files)
+    flags += deletion_flags(screened.applied, test_files)
     return (*flags, *overfitting_flags(screened.applied, literals, test_files))
 
 

@@ -85,6 +85,7 @@ _WARNED = (
     FlagKind.COMPENSATES,
     FlagKind.CAPABILITY,
     FlagKind.DROPS_INPUT,
+    FlagKind.DELETES_CODE,
 )
 
 

@@ -1,5 +1,6 @@
-"""A candidate that stops reading an input: a parameter, or a local it still assigns, that a
-function read before the patch and reads nowhere after it.
+"""A candidate that deletes functionality: a function that stops reading an input (a parameter,
+or a local it still assigns, that it read before the patch and reads nowhere after it), or a
+patch that only removes code.
 
 Most plausible-but-wrong patches of test-suite-based repair delete functionality: Qi et al.
 ("An Analysis of Patch Plausibility and Correctness for Generate-and-Validate Patch Generation
@@ -25,11 +26,19 @@ out:
   value lives outside) are left out;
 * a local counts while the new body still assigns it: a patch that removes the assignment
   with its last read removed the whole computation, which is a different (and visible) edit.
+
+The plainest deletion is flagged too (``FlagKind.DELETES_CODE``): a candidate whose every
+change to a source file removes code and adds none (Qi et al. built Kali, which repairs only by
+deleting, to show how far deletion alone passes the tests). Blank lines, comments
+and ``pass`` do not count as code (``var = f"[{var}]"`` turned into ``pass``). Of the 113
+reference fixes in fixtures/realbugs, fixtures/realbugs-heldout and fixtures/bench, one is a
+pure deletion (an extra ``sort()`` call removed): a right fix can be one, so it is a flag.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from repairloop.patch.changes import AppliedPatch, FileChange
@@ -137,6 +146,41 @@ def dropped_input_flags(applied: AppliedPatch, test_files: TestFiles) -> Tuple[F
                 _flag(change.path, name, kind, input_) for kind, input_ in dropped_reads(old, new)
             ]
     return tuple(flags[:MAX_FLAGS])
+
+
+def _code_lines(text: str) -> List[str]:
+    """The lines of ``text`` that are code: not blank, not a comment, not ``pass``."""
+    stripped = (line.strip() for line in text.splitlines())
+    return [line for line in stripped if line and not line.startswith("#") and line != "pass"]
+
+
+def deletion_flags(applied: AppliedPatch, test_files: TestFiles) -> Tuple[Flag, ...]:
+    """One ``deletes_code`` flag when every changed source file of ``applied`` only loses code
+    (module docstring), naming the files; () otherwise. A created or deleted file, or a change
+    to a test file alone, is not a deletion of this kind."""
+    removed: List[str] = []
+    for change in applied.changes:
+        if not change.path.endswith(".py") or test_files.is_test(change.path):
+            continue
+        if change.old_text is None or change.new_text is None:
+            return ()
+        old, new = _code_lines(change.old_text), _code_lines(change.new_text)
+        matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+        opcodes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+        if any(op[0] != "delete" for op in opcodes):
+            return ()
+        if opcodes:
+            lost = sum(first_after - first for _, first, first_after, _, _ in opcodes)
+            removed.append(f"{change.path} ({lost} line(s))")
+    if not removed:
+        return ()
+    return (
+        Flag(
+            FlagKind.DELETES_CODE,
+            f"the patch only removes code, adding none: {', '.join(removed)}: a plausible patch "
+            "that deletes functionality is often wrong; read it",
+        ),
+    )
 
 
 def drops_input(

@@ -125,6 +125,7 @@ class FlagKind(str, enum.Enum):
     CHANGES_PASSING_BEHAVIOUR = "changes_passing_behaviour"
     # a changed function no longer reads a parameter or local it read before (patch/dropped.py)
     DROPS_INPUT = "drops_input"
+    DELETES_CODE = "deletes_code"  # every change only removes code (patch/dropped.py)
 
 
 class JournalKind(str, enum.Enum):

@@ -1,5 +1,5 @@
-"""Figure 17: the behaviour check and ``drops_input`` on right fixes and on plausible-but-wrong
-patches.
+"""Figure 17: the behaviour check and the deletion flags on right fixes and on
+plausible-but-wrong patches.
 
 The behaviour check (``repairloop/loop/behaviour.py``; README "The behaviour check") flags a
 proven patch ``changes_passing_behaviour`` when a test that passed at the baseline and with the
@@ -8,9 +8,10 @@ patch is answered by the scripted model (``tests/scripted_server.py`` on 127.0.0
 diff in a fenced block) to ``python -m repairloop run PROJECT --model openai/scripted --api-base
 URL --no-builtin --max-iterations 1 --json`` on a fresh git copy (the model named
 ``scripted.MODEL``, so litellm can price it), and the run's
-``evidence.proof.flags`` say whether it was flagged. ``drops_input`` (``repairloop/patch/
-dropped.py``) flags a candidate whose changed function no longer reads an input; the run's
-``evidence.flags`` hold it. A patch counts as flagged by either. Five sets:
+``evidence.proof.flags`` say whether it was flagged. The deletion flags (``repairloop/patch/
+dropped.py``) mark a candidate whose changed function no longer reads an input (``drops_input``)
+or that only removes code (``deletes_code``); the run's ``evidence.flags`` hold them. A patch
+counts as flagged by either kind of check. Five sets:
 
 - **a. bench, right**: every ``fixtures/bench`` case's ``reference.patch``;
 - **b. real bugs, right**: the reference fix (``context_check.reference_diff`` from the buggy to
@@ -26,7 +27,7 @@ dropped.py``) flags a candidate whose changed function no longer reads an input;
   whole-suite judge found wrong (``fixtures/behaviour/realbugs/CASE.patch``, from its rows'
   ``wrong_patch``), each on its buggy project with the case's own test command.
 
-``static_sweep`` also computes ``drops_input`` with no run on every reference fix there is
+``static_sweep`` also computes the deletion flags with no run on every reference fix there is
 (both real-bug corpora and fixtures/bench): a wider look at its false flags.
 
 Only runs that end ``fixed`` count (the check runs on a proven patch); the others are listed.
@@ -76,7 +77,7 @@ SETS = {
     "d": "d. shop",
     "e": "e. real-bug wrong patches",
 }
-DROPS = "drops_input"
+DELETION_FLAGS = ("drops_input", "deletes_code")
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class Row:
     flagged: bool  # changes_passing_behaviour, by the proof's behaviour check
     detail: str  # the flag's text when flagged, why not fixed when not fixed
     seconds: float
-    dropped: bool = False  # drops_input, on the candidate (rows of older files lack it)
+    dropped: bool = False  # a deletion flag on the candidate (rows of older files lack it)
 
     @property
     def either(self) -> bool:
@@ -145,11 +146,11 @@ def flags_of(summary: Dict[str, Any]) -> List[str]:
 
 
 def dropped_of(summary: Dict[str, Any]) -> List[str]:
-    """The run's ``drops_input`` flags (its kept candidates', in ``evidence.flags``)."""
+    """The run's deletion flags (its kept candidates', in ``evidence.flags``)."""
     return [
         str(f)
         for f in (summary.get("evidence") or {}).get("flags") or []
-        if str(f).startswith(DROPS)
+        if str(f).startswith(DELETION_FLAGS)
     ]
 
 
@@ -311,7 +312,7 @@ def set_lines(rows: Sequence[Row]) -> List[str]:
                 out.append(
                     f"{label}, {'right' if right else 'wrong'}: {len(group)} patch(es), "
                     f"{fixed} ended fixed, flagged {_share(flagged, fixed)} (behaviour check "
-                    f"{behaviour}, drops_input {dropped})"
+                    f"{behaviour}, deletion flags {dropped})"
                 )
     return out
 
@@ -325,16 +326,17 @@ def _case_row(r: Row) -> List[str]:
 
 
 def static_sweep() -> Tuple[int, int, List[str]]:
-    """``drops_input`` on every real bug's reference fix (both corpora) and every fixtures/bench
+    """The deletion flags on every real bug's reference fix (both corpora) and every fixtures/bench
     reference, computed from the texts with no run: (flagged, patches, the flagged ones' names).
     A right fix flagged here is a false flag the runs above may not sample."""
     from repairloop.patch import AppliedPatch, FileChange
-    from repairloop.patch.dropped import dropped_input_flags
+    from repairloop.patch.dropped import deletion_flags, dropped_input_flags
     from repairloop.types import TestFiles
 
     def flagged(old: Dict[str, str], new: Dict[str, str]) -> bool:
         changes = tuple(FileChange(p, old[p], new.get(p), "exact", 1.0) for p in old)
-        return bool(dropped_input_flags(AppliedPatch(changes, "reference"), TestFiles()))
+        patch = AppliedPatch(changes, "reference")
+        return bool(dropped_input_flags(patch, TestFiles()) + deletion_flags(patch, TestFiles()))
 
     names: List[str] = []
     total = 0
@@ -368,7 +370,7 @@ def behaviour_figure(
     rows: Sequence[Row], seconds: float, sweep: Optional[Tuple[int, int, List[str]]] = None
 ) -> Figure:
     """Figure 17 from measured ``rows``: per set, flagged among the runs that ended fixed, by
-    either check (the behaviour check, ``drops_input``); ``sweep`` is ``static_sweep()``."""
+    either check (the behaviour check, the deletion flags); ``sweep`` is ``static_sweep()``."""
     right_flagged, right_fixed = _tally([r for r in rows if r.right])
     wrong = [r for r in rows if r.set in ("c", "e")]
     wrong_flagged, wrong_fixed = _tally(wrong)
@@ -384,7 +386,7 @@ def behaviour_figure(
     if sweep is not None:
         hits, total, names = sweep
         checks.append(
-            Check("drops_input on every reference fix, no run: at most 1 in 20",
+            Check("deletion flags on every reference fix, no run: at most 1 in 20",
                   _share(hits, total) + (f" ({', '.join(names)})" if names else ""),
                   hits * 20 <= total if total else None)
         )  # fmt: skip
@@ -409,14 +411,16 @@ def behaviour_figure(
         "What each flag named: " + ("; ".join(flagged_tests) if flagged_tests else "none") + ".",
         f"{len(rows)} runs, {WORKERS} at a time: {seconds / 60:.0f} minutes.",
     ]
-    table = [["set", "case", "patch", "outcome", "behaviour check", "drops_input"]]
+    table = [["set", "case", "patch", "outcome", "behaviour check", "deletion flags"]]
     table += [_case_row(r) for r in rows]
     return Figure(
         17,
-        "The behaviour check and drops_input: right fixes against plausible-but-wrong patches",
+        "The behaviour check and the deletion flags: right fixes against plausible-but-wrong "
+        "patches",
         "each patch answered by a scripted model as a diff, one iteration with repairloop's "
         "defaults (the proof and its behaviour check), and whether the run flagged it "
-        "`changes_passing_behaviour` (the proof) or `drops_input` (the candidate): right fixes "
+        "`changes_passing_behaviour` (the proof) or `drops_input` or `deletes_code` (the "
+        "candidate): right fixes "
         "(fixtures/bench reference fixes, real bugs' own fixes) against the offline engine's "
         "plausible patches that fixtures/bench's hidden tests or a real project's whole suite "
         "reject, and a shop project's known overfitting answers",

@@ -134,8 +134,9 @@ def engine_run(case: Any, work: Path, checkout: Path) -> Row:
         # the behaviour check's verdict on the reported patch (README "The behaviour check")
         "behaviour_flagged": any("changes_passing_behaviour" in f for f in proof.get("flags", [])),
         "other_paths": len(proof.get("other_paths") or []),
-        # a changed function that no longer reads an input (README "The behaviour check")
+        # the deletion flags (README "Only flagged")
         "drops_input": any(f.startswith("drops_input") for f in evidence.get("flags", [])),
+        "deletes_code": any(f.startswith("deletes_code") for f in evidence.get("flags", [])),
         # a wrong patch, kept for figure 17's set e (fixtures/behaviour/realbugs)
         "wrong_patch": patch if judged.startswith("wrong") else "",
     }
@@ -183,7 +184,7 @@ def _tally(rows: Sequence[Row]) -> Tuple[int, int, int]:
 def _flag_counts(rows: Sequence[Row]) -> str:
     """How many right and wrong fixes the behaviour check flagged, how many changed the paths
     of passing tests that run the suspicious code (``other_paths``, not flagged), and how many
-    were flagged ``drops_input``."""
+    were flagged ``drops_input`` or ``deletes_code``."""
     fixed = [r for r in rows if r["outcome"] == "fixed" and r["judged"]]
     parts = []
     for label, picked in (
@@ -192,10 +193,10 @@ def _flag_counts(rows: Sequence[Row]) -> str:
     ):
         flagged = sum(bool(r.get("behaviour_flagged")) for r in picked)
         moved = sum(bool(r.get("other_paths")) for r in picked)
-        dropped = sum(bool(r.get("drops_input")) for r in picked)
+        dropped = sum(bool(r.get("drops_input") or r.get("deletes_code")) for r in picked)
         parts.append(
             f"{label} fixes {flagged} of {len(picked)} (other paths of tests running the "
-            f"suspicious code: {moved}; drops_input: {dropped})"
+            f"suspicious code: {moved}; deletion flags: {dropped})"
         )
     return "; ".join(parts)
 
