@@ -234,7 +234,8 @@ def test_a_bad_flag_value_names_the_help_of_the_command_used(
     project = make_project("off_by_one")
     code, _, err = cli(["classify", str(project), "--test-timeout", "0"], capsys)
     assert code == 2 and "'test_timeout'" in err
-    assert "the command's --help lists its flags" in err and "run --help" not in err
+    assert "the flag (`repairloop classify --help` lists the flags)" in err
+    assert "run --help" not in err
 
 
 def test_hints_point_to_what_an_installed_user_has(make_project, quiet_env, capsys) -> None:

@@ -164,19 +164,26 @@ def check_usage(
         )
 
 
-def project_settings(path: Path, flags: Dict[str, Any]) -> Any:
+def project_settings(path: Path, flags: Dict[str, Any], command: str = "run") -> Any:
     """The run's Settings (``settings.load_layers``) with ``flags`` (None values: not given) on top.
 
     Warns about unknown REPAIRLOOP_* variables first, and prints one notice per key of the
     project's file that it may not set (``settings.trust``). Raises ProjectError (exit 2)
-    when ``path`` is no directory, ConfigError (exit 2) for an invalid setting.
+    when ``path`` is no directory, ConfigError (exit 2) for an invalid setting, its hint naming
+    ``repairloop COMMAND --help`` for a flag (``command``: the subcommand whose flags they are).
     """
+    from repairloop.errors import ConfigError
     from repairloop.settings import load_layers
+    from repairloop.settings.layers import COMMAND_HELP
 
     if not path.is_dir():
         raise not_a_directory(path)
     warn_unknown_env()
-    layers = load_layers(path.resolve(), flags)
+    try:
+        layers = load_layers(path.resolve(), flags)
+    except ConfigError as err:  # name this command's help (classify's flags are not run's)
+        hint = err.hint.replace(COMMAND_HELP, f"`repairloop {command} --help`")
+        raise ConfigError(err.message, hint) from None
     print_notices(layers.notices)
     return layers.settings
 

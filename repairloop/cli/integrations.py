@@ -195,7 +195,7 @@ def _ci(
 
     token = github_actions.stop_commands(sys.stdout) if detect_system(os.environ) == GITHUB else ""
     check_usage(model=model)
-    settings = project_settings(path, flags)
+    settings = project_settings(path, flags, "ci")
     options = CIOptions(**{k: v for k, v in extra.items() if v is not None}, commands_token=token)
     console = err_console()
     renderer = ConsoleRenderer(console)

@@ -301,7 +301,7 @@ def _classify(
     from repairloop.loop.driver import classify_project
     from repairloop.reports.console import render_classification, summary_counts
 
-    settings = project_settings(path, flags)
+    settings = project_settings(path, flags, "classify")
     report, failures, kind = classify_project(settings, path, runner=runner)
     if as_json:
         document = {

@@ -69,12 +69,13 @@ def _validation_hint(err: ValidationError, origin: str) -> str:
     text = "unset" if default is None else repr(default)
     text = text if len(text) <= 60 else text[:57] + "..."  # the glob lists are long
     note = "" if "default" in str(field.description) else f" (default: {text})"
-    where = (
-        "the flag (the command's --help lists its flags)"
-        if "flags" in origin
-        else f"it in {origin}"
-    )
+    where = f"the flag ({COMMAND_HELP} lists the flags)" if "flags" in origin else f"it in {origin}"
     return f"'{key}': {field.description}{note}; fix {where}"
+
+
+# Where a bad flag's hint sends the user; the command line names the command it ran
+# (``cli.common.project_settings``).
+COMMAND_HELP = "the command's --help"
 
 
 def _check(values: Mapping[str, Any], origin: str) -> Dict[str, Any]:
