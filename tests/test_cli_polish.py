@@ -236,6 +236,12 @@ def test_a_bad_flag_value_names_the_help_of_the_command_used(
     assert code == 2 and "'test_timeout'" in err
     assert "the flag (`repairloop classify --help` lists the flags)" in err
     assert "run --help" not in err
+    # `--junit-xml --json` takes the flag as the file name: refused, not a silent text report
+    code, _, err = cli(["classify", str(project), "--junit-xml", "--json"], capsys)
+    assert code == 2 and "'junit_xml'" in err and "not a flag ('--json')" in err
+    # a budget of "inf" seconds is no budget: refused like any other impossible value
+    code, _, err = cli(["run", str(project), "--timeout", "inf"], capsys)
+    assert code == 2 and "'timeout'" in err and "finite number" in err
 
 
 def test_hints_point_to_what_an_installed_user_has(make_project, quiet_env, capsys) -> None:

@@ -66,6 +66,11 @@ def test_a_patch_that_only_removes_code_is_flagged() -> None:
     edited = METAVAR.replace("return var", "return var.strip()")
     assert _deletions(("pkg/core.py", METAVAR, gone), ("pkg/b.py", METAVAR, edited)) == []
     assert _deletions(("pkg/core.py", METAVAR, edited)) == []
+    # a filler that does nothing does not make it an edit (a new user's trial: `word = word`)
+    for filler in ("var = var", "self.x = self.x", "...", "None"):
+        padded = METAVAR.replace('var = f"[{var}]"', filler)
+        assert _deletions(("pkg/core.py", METAVAR, padded)), filler
+    assert _deletions(("pkg/core.py", METAVAR, METAVAR.replace('f"[{var}]"', "str(var)"))) == []
     # comments and blank lines are not code; test files, new and deleted files are left out
     assert _deletions(("pkg/core.py", METAVAR, "# note\n" + METAVAR)) == []
     assert (

@@ -357,6 +357,14 @@ def test_junit_xml_is_used_when_the_plugin_is_off(tmp_path: Path) -> None:
     assert not report.green
 
 
+def test_a_junit_xml_the_command_never_wrote_is_said(tmp_path: Path) -> None:
+    # A new user's trial: `--junit-xml nosuch.xml` with a command that writes none said nothing.
+    root = write_project(tmp_path, CALC)
+    report = run_tests(root, "sh -c 'exit 1'", junit_xml="nosuch.xml", timeout=60)
+    assert report.source == "exit_code" and not report.results
+    assert "wrote no JUnit XML at nosuch.xml (junit_xml)" in report.output
+
+
 def test_junit_from_another_runner_uses_the_type_attribute(tmp_path: Path) -> None:
     xml = tmp_path / "report.xml"
     xml.write_text(

@@ -29,8 +29,9 @@ out:
 
 The plainest deletion is flagged too (``FlagKind.DELETES_CODE``): a candidate whose every
 change to a source file removes code and adds none (Qi et al. built Kali, which repairs only by
-deleting, to show how far deletion alone passes the tests). Blank lines, comments
-and ``pass`` do not count as code (``var = f"[{var}]"`` turned into ``pass``). Of the 113
+deleting, to show how far deletion alone passes the tests). Blank lines, comments and lines that
+do nothing (``pass``, ``...``, ``x = x``) do not count as code (``var = f"[{var}]"`` turned into
+``pass``); any other added line, even a useless one (``x = str(x)``), makes it an edit. Of the 113
 reference fixes in fixtures/realbugs, fixtures/realbugs-heldout and fixtures/bench, one is a
 pure deletion (an extra ``sort()`` call removed): a right fix can be one, so it is a flag.
 """
@@ -148,10 +149,31 @@ def dropped_input_flags(applied: AppliedPatch, test_files: TestFiles) -> Tuple[F
     return tuple(flags[:MAX_FLAGS])
 
 
+def _no_op(line: str) -> bool:
+    """A line that does nothing: ``pass``, a constant (``...``), or an assignment of a name or
+    attribute to itself (``word = word``: a filler that would otherwise make a deletion look like
+    an edit; a new user's trial). A bare name is not one: it may be a line of a longer call."""
+    try:
+        body = ast.parse(line).body
+    except (SyntaxError, ValueError):
+        return False  # part of a longer statement
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Constant)
+    if isinstance(statement, ast.Assign):
+        value = ast.unparse(statement.value)
+        return all(ast.unparse(target) == value for target in statement.targets)
+    return False
+
+
 def _code_lines(text: str) -> List[str]:
-    """The lines of ``text`` that are code: not blank, not a comment, not ``pass``."""
+    """The lines of ``text`` that are code: not blank, not a comment, not a no-op (``_no_op``)."""
     stripped = (line.strip() for line in text.splitlines())
-    return [line for line in stripped if line and not line.startswith("#") and line != "pass"]
+    return [line for line in stripped if line and not line.startswith("#") and not _no_op(line)]
 
 
 def deletion_flags(applied: AppliedPatch, test_files: TestFiles) -> Tuple[Flag, ...]:
@@ -202,6 +224,6 @@ def _flag(path: str, function: str, kind: str, name: str) -> Flag:
     return Flag(
         FlagKind.DROPS_INPUT,
         f"{path}: {function}() no longer reads {what}, which it read before the patch: a "
-        "plausible patch that deletes what the code did with an input is the commonest wrong "
-        "one; read it",
+        "plausible patch that stops using an input is often wrong; read it"
+        + ("" if kind == "parameter" else " (if it is right, the assignment may now be dead)"),
     )

@@ -73,6 +73,11 @@ def assemble(
         if plugin.in_progress:
             results = results + (_interrupted(plugin.in_progress, done, timeout),)
     output = done.output + _notes(done, plugin, timeout)
+    if junit_path is not None and junit is None and not plugin.finished:
+        output += (  # a missing file would otherwise pass unseen (`--junit-xml --json` too)
+            f"\nrepairloop: the test command wrote no JUnit XML at {junit_path.relative_to(root)}"
+            " (junit_xml); its results come from the exit code alone\n"
+        )
     return TestReport(
         command=(command,) if isinstance(command, str) else tuple(command),
         exit_code=done.exit_code,

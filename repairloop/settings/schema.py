@@ -61,7 +61,8 @@ DEFAULT_MODEL_BY_KEY: Tuple[Tuple[str, str], ...] = (
 class Settings(BaseModel):
     """Every knob of a run. Units are in the field descriptions."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: `--timeout inf` would read "the run's inf s budget" (a new user's trial)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     test_cmd: Optional[str] = Field(
         None, description="Test command; default: the project's python -m pytest."
@@ -243,6 +244,8 @@ class Settings(BaseModel):
             raise ValueError(
                 "must not lie in .git/ or .repairloop/ (git's and repairloop's own files)"
             )
+        if value is not None and value.startswith("-"):  # `--junit-xml --json` took the flag
+            raise ValueError(f"must be a file name, not a flag ({value!r})")
         return value
 
     @field_validator("edit_format")
