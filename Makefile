@@ -22,7 +22,7 @@ lint: $(STAMP)
 
 # Four workers on two cores: about half of the suite's time is spent waiting (test processes
 # starting, timeouts the tests provoke), so more workers overlap the waits (on a quiet two-core
-# machine: 399 s at -n 2, 343 s at -n 3).
+# machine: 399 s at -n 2, 343 s at -n 3, 319 s at -n 4, 327 s at -n 6).
 test: lint
 	$(BIN)/python -m pytest -q -n 4 --dist loadgroup
 
