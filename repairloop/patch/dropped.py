@@ -123,7 +123,7 @@ def _parsed(text: Optional[str]) -> Optional[ast.AST]:
         return None
     try:
         return ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # too deep for the parser
         return None
 
 
@@ -155,8 +155,8 @@ def _no_op(line: str) -> bool:
     an edit; a new user's trial). A bare name is not one: it may be a line of a longer call."""
     try:
         body = ast.parse(line).body
-    except (SyntaxError, ValueError):
-        return False  # part of a longer statement
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False  # part of a longer statement (or too deep to be a filler)
     if len(body) != 1:
         return False
     statement = body[0]
