@@ -24,6 +24,7 @@ from repairloop.loop.apply_fix import apply_command
 from repairloop.loop.driver import iterate
 from repairloop.loop.suite import RunnerFactory
 from repairloop.settings import Layers, Settings, load_layers
+from repairloop.textutil import listed
 from repairloop.types import ExitCode, LoopEvent, Outcome, RunResult, RunStopped
 
 # A hook runs while someone waits for `git push`: two minutes, ten cents, three iterations,
@@ -159,17 +160,7 @@ def _left_failing(result: RunResult) -> List[str]:
     """For a partial fix: the tests it leaves failing and the function they all run."""
     if result.outcome is not Outcome.PARTIALLY_FIXED or not result.still_failing:
         return []
-    shared = result.evidence.shared_function
     return [
-        "still failing with it: "
-        + ", ".join(result.still_failing[:5])
-        + (f" and {len(result.still_failing) - 5} more" if len(result.still_failing) > 5 else ""),
-        *(
-            [
-                f"{'it runs' if len(result.still_failing) == 1 else 'they all run'} {shared}: "
-                "the fault is likely there"
-            ]
-            if shared
-            else []
-        ),
+        "still failing with it: " + listed(result.still_failing),
+        *([result.shared_fault] if result.shared_fault else []),
     ]

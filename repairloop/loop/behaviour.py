@@ -32,6 +32,7 @@ from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence,
 from repairloop.loop.partials import shared_function
 from repairloop.patch import AppliedPatch
 from repairloop.patch.changes import unchanged_line_map
+from repairloop.textutil import listed
 from repairloop.types import Flag, FlagKind, LineKey, Localisation, TestFiles
 
 Span = Tuple[str, int, int]  # (path, first line, last line)
@@ -100,9 +101,7 @@ def changed_paths(
 
 def behaviour_flag(tests: Sequence[str], spans: Sequence[Span]) -> Flag:
     """The ``changes_passing_behaviour`` flag naming ``tests`` (at most ``MAX_NAMED``)."""
-    named = ", ".join(tests[:MAX_NAMED]) + (
-        f" and {len(tests) - MAX_NAMED} more" if len(tests) > MAX_NAMED else ""
-    )
+    named = listed(tests, MAX_NAMED)
     where = ", ".join(f"{p}:{a}-{b}" for p, a, b in spans) or "none found"
     return Flag(
         FlagKind.CHANGES_PASSING_BEHAVIOUR,

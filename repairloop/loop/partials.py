@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from repairloop.patch import AppliedPatch
 from repairloop.patch.changes import edited_old_lines
+from repairloop.textutil import listed
 from repairloop.types import LineKey, Localisation, SuspectFunction, TestFiles
 
 
@@ -93,16 +94,11 @@ def misses_shared_fault(
         return None
     return (
         f"a partial fix that does not reach the fault the failing tests share: "
-        f"{_named(left)} {'still fails and never runs' if len(left) == 1 else _PLURAL}"
+        f"{listed(left, 3)} {'still fails and never runs' if len(left) == 1 else _PLURAL}"
         f" the lines it edits ({_where(edited)}), while all {len(set(failing))} failing tests run "
         f"{shared.path}::{shared.name} (suspiciousness {shared.score:.2f}, the edited lines' "
         f"{highest:.2f}); not kept: fix the shared function"
     )
-
-
-def _named(tests: Sequence[str]) -> str:
-    shown = ", ".join(tests[:3])
-    return shown + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
 
 
 def _where(edited: Sequence[LineKey]) -> str:

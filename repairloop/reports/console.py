@@ -213,8 +213,6 @@ def summary_counts(report: TestReport) -> Dict[str, int]:
 
 def _still_failing(result: RunResult) -> str:
     """The panel's line of the tests still failing and, for a partial fix, the function they all
-    run (``Evidence.shared_function``)."""
-    shared = result.evidence.shared_function
-    they = "it runs" if len(result.still_failing) == 1 else "they all run"
-    where = f" ({they} {shared}: the fault is likely there)" if shared else ""
+    run (``RunResult.shared_fault``)."""
+    where = f" ({result.shared_fault})" if result.shared_fault else ""
     return "still failing: " + _some(result.still_failing) + where

@@ -290,6 +290,17 @@ class RunResult:
         object.__setattr__(self, "seconds", round(self.seconds, 3))  # as the journal keeps it
 
     @property
+    def shared_fault(self) -> str:
+        """Where the fault of the tests still failing most likely is ("they all run
+        path::function: the fault is likely there"), "" when ``evidence.shared_function`` names
+        none; the console and the hook say it alike."""
+        shared = self.evidence.shared_function
+        if not shared or not self.still_failing:
+            return ""
+        they = "it runs" if len(self.still_failing) == 1 else "they all run"
+        return f"{they} {shared}: the fault is likely there"
+
+    @property
     def totals(self) -> Dict[str, Any]:
         usage = Usage()
         for it in self.iterations:

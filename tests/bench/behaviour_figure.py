@@ -119,23 +119,8 @@ def fenced(patch: str) -> str:
 def run_answer(project: Path, answer: str, test_cmd: Optional[str]) -> Tuple[Dict[str, Any], str]:
     """``repairloop run --json`` on ``project`` with the scripted model answering ``answer``."""
     with ScriptedServer(scripted.answering([answer])) as srv:
-        argv = [
-            sys.executable,
-            "-m",
-            "repairloop",
-            "run",
-            str(project),
-            "--model",
-            scripted.MODEL,
-            "--api-base",
-            srv.base_url,
-            "--no-builtin",
-            "--max-iterations",
-            "1",
-            "--timeout",
-            str(RUN_TIMEOUT),
-            "--json",
-        ]
+        flags = ("--max-iterations", "1", "--timeout", str(RUN_TIMEOUT), "--json")
+        argv = scripted.cli_argv(project, srv.base_url, *flags)
         argv += ["--test-cmd", test_cmd] if test_cmd else []
         return cli_json(argv, project, fidelity_figure.child_env(), RUN_TIMEOUT)
 

@@ -133,29 +133,12 @@ def child_env(localise: bool) -> Dict[str, str]:
 def _cli(project: Path, test_cmd: str, url: str, env: Dict[str, str]) -> Tuple[Dict[str, Any], str]:
     """Run ``repairloop run --json`` on ``project``: its --json document (empty when it printed
     none) and its stderr. Its process group is killed if it outlives its own timeout."""
-    argv = [
-        sys.executable,
-        "-m",
-        "repairloop",
-        "run",
-        str(project),
-        "--model",
-        scripted.MODEL,
-        "--api-base",
+    argv = scripted.cli_argv(
+        project,
         url,
-        "--no-builtin",
-        "--max-iterations",
-        "2",
-        "--final-runs",
-        "1",
-        "--timeout",
-        str(RUN_TIMEOUT),
-        "--per-test-timeout",
-        str(PER_TEST_TIMEOUT),
-        "--test-cmd",
-        test_cmd,
-        "--json",
-    ]
+        *("--max-iterations", "2", "--final-runs", "1", "--timeout", str(RUN_TIMEOUT)),
+        *("--per-test-timeout", str(PER_TEST_TIMEOUT), "--test-cmd", test_cmd, "--json"),
+    )
     return cli_json(argv, project, env, RUN_TIMEOUT)
 
 

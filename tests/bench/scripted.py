@@ -13,6 +13,7 @@ TECH-NOTES 1.5, gpt-4o is counted with cl100k).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,13 @@ def _item(body: Dict[str, Any], answer: str) -> tuple:
         calls = json.loads(answer[len(TOOL_CALLS) :])
         return ("ok", "", "tool_calls", _usage(body, answer), {"tool_calls": calls})
     return ("ok", answer, "stop", _usage(body, answer))
+
+
+def cli_argv(project: Path, api_base: str, *flags: str) -> List[str]:
+    """``python -m repairloop run PROJECT`` with the scripted model at ``api_base`` alone (no
+    offline engine), then ``flags``: the command line the figures run in a fresh process."""
+    argv = [sys.executable, "-m", "repairloop", "run", str(project), "--model", MODEL]
+    return argv + ["--api-base", api_base, "--no-builtin", *flags]
 
 
 def answering(answers: Sequence[str]) -> List[Callable[[Dict[str, Any]], tuple]]:
